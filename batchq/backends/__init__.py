@@ -1,0 +1,338 @@
+"""The narrow interface every dialect implements, and the URL -> backend factory.
+
+A backend runs named queries from ``sql/<dialect>/queries.sql`` on one
+connection: nothing, one row or all rows, in autocommit or inside
+``transaction()``. Dialect modules only connect, claim, check liveness and
+translate driver errors.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar, TypeVar
+
+from ..config import DatabaseURL, parse_url, redact, resolve_url
+from ..errors import BackendError, BackendUnavailable
+from ..sql import migrations as load_migrations
+from ..sql import queries as load_queries
+
+Row = dict[str, Any]
+T = TypeVar("T")
+
+
+PRIORITY_CEILING = 32768  # above every SMALLINT priority
+
+
+class TransientError(BackendError):
+    """A deadlock, lock wait timeout or serialization failure: safe to retry the transaction."""
+
+
+class LivenessHeld(BackendUnavailable):
+    """Another session holds this worker's liveness lock (its old session has not ended yet)."""
+
+
+class Backend(ABC):
+    dialect: ClassVar[str]
+    skip_locked: bool = True
+
+    def __init__(self, url: DatabaseURL) -> None:
+        self.url = url
+        self.queries = load_queries(self.dialect)
+        self._conn: Any = None
+        self._liveness_name: str | None = None  # set by hold_liveness: re-taken on every connect
+        self.transient_retries = 0  # deadlocks and lock waits retried, for reports
+
+    # -- connection ---------------------------------------------------------
+
+    @abstractmethod
+    def _connect(self) -> Any:
+        """Open a connection with the session settings batchq relies on."""
+
+    @abstractmethod
+    def _translate(self, exc: Exception) -> BackendError | None:
+        """Map a driver exception to a batchq error, or None if it is not a driver error."""
+
+    @property
+    def conn(self) -> Any:
+        """The connection, opened on first use. A worker's connection never exists without its
+        liveness lock: a reconnect takes it again before any statement runs."""
+        if self._conn is None:
+            with self.errors():
+                self._conn = self._connect()
+            if self._liveness_name is not None:
+                try:
+                    self._take_liveness(self._liveness_name)
+                except BaseException:
+                    self._drop_connection()
+                    raise
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+            self._conn = None
+
+    def reconnect(self) -> None:
+        self.close()
+        self.conn  # noqa: B018 - connect now
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """Re-raise driver errors as batchq errors, without the password in the text."""
+        try:
+            yield
+        except BackendError:
+            raise
+        except Exception as exc:
+            translated = self._translate(exc)
+            if translated is None:
+                raise
+            if isinstance(translated, BackendUnavailable):
+                self._drop_connection()
+            translated.args = (redact(str(translated), self.url),)
+            raise translated from None
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    # -- named queries --------------------------------------------------------
+
+    def sql(self, name: str) -> str:
+        return self.queries[name]
+
+    def execute(self, name: str, params: Any = None, conn: Any = None) -> int:
+        """Run a statement; return the affected row count (matched rows on MySQL)."""
+        with self.errors(), self._cursor(conn) as cur:
+            cur.execute(self.sql(name), params or ())
+            return int(cur.rowcount)
+
+    def insert(self, name: str, params: Any, conn: Any = None) -> int:
+        """Run an INSERT and return the new row's id."""
+        with self.errors(), self._cursor(conn) as cur:
+            cur.execute(self.sql(name), params)
+            return self._inserted_id(cur)
+
+    def insert_many(self, name: str, rows: Sequence[Any], conn: Any = None) -> int:
+        with self.errors(), self._cursor(conn) as cur:
+            cur.executemany(self.sql(name), rows)
+            return len(rows)
+
+    def fetchone(self, name: str, params: Any = None) -> Row | None:
+        with self.errors(), self._cursor() as cur:
+            cur.execute(self.sql(name), params or ())
+            row = cur.fetchone()
+            return None if row is None else self._row(cur, row)
+
+    def fetchall(self, name: str, params: Any = None) -> list[Row]:
+        with self.errors(), self._cursor() as cur:
+            cur.execute(self.sql(name), params or ())
+            return [self._row(cur, row) for row in cur.fetchall()]
+
+    @contextmanager
+    def _cursor(self, conn: Any = None) -> Iterator[Any]:
+        cur = (conn if conn is not None else self.conn).cursor()
+        try:
+            yield cur
+        finally:
+            cur.close()
+
+    def _row(self, cur: Any, row: Any) -> Row:
+        return dict(zip([d[0] for d in cur.description], row))
+
+    def _inserted_id(self, cur: Any) -> int:
+        return int(cur.lastrowid)
+
+    # -- transactions ---------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A short explicit transaction; commit on success, roll back on error."""
+        with self.errors():
+            self._begin()
+        try:
+            yield
+            with self.errors():
+                self._conn.commit()
+        except BaseException:
+            # Also after a failed COMMIT: never leave a transaction open on the connection.
+            if self._conn is not None:
+                try:
+                    self._conn.rollback()
+                except Exception:
+                    self._drop_connection()
+            raise
+
+    def _begin(self) -> None:
+        self.conn.begin()
+
+    def retrying(self, action: Callable[[], T], attempts: int = 8) -> T:
+        """Run a transaction, retrying deadlocks and lock waits with jittered backoff."""
+        for attempt in range(attempts):
+            try:
+                return action()
+            except TransientError:
+                if attempt == attempts - 1:
+                    raise
+                self.transient_retries += 1
+                time.sleep(random.uniform(0, 0.005 * 2**attempt))
+        raise AssertionError("unreachable")
+
+    # -- the dialect-specific parts ---------------------------------------------
+
+    def claim(self, queue: str, worker: str, token: str) -> Row | None:
+        """Mark the next due job of ``queue`` as processing by ``worker`` and return it."""
+        jobs = self.claim_batch(queue, worker, token, 1)
+        return jobs[0] if jobs else None
+
+    def claim_batch(self, queue: str, worker: str, token: str, limit: int) -> list[Row]:
+        """Mark up to ``limit`` due jobs of the highest priority level that has any as ours.
+
+        Level by level, each found with one index seek, so that within a level
+        ``run_at <= now`` is an index range: a claim never walks future-dated rows (delays,
+        backoffs), even when they sit at a higher priority or nothing is due.
+        """
+        below = PRIORITY_CEILING
+        while (level := self.fetchone("next_priority", {"queue": queue, "below": below})) is not None:
+            below = int(level["priority"])
+            jobs = self._claim_at(queue, below, worker, token, limit)
+            if jobs:
+                return jobs
+        return []
+
+    @abstractmethod
+    def _claim_at(self, queue: str, priority: int, worker: str, token: str, limit: int) -> list[Row]:
+        """Claim up to ``limit`` due jobs of one priority level, in one transaction, in order."""
+
+    def hold_liveness(self, worker: str) -> None:
+        """Show this worker alive for as long as its connection lives, on every connection it opens."""
+        if self._conn is not None:
+            self._take_liveness(worker)
+            self._liveness_name = worker
+            return
+        self._liveness_name = worker
+        try:
+            self.conn  # noqa: B018 - connect now, which takes the lock
+        except BaseException:
+            self._liveness_name = None
+            raise
+
+    @abstractmethod
+    def _take_liveness(self, worker: str) -> None:
+        """Take the worker's liveness lock on the current connection, or raise LivenessHeld."""
+
+    @abstractmethod
+    def is_alive(self, worker: str) -> bool | None:
+        """Is the worker that wrote ``locked_by = worker`` alive? None if this cannot be told."""
+
+    @abstractmethod
+    def check_connection(self, conn: Any) -> None:
+        """Refuse an application connection of another driver (for enqueue(conn=...))."""
+
+    def wait_for_jobs(self, queues: Sequence[str], timeout: float, stop: threading.Event) -> None:
+        """An idle worker's pause: at most ``timeout`` seconds, cut short by ``stop`` (SIGTERM).
+
+        Polling backends just sleep; PostgreSQL also returns when a job of ``queues`` is notified.
+        """
+        stop.wait(timeout)
+
+    def describe(self) -> str:
+        """One line for `batchq stats`: server and claim strategy."""
+        return f"{self.dialect} {self.url}"
+
+    def payload_limit(self) -> int:
+        """The largest payload, in bytes, the table and the server accept."""
+        return 16 * 1024 * 1024 - 1
+
+    # -- schema -----------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        try:
+            row = self.fetchone("schema_version")
+        except BackendError:
+            self._reset_after_error()
+            return 0
+        return int(row["version"]) if row and row["version"] is not None else 0
+
+    def _reset_after_error(self) -> None:
+        """Leave a failed statement's transaction state behind (PostgreSQL needs it)."""
+
+    def migrate(self) -> list[str]:
+        """Apply pending migrations; return the names applied. Idempotent."""
+        current = self.schema_version()
+        applied = []
+        for version, name, statements in load_migrations(self.dialect):
+            if version <= current:
+                continue
+            with self.errors(), self._cursor() as cur:
+                for statement in statements:
+                    cur.execute(statement)
+            self.execute("schema_version_set", {"version": version})
+            applied.append(name)
+        return applied
+
+
+class BackendHandle:
+    """A handle on the batchq tables at ``url``: one backend (connection) per thread, opened on first use."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url: DatabaseURL = parse_url(resolve_url(url))
+        self._local = threading.local()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.url)!r})"
+
+    @property
+    def backend(self) -> Backend:
+        backend = getattr(self._local, "backend", None)
+        if backend is None:
+            backend = self._local.backend = create_backend(self.url)
+        return backend
+
+    def close(self) -> None:
+        backend = getattr(self._local, "backend", None)
+        if backend is not None:
+            backend.close()
+            self._local.backend = None
+
+    def init_db(self) -> list[str]:
+        """Create or migrate the schema (jobs and messages); returns the migrations applied."""
+        return self.backend.migrate()
+
+
+def batch_ids(ids: Sequence[int]) -> dict[str, Any]:
+    """The id list of a batch, as each dialect binds it (a list; SQLite: a JSON array)."""
+    return {"ids": list(ids), "ids_json": json.dumps(list(ids))}
+
+
+def in_claim_order(rows: list[Row]) -> list[Row]:
+    """RETURNING gives no order: put a batch back in the claim index's order."""
+    return sorted(rows, key=lambda row: (-row["priority"], row["run_at"], row["id"]))
+
+
+def create_backend(url: str | DatabaseURL) -> Backend:
+    parsed = parse_url(url) if isinstance(url, str) else url
+    if parsed.dialect == "sqlite":
+        from .sqlite import SQLiteBackend
+
+        return SQLiteBackend(parsed)
+    if parsed.dialect == "mysql":
+        from .mysql import MySQLBackend
+
+        return MySQLBackend(parsed)
+    from .postgresql import PostgreSQLBackend
+
+    return PostgreSQLBackend(parsed)

@@ -1,0 +1,153 @@
+"""MySQL and MariaDB through PyMySQL: the primary backend."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import pymysql
+from pymysql.constants import CLIENT
+
+from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
+from . import Backend, LivenessHeld, Row, TransientError, batch_ids
+
+_CONNECTION_LOST = {2003, 2006, 2013, 2055, 1927, 4031}  # 1927/4031: killed / idle-timeout
+_TRANSIENT = {1205, 1213}  # lock wait timeout, deadlock
+_ACCESS = {1044, 1045, 1049}  # access denied, unknown database
+_VALUES = re.compile(r"\s+VALUES\s+", re.IGNORECASE)
+MULTI_ROW_STATEMENT_BYTES = 1024 * 1024  # well under any max_allowed_packet; a bigger row goes alone
+
+
+class MySQLBackend(Backend):
+    dialect = "mysql"
+
+    server_version = ""
+    max_allowed_packet = 16 * 1024 * 1024
+
+    def _connect(self) -> Any:
+        url = self.url
+        conn = pymysql.connect(
+            host=url.host,
+            port=url.port or 3306,
+            user=url.user or "root",
+            password=url.password,
+            database=url.database,
+            charset="utf8mb4",
+            autocommit=True,  # explicit BEGIN for the short transactions; never a stale snapshot
+            client_flag=CLIENT.FOUND_ROWS,  # rowcount = matched rows, so fencing checks are exact
+            connect_timeout=int(url.options.get("connect_timeout", 10)),
+        )
+        with conn.cursor() as cur:
+            # Once per session: UTC, strict (nothing silently truncated), READ COMMITTED
+            # (no gap locks between claimers and enqueuers).
+            cur.execute(
+                "SET SESSION time_zone = '+00:00', "
+                "SESSION sql_mode = CONCAT_WS(',', @@SESSION.sql_mode, 'STRICT_TRANS_TABLES')"
+            )
+            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            cur.execute(self.sql("server_info"))
+            version, packet = cur.fetchone()
+        self.server_version = str(version)
+        self.max_allowed_packet = int(packet)
+        self.skip_locked = supports_skip_locked(self.server_version)
+        return conn
+
+    def _translate(self, exc: Exception) -> BackendError | None:
+        if not isinstance(exc, pymysql.err.Error):
+            return None
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
+        message = exc.args[1] if len(exc.args) > 1 else str(exc)
+        if code == 1146:
+            return SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
+        if code in _TRANSIENT:
+            return TransientError(f"MySQL error {code}: {message}")
+        if code in _ACCESS:
+            return BackendUnavailable(f"cannot use {self.url}: {message}")
+        if code in _CONNECTION_LOST or isinstance(exc, pymysql.err.InterfaceError):
+            return BackendUnavailable(f"cannot reach {self.url}: {message or 'connection closed'}")
+        return BackendError(f"MySQL error {code}: {message}")
+
+    def insert_many(self, name: str, rows: Sequence[Any], conn: Any = None) -> int:
+        """Multi-row INSERTs of up to ~1 MiB each. PyMySQL's executemany batches only a VALUES
+        list of bare placeholders; ours computes run_at and created_at on the server, so it
+        would send one INSERT per row."""
+        head, row_sql = _VALUES.split(self.sql(name), maxsplit=1)
+        with self.errors(), self._cursor(conn) as cur:
+            chunk: list[str] = []
+            size = 0
+            for row in rows:
+                values = cur.mogrify(row_sql, row)
+                if chunk and size + len(values) > MULTI_ROW_STATEMENT_BYTES:
+                    cur.execute(f"{head} VALUES {','.join(chunk)}")
+                    chunk, size = [], 0
+                chunk.append(values)
+                size += len(values) + 1
+            if chunk:
+                cur.execute(f"{head} VALUES {','.join(chunk)}")
+        return len(rows)
+
+    def _claim_at(self, queue: str, priority: int, worker: str, token: str, limit: int) -> list[Row]:
+        single, batch = ("claim_select", "claim_batch_select")
+        if self.skip_locked:
+            single, batch = single + "_skip_locked", batch + "_skip_locked"
+        params = {"queue": queue, "priority": priority, "limit": limit}
+        with self.transaction():
+            if limit == 1:
+                job = self.fetchone(single, params)
+                jobs = [job] if job is not None else []
+                if job is not None:
+                    self.execute("claim_mark", {"id": job["id"], "worker": worker, "token": token})
+            else:
+                jobs = self.fetchall(batch, params)
+                if jobs:
+                    ids = batch_ids([job["id"] for job in jobs])
+                    self.execute("claim_batch_mark", {**ids, "worker": worker, "token": token})
+        return jobs
+
+    def _take_liveness(self, worker: str) -> None:
+        row = self.fetchone("liveness_lock", {"name": liveness_lock_name(worker)})
+        if not row or row["acquired"] != 1:
+            raise LivenessHeld(f"worker name {worker!r} is already held by a live session")
+
+    def is_alive(self, worker: str) -> bool | None:
+        row = self.fetchone("liveness_free", {"name": liveness_lock_name(worker)})
+        if not row or row["free"] is None:
+            return None
+        return row["free"] == 0
+
+    def check_connection(self, conn: Any) -> None:
+        if not isinstance(conn, pymysql.connections.Connection):
+            raise ConfigError(f"conn= must be an open PyMySQL connection for a MySQL queue, not {conn!r}")
+
+    def describe(self) -> str:
+        self.conn  # noqa: B018 - connect to read the version
+        claim = (
+            "SELECT ... FOR UPDATE SKIP LOCKED"
+            if self.skip_locked
+            else ("SELECT ... FOR UPDATE (no SKIP LOCKED on this server: claimers wait for each other)")
+        )
+        return f"MySQL/MariaDB {self.server_version} at {self.url}; claims with {claim}"
+
+    def payload_limit(self) -> int:
+        self.conn  # noqa: B018 - connect to read max_allowed_packet
+        # MEDIUMBLOB holds 16 MiB - 1; the statement around the payload needs some room.
+        return min(16 * 1024 * 1024 - 1, self.max_allowed_packet - 64 * 1024)
+
+
+def supports_skip_locked(version: str) -> bool:
+    """MySQL >= 8.0.1 and MariaDB >= 10.6 have SKIP LOCKED."""
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
+    if not match:
+        return False
+    numbers = tuple(int(n) for n in match.groups())
+    if "mariadb" in version.lower():
+        return numbers >= (10, 6, 0)
+    return numbers >= (8, 0, 1)
+
+
+def liveness_lock_name(worker: str) -> str:
+    """GET_LOCK names are limited to 64 characters."""
+    name = f"batchq:{worker}"
+    return name if len(name) <= 64 else "batchq:" + hashlib.sha1(worker.encode()).hexdigest()

@@ -1,0 +1,78 @@
+"""SQLite: the embedded default, for one host."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
+from . import Backend, Row, TransientError, in_claim_order
+
+MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING
+
+
+class SQLiteBackend(Backend):
+    dialect = "sqlite"
+
+    def _connect(self) -> Any:
+        if sqlite3.sqlite_version_info < MIN_VERSION:
+            raise ConfigError(f"SQLite {sqlite3.sqlite_version} is too old: batchq needs 3.35 or later")
+        path = self.url.database
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: autocommit; transactions are explicit BEGIN IMMEDIATE.
+        conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    def _translate(self, exc: Exception) -> BackendError | None:
+        if not isinstance(exc, sqlite3.Error):
+            return None
+        message = str(exc)
+        if "no such table" in message:
+            return SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
+        if "locked" in message or "busy" in message:
+            return TransientError(f"SQLite: {message}")
+        if "unable to open" in message or "disk I/O" in message:
+            return BackendUnavailable(f"cannot open {self.url}: {message}")
+        return BackendError(f"SQLite: {message}")
+
+    def _begin(self) -> None:
+        # Take the write lock up front: a deferred transaction that later writes can
+        # fail with SQLITE_BUSY_SNAPSHOT in WAL mode without waiting.
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def _claim_at(self, queue: str, priority: int, worker: str, token: str, limit: int) -> list[Row]:
+        params = {"queue": queue, "priority": priority, "worker": worker, "token": token, "limit": limit}
+        with self.transaction():
+            if limit == 1:
+                job = self.fetchone("claim", params)
+                return [job] if job is not None else []
+            return in_claim_order(self.fetchall("claim_batch", params))
+
+    def _take_liveness(self, worker: str) -> None:
+        """Nothing to hold: a SQLite worker is alive while its process is."""
+
+    def is_alive(self, worker: str) -> bool | None:
+        host, _, pid = worker.rpartition(":")
+        if host != socket.gethostname() or not pid.isdigit():
+            return None  # another host's process: cannot be told from here
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def check_connection(self, conn: Any) -> None:
+        if not isinstance(conn, sqlite3.Connection):
+            raise ConfigError(f"conn= must be an open sqlite3 connection for a SQLite queue, not {conn!r}")
+
+    def describe(self) -> str:
+        claim = "BEGIN IMMEDIATE + UPDATE ... RETURNING"
+        return f"SQLite {sqlite3.sqlite_version} at {self.url}; claims with {claim}"

@@ -1,0 +1,72 @@
+"""The sweeps cron runs: jobs stuck in processing, and jobs out of tries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import partial
+
+from .backends import Row
+from .queue import Queue
+
+DEFAULT_OLDER_THAN_SECONDS = 3600.0
+
+
+@dataclass
+class ProcessingReport:
+    requeued: list[Row] = field(default_factory=list)  # their worker is gone: put back
+    long_running: list[Row] = field(default_factory=list)  # worker alive, over the threshold
+
+    @property
+    def found_something(self) -> bool:
+        return bool(self.requeued or self.long_running)
+
+
+def gc_processing(queue: Queue, older_than: float = DEFAULT_OLDER_THAN_SECONDS) -> ProcessingReport:
+    """Put back jobs whose worker is gone; report, never steal, long runners of live workers.
+
+    A worker is gone when its liveness lock is free (MySQL GET_LOCK, PostgreSQL
+    advisory lock) or its process no longer exists (SQLite, same host).
+    """
+    backend = queue.backend
+    report = ProcessingReport()
+    alive: dict[str, bool | None] = {}
+    for job in backend.fetchall("processing_jobs"):
+        owner = job["locked_by"] or ""
+        if owner not in alive:
+            alive[owner] = backend.is_alive(owner) if owner else False
+        job["worker_alive"] = alive[owner]
+        if alive[owner] is False:
+            error = f"worker {owner} died while running the job; put back by gc-processing"
+            params = {"id": job["id"], "token": job["claim_token"], "error": error}
+            # The token fences the race with the worker's own finish and with a second sweep.
+            if backend.retrying(partial(backend.execute, "requeue_abandoned", params)) == 1:
+                job["failed"] = int(job["error_count"]) + 1 >= int(job["max_errors"])
+                report.requeued.append(job)
+        elif float(job["age_seconds"]) >= older_than:
+            report.long_running.append(job)
+    return report
+
+
+def gc_error(
+    queue: Queue,
+    action: str | None = None,
+    queues: Iterable[str] = (),
+    ids: Iterable[int] = (),
+) -> list[Row]:
+    """List failed jobs (filtered by queue and id); ``action`` 'requeue' or 'delete' acts on them.
+
+    Returns the jobs listed, or with an action the jobs it acted on.
+    """
+    wanted_queues, wanted_ids = set(queues), set(ids)
+    jobs = [
+        job
+        for job in queue.failed_jobs()
+        if (not wanted_queues or job["queue"] in wanted_queues)
+        and (not wanted_ids or int(job["id"]) in wanted_ids)
+    ]
+    if action is None:
+        return jobs
+    query = {"requeue": "requeue_failed", "delete": "delete_failed"}[action]
+    backend = queue.backend
+    return [job for job in jobs if backend.retrying(partial(backend.execute, query, {"id": job["id"]})) == 1]

@@ -1,0 +1,186 @@
+-- Every statement batchq runs on MySQL/MariaDB, by name (PyMySQL paramstyle).
+-- Times are UTC DATETIME(6) compared with UTC_TIMESTAMP(6): the server's clock, whatever
+-- the session time zone (enqueue may run on the application's own connection).
+
+-- name: schema_version
+-- The highest migration applied.
+SELECT MAX(version) AS version FROM batchq_schema;
+
+-- name: schema_version_set
+-- Record a migration as applied (a concurrent init-db may have done it already).
+INSERT IGNORE INTO batchq_schema (version, applied_at) VALUES (%(version)s, UTC_TIMESTAMP(6));
+
+-- name: server_info
+-- Version and packet limit, read once at connect.
+SELECT VERSION() AS version, @@max_allowed_packet AS max_allowed_packet;
+
+-- name: enqueue
+-- One job; run_at is now plus the delay on the server's clock.
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, run_at, max_errors, created_at)
+VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
+        UTC_TIMESTAMP(6) + INTERVAL %(delay_us)s MICROSECOND, %(max_errors)s, UTC_TIMESTAMP(6));
+
+-- name: next_priority
+-- The highest priority level below a bound that has ready jobs: one index seek. Claims go
+-- level by level so that run_at <= now is an index range and never walks future-dated rows.
+SELECT priority FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND priority < %(below)s
+ORDER BY priority DESC
+LIMIT 1;
+
+-- name: claim_select_skip_locked
+-- The next due job of a queue that no other claimer holds; walks batchq_job_claim.
+SELECT id, queue, task, payload, serializer, error_count, max_errors
+FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused = 1)
+  AND priority = %(priority)s
+ORDER BY run_at, id
+LIMIT 1
+FOR UPDATE SKIP LOCKED;
+
+-- name: claim_select
+-- The same for servers without SKIP LOCKED: correct, but claimers wait for each other.
+SELECT id, queue, task, payload, serializer, error_count, max_errors
+FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused = 1)
+  AND priority = %(priority)s
+ORDER BY run_at, id
+LIMIT 1
+FOR UPDATE;
+
+-- name: claim_mark
+-- Mark the selected job as ours, with a fresh token that fences every later write.
+UPDATE batchq_job
+SET status = 'processing', processing_at = UTC_TIMESTAMP(6),
+    locked_by = %(worker)s, claim_token = %(token)s
+WHERE id = %(id)s;
+
+
+-- name: claim_batch_select_skip_locked
+-- Batch mode: the next due jobs of a queue, up to a limit, that no other claimer holds.
+SELECT id, queue, task, payload, serializer, error_count, max_errors
+FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused = 1)
+  AND priority = %(priority)s
+ORDER BY run_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: claim_batch_select
+-- Batch mode without SKIP LOCKED.
+SELECT id, queue, task, payload, serializer, error_count, max_errors
+FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused = 1)
+  AND priority = %(priority)s
+ORDER BY run_at, id
+LIMIT %(limit)s
+FOR UPDATE;
+
+-- name: claim_batch_mark
+-- Batch mode: mark the selected jobs as ours, all with one token (PyMySQL expands the id tuple).
+UPDATE batchq_job
+SET status = 'processing', processing_at = UTC_TIMESTAMP(6),
+    locked_by = %(worker)s, claim_token = %(token)s
+WHERE id IN %(ids)s;
+-- name: job_delete
+-- Success: the job is done. Zero rows when a sweep took the job back meanwhile.
+DELETE FROM batchq_job WHERE id = %(id)s AND claim_token = %(token)s;
+
+
+-- name: job_delete_batch
+-- Batch mode: the successes of a batch in one statement, fenced by the batch's token.
+DELETE FROM batchq_job WHERE claim_token = %(token)s AND id IN %(ids)s;
+
+-- name: release_batch
+-- Batch mode: claimed jobs the worker will not run (it was told to stop) go back, uncounted.
+UPDATE batchq_job
+SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE claim_token = %(token)s AND id IN %(ids)s;
+-- name: job_error
+-- Failure: count it; retry after the backoff, or fail for good once out of tries.
+-- status is assigned first: MySQL evaluates SET left to right with updated values.
+UPDATE batchq_job
+SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
+    error_count = error_count + 1,
+    last_error = %(error)s,
+    run_at = UTC_TIMESTAMP(6) + INTERVAL %(delay_us)s MICROSECOND,
+    processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = %(id)s AND claim_token = %(token)s;
+
+-- name: release_unknown_claims
+-- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
+UPDATE batchq_job
+SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE status = 'processing' AND locked_by = %(worker)s;
+
+-- name: job_cancel
+-- Remove a job nobody is running; a claimed job stays.
+DELETE FROM batchq_job WHERE id = %(id)s AND status IN ('ready', 'failed');
+
+-- name: queue_stats
+-- Per queue and status: counts, due counts and the oldest processing age, in seconds.
+SELECT queue, status, COUNT(*) AS jobs,
+       SUM(run_at <= UTC_TIMESTAMP(6)) AS due,
+       TIMESTAMPDIFF(MICROSECOND, MIN(processing_at), UTC_TIMESTAMP(6)) / 1e6 AS oldest_seconds
+FROM batchq_job
+GROUP BY queue, status;
+
+-- name: processing_jobs
+-- Every claimed job with its owner and age on the server's clock.
+SELECT id, queue, task, locked_by, claim_token, error_count, max_errors,
+       TIMESTAMPDIFF(MICROSECOND, processing_at, UTC_TIMESTAMP(6)) / 1e6 AS age_seconds
+FROM batchq_job
+WHERE status = 'processing'
+ORDER BY processing_at, id;
+
+-- name: requeue_abandoned
+-- A dead worker's job goes back at once, counted as an error (a poison job ends failed).
+UPDATE batchq_job
+SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
+    error_count = error_count + 1,
+    last_error = %(error)s,
+    run_at = UTC_TIMESTAMP(6),
+    processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = %(id)s AND status = 'processing' AND claim_token = %(token)s;
+
+-- name: failed_jobs
+-- Jobs out of tries, for a human.
+SELECT id, queue, task, error_count, max_errors, last_error, created_at
+FROM batchq_job
+WHERE status = 'failed'
+ORDER BY id;
+
+-- name: requeue_failed
+-- Give a failed job a fresh set of tries, due now.
+UPDATE batchq_job
+SET status = 'ready', error_count = 0, run_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'failed';
+
+-- name: delete_failed
+-- Drop a failed job.
+DELETE FROM batchq_job WHERE id = %(id)s AND status = 'failed';
+
+-- name: queue_set_paused
+-- Pause or resume a queue.
+INSERT INTO batchq_queue (name, paused) VALUES (%(queue)s, %(paused)s)
+ON DUPLICATE KEY UPDATE paused = VALUES(paused);
+
+-- name: paused_queues
+-- Names of paused queues.
+SELECT name FROM batchq_queue WHERE paused = 1 ORDER BY name;
+
+-- name: purge_queue
+-- Delete a queue's jobs that nobody is running.
+DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'failed');
+
+-- name: liveness_lock
+-- Held on the worker's connection for its whole life: free means the worker is gone.
+SELECT GET_LOCK(%(name)s, 0) AS acquired;
+
+-- name: liveness_free
+-- 1 when nobody holds the worker's lock.
+SELECT IS_FREE_LOCK(%(name)s) AS free;

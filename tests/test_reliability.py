@@ -1,0 +1,427 @@
+"""The reliability suite: nothing enqueued is lost; a job runs twice only when a crash or a lost
+database session explains it. Each scenario adds a row to the figures table printed at the end.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import (
+    TESTS_DIR,
+    batchq_env,
+    create_database,
+    job_rows,
+    ledger,
+    run_batchq,
+    start_batchq,
+    wait_for,
+)
+from harness import (
+    FIGURES,
+    Figures,
+    WorkerPool,
+    account,
+    held_by,
+    sweep_after_crash,
+    unfinished,
+    worker_name,
+)
+from servers import PrivateMariaDB, PrivatePostgreSQL
+
+from batchq import Queue
+from batchq.gc import gc_processing
+
+pytestmark = pytest.mark.slow
+
+
+def test_drain_8_workers_20000_jobs(queue: Queue, db_url: str, backend_name: str) -> None:
+    jobs = 20_000
+    for start in range(0, jobs, 2000):
+        queue.enqueue_many("jobs:record", [{"n": n} for n in range(start, start + 2000)])
+    pool = WorkerPool(db_url)
+    pool.start(8)
+    pool.wait()
+    assert [code for code, _ in pool.logs()] == [0] * 8
+    row = account(queue, jobs, Figures(backend_name, "drain", 8, jobs, lock_retries=pool.lock_retries()))
+    assert (row.lost, row.duplicates) == (0, 0)
+    assert job_rows(queue) == []
+
+
+def test_contention_4_enqueuers_4_workers(queue: Queue, db_url: str, backend_name: str) -> None:
+    per_enqueuer, jobs = 2500, 10_000
+    pool = WorkerPool(db_url, "--wait", "3s", "--poll-interval", "0.05")
+    pool.start(4)
+    enqueuers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(TESTS_DIR / "enqueuer.py"),
+                db_url,
+                str(i * per_enqueuer),
+                str(per_enqueuer),
+            ],
+            env=batchq_env(db_url),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
+    enqueue_retries = 0
+    for proc in enqueuers:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0 and err == "", err  # no error ever reaches an enqueuer
+        enqueue_retries += int(out)
+    pool.wait()
+    assert [code for code, _ in pool.logs()] == [0] * 4
+    retries = pool.lock_retries() + enqueue_retries
+    row = account(
+        queue, jobs, Figures(backend_name, "contention (4 enqueuers)", 4, jobs, lock_retries=retries)
+    )
+    assert (row.lost, row.duplicates) == (0, 0)
+    assert job_rows(queue) == []
+
+
+# -- SIGKILL at each point of a job's life ---------------------------------------------------
+
+
+def _crash_claimed(queue: Queue, db_url: str, tmp: Path) -> subprocess.Popen[str]:
+    """Killed after the claim committed, before the call (while importing the task's module)."""
+    marker = tmp / "importing"
+    queue.enqueue("jobs:record", {"n": 0})
+    _set_task(queue, "slow_import_jobs:record")
+    worker = start_batchq(
+        db_url, "run", SLOW_IMPORT_MARKER=str(marker), BATCHQ_TASK_MODULES="jobs,slow_import_jobs"
+    )
+    wait_for(marker.exists)
+    return worker
+
+
+def _crash_mid_call(queue: Queue, db_url: str, tmp: Path) -> subprocess.Popen[str]:
+    """Killed during the call, after the job's effect (its ledger row) was written."""
+    started = tmp / "started"
+    queue.enqueue("jobs:record_then_hang_once", {"n": 0, "started": str(started)})
+    worker = start_batchq(db_url, "run")
+    wait_for(started.exists)
+    return worker
+
+
+def _crash_before_delete(queue: Queue, db_url: str, tmp: Path) -> subprocess.Popen[str]:
+    """Killed after the call returned, while its DELETE waits on a row lock we hold."""
+    job_id = queue.enqueue("jobs:record", {"n": 0, "sleep": 1.0})
+    worker = start_batchq(db_url, "run")
+    wait_for(lambda: ledger(queue) == [0])  # the job's effect is written; it sleeps 1s more
+    blocker = _lock_row(queue, job_id)  # (on SQLite this locks the whole database)
+    time.sleep(1.5)  # the call has returned: the worker is inside its DELETE, waiting for our lock
+    worker.kill()
+    worker.wait()
+    if queue.backend.dialect != "sqlite":
+        # A server finishes a statement it was sent even after the client died, unless the
+        # session dies too (as when the worker's host goes down): end it, as such a crash would.
+        _kill_session_running(queue.backend.dialect, "DELETE FROM batchq_job")
+    blocker.rollback()
+    blocker.close()
+    return worker
+
+
+def _set_task(queue: Queue, task: str) -> None:
+    from conftest import sql
+
+    placeholder = "?" if queue.backend.dialect == "sqlite" else "%s"
+    sql(queue, f"UPDATE batchq_job SET task = {placeholder}", (task,))
+
+
+def _lock_row(queue: Queue, job_id: int) -> Any:
+    """A second connection holding a write lock that the worker's DELETE must wait for."""
+    from test_contract import _app_connection
+
+    conn = _app_connection(str(queue.url) if queue.backend.dialect == "sqlite" else _server_url(queue))
+    cur = conn.cursor()
+    if queue.backend.dialect == "sqlite":
+        conn.isolation_level = None
+        cur.execute("BEGIN IMMEDIATE")
+    else:
+        cur.execute(f"SELECT id FROM batchq_job WHERE id = {int(job_id)} FOR UPDATE")
+    return conn
+
+
+def _server_url(queue: Queue) -> str:
+    from conftest import SERVER_URLS
+
+    return SERVER_URLS[queue.backend.dialect]
+
+
+CRASH_POINTS = {
+    "claimed, before the call": (_crash_claimed, 1),
+    "mid-call, after its effect": (_crash_mid_call, 2),
+    "after the call, before DELETE commits": (_crash_before_delete, 2),
+}
+
+
+@pytest.mark.parametrize("point", list(CRASH_POINTS))
+def test_sigkill_at_each_point(
+    queue: Queue, db_url: str, backend_name: str, tmp_path: Path, point: str
+) -> None:
+    crash, expected_runs = CRASH_POINTS[point]
+    worker = crash(queue, db_url, tmp_path)
+    if worker.poll() is None:
+        worker.kill()
+        worker.wait()
+    killed_at = time.monotonic()
+    assert job_rows(queue)[0]["status"] == "processing"
+    report = sweep_after_crash(queue, worker_name(worker.pid))  # one sweep recovers it
+    recovery = time.monotonic() - killed_at
+    assert len(report.requeued) == 1
+    assert (
+        run_batchq(
+            db_url,
+            "run",
+            SLOW_IMPORT_MARKER=str(tmp_path / "importing"),
+            BATCHQ_TASK_MODULES="jobs,slow_import_jobs",
+        ).returncode
+        == 0
+    )
+    assert job_rows(queue) == []
+    # The ledger shows exactly what the promise allows: a second run only if the crash came
+    # after the job's effect.
+    assert ledger(queue) == [0] * expected_runs
+    FIGURES.append(
+        Figures(
+            backend_name,
+            f"SIGKILL {point}",
+            1,
+            1,
+            kills=1,
+            duplicates=expected_runs - 1,
+            bound=1,
+            max_recovery_s=recovery,
+        )
+    )
+
+
+# -- chaos ----------------------------------------------------------------------------------
+
+
+def test_chaos_random_sigkills_while_10000_jobs_drain(queue: Queue, db_url: str, backend_name: str) -> None:
+    jobs, workers, max_kills = 10_000, 4, 30
+    queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
+    pool = WorkerPool(db_url)
+    pool.start(workers)
+    rng = random.Random(20261122)
+    held_at_kill, recovery = 0, 0.0
+    deadline = time.monotonic() + 600
+    while unfinished(queue) and time.monotonic() < deadline:
+        time.sleep(rng.uniform(0.05, 0.3))
+        pool.reap()
+        if pool.running and pool.kills < max_kills:
+            pid = pool.kill_one()
+            killed_at = time.monotonic()
+            held = held_by(queue, pid)
+            held_at_kill += held
+            sweep_after_crash(queue, worker_name(pid))
+            if held:
+                assert held_by(queue, pid) == 0  # one sweep took back what the dead worker held
+                recovery = max(recovery, time.monotonic() - killed_at)
+        pool.reap()
+        pool.start(workers - len(pool.running))
+    pool.stop()
+    row = account(
+        queue,
+        jobs,
+        Figures(
+            backend_name,
+            "chaos (random SIGKILL)",
+            workers,
+            jobs,
+            kills=pool.kills,
+            bound=held_at_kill,
+            lock_retries=pool.lock_retries(),
+            max_recovery_s=recovery,
+        ),
+    )
+    assert row.lost == 0
+    assert row.duplicates <= held_at_kill  # each duplicate is a kill that landed while a job was held
+    assert pool.kills >= 10
+    assert job_rows(queue) == []
+
+
+def test_poison_job_that_kills_its_worker_ends_failed(queue: Queue, db_url: str, backend_name: str) -> None:
+    poison = queue.enqueue("jobs:kill_own_worker", max_errors=3)
+    queue.enqueue("jobs:record", {"n": 0})
+    rounds = 0
+    while job_rows(queue)[0]["status"] != "failed":
+        rounds += 1
+        assert rounds <= 3, "the poison job was retried past max_errors"
+        assert run_batchq(db_url, "run").returncode == -signal.SIGKILL
+        [held] = [job for job in job_rows(queue) if job["status"] == "processing"]
+        assert [job["id"] for job in sweep_after_crash(queue, held["locked_by"]).requeued] == [poison]
+    assert run_batchq(db_url, "run").returncode == 0  # the queue goes on behind it
+    assert ledger(queue) == [0]
+    [row] = job_rows(queue)
+    assert (row["id"], row["status"], row["error_count"]) == (poison, "failed", 3)
+    FIGURES.append(Figures(backend_name, "poison job (kills its worker)", 1, 2, kills=3, bound=0))
+
+
+# -- database faults (servers only: SQLite has no connection to kill or server to restart) ----------
+
+
+@pytest.fixture
+def admin(server_url: str) -> Iterator[Any]:
+    """A raw connection with its own transaction, to lock rows/tables and kill sessions."""
+    from test_contract import _app_connection
+
+    conn = _app_connection(server_url)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def server_queue(server_url: str) -> Iterator[Queue]:
+    q = Queue(server_url, task_modules=["jobs"])
+    yield q
+    q.close()
+
+
+def _kill_session_running(dialect: str, statement_prefix: str) -> None:
+    """Wait for a worker's session to block in a statement starting so, and kill that session."""
+    if dialect == "mysql":
+        find = "SELECT id FROM information_schema.processlist WHERE id <> CONNECTION_ID() AND info LIKE %s"
+        kill = "KILL CONNECTION %s"
+    else:
+        find = (
+            "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state = 'active' "
+            "AND query LIKE %s"
+        )
+        kill = "SELECT pg_terminate_backend(%s)"
+    monitor = _fresh_admin(dialect)
+    cur = monitor.cursor()
+
+    def blocked_session() -> Any:
+        cur.execute(find, (statement_prefix + "%",))
+        row = cur.fetchone()
+        return row and row[0]
+
+    session = wait_for(blocked_session, timeout=30)
+    cur.execute(kill, (session,))
+    monitor.close()
+
+
+def _fresh_admin(dialect: str) -> Any:
+    from conftest import SERVER_URLS
+    from test_contract import _app_connection
+
+    conn = _app_connection(SERVER_URLS[dialect])
+    if dialect == "mysql":
+        conn.autocommit(True)
+    else:
+        conn.autocommit = True
+    return conn
+
+
+def test_connection_killed_during_claim(
+    server_queue: Queue, server_url: str, server_name: str, admin: Any
+) -> None:
+    queue = server_queue
+    queue.enqueue_many("jobs:record", [{"n": n} for n in range(20)])
+    cur = admin.cursor()
+    cur.execute(
+        "LOCK TABLES batchq_job WRITE"
+        if server_name == "mysql"
+        else "LOCK TABLE batchq_job IN ACCESS EXCLUSIVE MODE"
+    )
+    worker = start_batchq(server_url, "-v", "run")
+    _kill_session_running(
+        server_name,
+        "SELECT priority FROM batchq_job",  # a claim's first statement: the level lookup
+    )
+    cur.execute("UNLOCK TABLES" if server_name == "mysql" else "COMMIT")
+    out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0, err
+    assert "reconnecting" in err and "1 reconnects" in err
+    assert ledger(queue) == list(range(20))
+    assert job_rows(queue) == []
+    FIGURES.append(Figures(server_name, "connection killed during claim", 1, 20, conn_kills=1))
+
+
+def test_connection_killed_during_finalize(
+    server_queue: Queue, server_url: str, server_name: str, admin: Any
+) -> None:
+    queue = server_queue
+    job_id = queue.enqueue("jobs:record", {"n": 0, "sleep": 0.5})
+    worker = start_batchq(server_url, "-v", "run")
+    wait_for(lambda: job_rows(queue)[0]["status"] == "processing")
+    admin.cursor().execute(f"SELECT id FROM batchq_job WHERE id = {int(job_id)} FOR UPDATE")
+    _kill_session_running(server_name, "DELETE FROM batchq_job")
+    admin.rollback()
+    out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0, err
+    assert "1 reconnects" in err and "0 stale finishes" in err
+    assert ledger(queue) == [0]  # finished once: the retried DELETE carried the claim token
+    assert job_rows(queue) == []
+    FIGURES.append(Figures(server_name, "connection killed during finalize", 1, 1, conn_kills=1))
+
+
+def test_server_restarts_while_workers_run(server_name: str, tmp_path: Path) -> None:
+    server = PrivateMariaDB(tmp_path / "mariadb") if server_name == "mysql" else PrivatePostgreSQL()
+    server.start()
+    try:
+        _restart_scenario(server, server_name)
+    finally:
+        server.stop()
+        if hasattr(server, "remove"):
+            server.remove()
+
+
+def _restart_scenario(server: Any, server_name: str) -> None:
+    from conftest import prepare_database
+
+    url = server.url.rsplit("/", 1)[0] + "/batchq_restart"
+    create_database(url)
+    prepare_database(server_name, url)
+    jobs, workers = 3000, 4
+    queue = Queue(url, task_modules=["jobs"])
+    queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
+    pool = WorkerPool(url, "--backoff", "0.1s")
+    pool.start(workers)
+    restarts, deadline = 0, time.monotonic() + 300
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        if restarts < 2 and len(ledger(queue)) > (restarts + 1) * jobs // 4:
+            server.restart()
+            restarts += 1
+            queue.close()
+        gc_processing(queue)
+        if not unfinished(queue):
+            break
+        pool.reap()
+        pool.start(
+            workers - len(pool.running)
+        )  # a worker that gave up on the server exits; cron starts another
+    pool.stop()
+    assert restarts == 2
+    row = account(
+        queue,
+        jobs,
+        Figures(
+            server_name,
+            "server restarted twice",
+            workers,
+            jobs,
+            db_restarts=restarts,
+            bound=restarts * workers,
+            lock_retries=pool.lock_retries(),
+        ),
+    )
+    for _code, log in pool.logs():
+        assert "Traceback" not in log
+    assert row.lost == 0 and row.duplicates <= row.bound
+    assert job_rows(queue) == []
+    queue.close()

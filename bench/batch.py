@@ -1,0 +1,96 @@
+"""Batch claims: the raw-SQL floor for claiming N jobs per transaction, and batchq's (absent) batch mode.
+
+    .venv/bin/python bench/batch.py --backend mysql --jobs 20000 --batch 100 --procs 1,2,4 --repeat 3
+
+Floor (bench/floor_worker.py --mode batch): per transaction, batchq's claim SELECT with
+LIMIT N (FOR UPDATE SKIP LOCKED on MySQL/MariaDB) and one UPDATE ... WHERE id IN (...)
+(SQLite: the claim UPDATE with `id IN (SELECT ... LIMIT N)`); then the no-op for each job,
+then one DELETE ... WHERE id IN (...) AND claim_token = ? for the whole batch. The
+one-row-per-transaction floor is run beside it for scale.
+
+batchq has no batch mode yet: its row says so, and no number is invented for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from common import BACKENDS, command_line, emit, med_range, median, ratio, server_info, table
+from process import drain_batchq, drain_floor
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", choices=BACKENDS, required=True)
+    ap.add_argument("--jobs", type=int, default=20000)
+    ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--procs", default="1,2,4")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--single-jobs",
+        type=int,
+        default=None,
+        help="jobs for the one-row-per-transaction reference (default: --jobs)",
+    )
+    ap.add_argument("--quick", action="store_true", help="--jobs 5000 --single-jobs 1000 --repeat 1")
+    args = ap.parse_args()
+    if args.quick:
+        args.jobs, args.single_jobs, args.repeat = 5000, 1000, 1
+    single_jobs = args.single_jobs or args.jobs
+    procs_list = [int(p) for p in args.procs.split(",")]
+    rates: dict[tuple[str, int], list[float]] = {}
+    for rep in range(args.repeat):
+        for procs in procs_list:
+            w = drain_floor(args.backend, args.jobs, procs, mode="batch", batch=args.batch)
+            rates.setdefault(("batch", procs), []).append(args.jobs / w)
+            wb = drain_batchq(args.backend, args.jobs, procs, ["--batch", str(args.batch)])
+            rates.setdefault(("batchq", procs), []).append(args.jobs / wb)
+            w1 = drain_floor(args.backend, single_jobs, procs, mode="single")
+            rates.setdefault(("single", procs), []).append(single_jobs / w1)
+            print(
+                f"# rep {rep + 1} procs {procs}: batch {args.jobs / w:,.0f} jobs/s, "
+                f"single {single_jobs / w1:,.0f} jobs/s",
+                file=sys.stderr,
+                flush=True,
+            )
+    rows = []
+    for procs in procs_list:
+        b = median(rates[("batch", procs)])
+        rows.append(
+            [
+                procs,
+                f"raw-SQL floor, claim {args.batch} per transaction + one DELETE per batch",
+                med_range(rates[("batch", procs)]),
+                "1.00×",
+            ]
+        )
+        rows.append(
+            [
+                procs,
+                "raw-SQL floor, one row per transaction (reference)",
+                med_range(rates[("single", procs)]),
+                ratio(median(rates[("single", procs)]), b),
+            ]
+        )
+        rows.append(
+            [
+                procs,
+                f"`batchq run --batch {args.batch}`",
+                med_range(rates[("batchq", procs)]),
+                ratio(median(rates[("batchq", procs)]), b),
+            ]
+        )
+    info = server_info(args.backend)
+    text = table(["procs", "system", "jobs/s median (min–max)", "of batch floor"], rows)
+    text += (
+        f"\n\n{args.jobs:,} jobs per batch-floor drain, {single_jobs:,} per one-row drain, {args.repeat} "
+        "repetitions; jobs/s = jobs / wall seconds from spawning the workers to the last exit; "
+        + ", ".join(f"{k}={v}" for k, v in info.items())
+        + f".\nCommand: {command_line()}"
+    )
+    emit(f"batch claims: {args.backend}", text, f"batch-{args.backend}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Cron cost: wall time of `batchq run` on an empty queue against bare interpreters.
+
+    .venv/bin/python bench/cron.py --backend mysql --repeat 20
+
+Rows (each a fresh process, run --repeat times, interleaved, wall seconds from spawn to exit):
+  python -c pass
+  python -c "import pymysql, click"          (the target's reference)
+  python -c "import sqlite3, click"          (the same for SQLite)
+  raw driver one-liner                       (import the driver, connect, SELECT 1, exit)
+  batchq run                                 (the console script, on an empty queue)
+Python is the venv's interpreter; the page cache is warm (one untimed run of each first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+from common import BACKENDS, BATCHQ, PYTHON, REPO_DIR, bench_env, command_line, emit, med_range, reset, table
+
+
+RAW = {
+    "mysql": "import pymysql; c = pymysql.connect(host='127.0.0.1', user='root', database='batchq_bench'); "
+    "c.cursor().execute('SELECT 1'); c.close()",
+    "sqlite": "import sqlite3; c = sqlite3.connect('/tmp/batchq_bench/bench.db'); c.execute('SELECT 1'); c.close()",
+}
+
+
+def wall(cmd: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=env, cwd=REPO_DIR, check=True)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", choices=BACKENDS, required=True)
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help="--repeat 5")
+    args = ap.parse_args()
+    if args.quick:
+        args.repeat = 5
+    reset(args.backend)
+    env = bench_env(args.backend)
+    driver = "pymysql" if args.backend == "mysql" else "sqlite3"
+    cmds = {
+        "`python -c pass`": [PYTHON, "-c", "pass"],
+        '`python -c "import pymysql, click"`': [PYTHON, "-c", "import pymysql, click"],
+        '`python -c "import sqlite3, click"`': [PYTHON, "-c", "import sqlite3, click"],
+        f"raw driver: `python -c` {driver}: connect, SELECT 1, exit": [PYTHON, "-c", RAW[args.backend]],
+        "`batchq run` on an empty queue": [BATCHQ, "run"],
+    }
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    for cmd in cmds.values():
+        wall(cmd, env)  # warm the page cache
+    for _ in range(args.repeat):
+        for name, cmd in cmds.items():
+            times[name].append(wall(cmd, env))
+    ref = statistics.median(times[f'`python -c "import {driver}, click"`'])
+    rows = [[name, med_range(t, "{:.3f}"), f"{statistics.median(t) / ref:.2f}×"] for name, t in times.items()]
+    text = table(["command", "wall s median (min–max)", f"÷ `import {driver}, click`"], rows)
+    text += (
+        f"\n\n{args.repeat} runs of each, interleaved, after one untimed warm-up run; "
+        f"BATCHQ_URL={env['BATCHQ_URL']}.\nCommand: {command_line()}"
+    )
+    emit(f"cron cost: empty-queue start-up, {args.backend}", text, f"cron-{args.backend}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""Enqueue from one process: floor vs `Queue(url).enqueue()` / `enqueue_many()` vs huey.
+
+    .venv/bin/python bench/enqueue.py --backend mysql --n 2000 --batches 100 --repeat 3
+
+single: --n calls, each timed (time.perf_counter around the call) -> jobs/s, p50, p99.
+  floor:  cursor.execute(batchq's `enqueue` statement, params) in autocommit (one INSERT
+          = one transaction), payload json-encoded in the loop as batchq does.
+  batchq: Queue(url).enqueue("noop_jobs:noop", {"i": i}).
+  huey:   calling the @huey.task noop({"i": i}) (one INSERT in autocommit).
+many: --batches of 100 jobs.
+  floor:  ONE 100-row INSERT (batchq's enqueue VALUES row repeated 100 times), autocommit.
+  batchq: Queue(url).enqueue_many("noop_jobs:noop", [100 payloads]).
+Every system opens its connection with one untimed enqueue before the timed loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from common import (
+    BACKENDS,
+    BENCH_DIR,
+    TASK,
+    bench_env,
+    command_line,
+    emit,
+    floor_for,
+    med_range,
+    median,
+    percentile,
+    ratio,
+    reset,
+    server_info,
+    table,
+    url_for,
+)
+
+HUEY_KINDS = {"mysql": ["mysql-sql"], "sqlite": ["sqlite", "sqlite-sql"]}
+HUEY_LABEL = {
+    "mysql-sql": "huey SqlHuey (peewee, MariaDB): task()",
+    "sqlite-sql": "huey SqlHuey (peewee, SQLite WAL): task()",
+    "sqlite": "huey SqliteHuey (WAL): task()",
+}
+
+
+def timed_loop(call, n: int) -> tuple[float, list[float]]:
+    lat = []
+    pc = time.perf_counter
+    t0 = pc()
+    for i in range(n):
+        s = pc()
+        call(i)
+        lat.append(pc() - s)
+    return n / (pc() - t0), lat
+
+
+def floor_single(backend: str, n: int):
+    f = floor_for(backend)
+    row = f.row
+
+    def call(i: int) -> None:
+        r = row(0)
+        r["payload"] = json.dumps({"i": i}, separators=(",", ":")).encode()
+        f.enqueue(r)
+
+    call(-1)
+    out = timed_loop(call, n)
+    f.close()
+    return out
+
+
+def batchq_single(backend: str, n: int):
+    from batchq import Queue
+
+    q = Queue(url_for(backend), task_modules="noop_jobs")
+    q.enqueue(TASK, {"i": -1})
+    out = timed_loop(lambda i: q.enqueue(TASK, {"i": i}), n)
+    q.close()
+    return out
+
+
+def floor_many(backend: str, batches: int, size: int):
+    f = floor_for(backend)
+    row = f.row
+
+    def call(b: int) -> None:
+        rows = []
+        for i in range(size):
+            r = row(0)
+            r["payload"] = json.dumps({"i": b * size + i}, separators=(",", ":")).encode()
+            rows.append(r)
+        f.enqueue_multi(rows)
+
+    call(-1)
+    rate, lat = timed_loop(call, batches)
+    f.close()
+    return rate * size, lat
+
+
+def batchq_many(backend: str, batches: int, size: int):
+    from batchq import Queue
+
+    q = Queue(url_for(backend), task_modules="noop_jobs")
+    q.enqueue_many(TASK, [{"i": i} for i in range(size)])
+    rate, lat = timed_loop(
+        lambda b: q.enqueue_many(TASK, [{"i": b * size + i} for i in range(size)]), batches
+    )
+    q.close()
+    return rate * size, lat
+
+
+def huey_single(kind: str, n: int):
+    os.environ.update(bench_env("sqlite", BENCH_HUEY=kind))
+    sys.path.insert(0, str(BENCH_DIR))
+    import importlib
+
+    import huey_app
+
+    app = importlib.reload(huey_app)
+    app.flush()
+    app.noop({"i": -1})
+    out = timed_loop(lambda i: app.noop({"i": i}), n)
+    app.flush()
+    app.huey.storage.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", choices=BACKENDS, required=True)
+    ap.add_argument("--n", type=int, default=2000, help="single enqueues per repetition")
+    ap.add_argument("--batches", type=int, default=100, help="batches of --size per repetition")
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="--n 300 --batches 20 --repeat 1")
+    args = ap.parse_args()
+    if args.quick:
+        args.n, args.batches, args.repeat = 300, 20, 1
+    kinds = [] if args.no_peers else HUEY_KINDS.get(args.backend, [])
+    res: dict[str, list[tuple[float, list[float]]]] = {}
+    for rep in range(args.repeat):
+        plan = [
+            ("floor 1", lambda: floor_single(args.backend, args.n)),
+            ("batchq 1", lambda: batchq_single(args.backend, args.n)),
+            *[(f"huey {k}", lambda k=k: huey_single(k, args.n)) for k in kinds],
+            ("floor many", lambda: floor_many(args.backend, args.batches, args.size)),
+            ("batchq many", lambda: batchq_many(args.backend, args.batches, args.size)),
+        ]
+        for name, fn in plan:
+            reset(args.backend)
+            rate, lat = fn()
+            res.setdefault(name, []).append((rate, lat))
+            print(f"# rep {rep + 1} {name}: {rate:,.0f} jobs/s", file=sys.stderr, flush=True)
+
+    def row(name: str, label: str, floor_name: str) -> list[str]:
+        rates = [r for r, _ in res[name]]
+        lats = [x for _, lat in res[name] for x in lat]
+        fl = median([r for r, _ in res[floor_name]])
+        return [
+            label,
+            med_range(rates),
+            ratio(median(rates), fl),
+            f"{percentile(lats, 50) * 1e3:.2f}",
+            f"{percentile(lats, 99) * 1e3:.2f}",
+        ]
+
+    s = args.size
+    rows = [
+        row("floor 1", "raw-SQL floor: one INSERT (autocommit)", "floor 1"),
+        row("batchq 1", "`Queue.enqueue()`", "floor 1"),
+        *[row(f"huey {k}", HUEY_LABEL[k], "floor 1") for k in kinds],
+        row("floor many", f"raw-SQL floor: one {s}-row INSERT (autocommit)", "floor many"),
+        row("batchq many", f"`Queue.enqueue_many()` of {s}", "floor many"),
+    ]
+    info = server_info(args.backend)
+    text = table(
+        ["system", "jobs/s median (min–max)", "of floor", "p50 ms per call", "p99 ms per call"], rows
+    )
+    text += (
+        f"\n\n{args.n:,} single calls and {args.batches} x {s}-job calls per repetition, {args.repeat} "
+        "repetitions, one process; latency percentiles over all calls of all repetitions "
+        f"(a call of the 'many' rows writes {s} jobs); "
+        + ", ".join(f"{k}={v}" for k, v in info.items())
+        + f".\nCommand: {command_line()}"
+    )
+    emit(f"enqueue: {args.backend}", text, f"enqueue-{args.backend}")
+
+
+if __name__ == "__main__":
+    main()

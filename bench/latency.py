@@ -1,0 +1,119 @@
+"""Enqueue-to-start latency for a worker that is already waiting on an empty queue.
+
+    .venv/bin/python bench/latency.py --backend mysql --jobs 15 --poll 1,0.1 --repeat 3
+
+One `batchq run --wait 60 --poll-interval P --max-jobs N` is started and given a second to
+settle on the empty queue; then N `noop_jobs:stamp` jobs are enqueued with
+Queue(url).enqueue(), at random gaps of 0.1-0.4 s (so enqueues do not lock step with the
+poll), each carrying time.time() at enqueue; the job appends its own start time.
+latency = start - enqueue (same host, same clock). A waiting worker sleeps poll-interval
+between empty claims, so the expected mean is about P/2 plus one claim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+from common import (
+    BACKENDS,
+    BATCHQ,
+    REPO_DIR,
+    bench_env,
+    command_line,
+    emit,
+    med_range,
+    percentile,
+    reset,
+    table,
+    url_for,
+)
+
+
+def one_run(backend: str, jobs: int, poll: float) -> list[float]:
+    from batchq import Queue
+
+    reset(backend)
+    fd, stamp_file = tempfile.mkstemp(prefix="batchq-latency-", suffix=".txt")
+    os.close(fd)
+    env = bench_env(backend, BENCH_STAMP_FILE=stamp_file)
+    worker = subprocess.Popen(
+        [BATCHQ, "run", "--wait", "60", "--poll-interval", str(poll), "--max-jobs", str(jobs)],
+        env=env,
+        cwd=REPO_DIR,
+    )
+    q = Queue(url_for(backend), task_modules="noop_jobs")
+    time.sleep(1.0)
+    for _ in range(jobs):
+        q.enqueue("noop_jobs:stamp", {"t": time.time()})
+        time.sleep(random.uniform(0.1, 0.4))
+    try:
+        worker.wait(timeout=60)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    q.close()
+    with open(stamp_file) as fh:
+        pairs = [tuple(map(float, line.split())) for line in fh if line.strip()]
+    os.unlink(stamp_file)
+    if len(pairs) != jobs:
+        raise RuntimeError(f"expected {jobs} stamps, got {len(pairs)}")
+    return [start - enq for enq, start in pairs]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", choices=BACKENDS, required=True)
+    ap.add_argument("--jobs", type=int, default=15)
+    ap.add_argument("--poll", default="1,0.1", help="poll intervals, seconds (1 is batchq's default)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="--jobs 8 --repeat 1")
+    args = ap.parse_args()
+    if args.quick:
+        args.jobs, args.repeat = 8, 1
+    polls = [float(p) for p in args.poll.split(",")]
+    res: dict[float, list[list[float]]] = {p: [] for p in polls}
+    for rep in range(args.repeat):
+        for poll in polls:
+            lat = one_run(args.backend, args.jobs, poll)
+            res[poll].append(lat)
+            print(
+                f"# rep {rep + 1} poll {poll}: p50 {percentile(lat, 50) * 1e3:.1f} ms "
+                f"max {max(lat) * 1e3:.1f} ms",
+                file=sys.stderr,
+                flush=True,
+            )
+    rows = []
+    for poll in polls:
+        runs = res[poll]
+        rows.append(
+            [
+                f"`batchq run --wait 60 --poll-interval {poll:g}`",
+                med_range([percentile(r, 50) * 1e3 for r in runs], "{:.1f}"),
+                med_range([max(r) * 1e3 for r in runs], "{:.1f}"),
+                f"{sum(sum(r) for r in runs) / sum(len(r) for r in runs) * 1e3:.1f}",
+            ]
+        )
+    text = table(
+        [
+            "waiting worker",
+            "p50 ms, median of runs (min–max)",
+            "max ms, median of runs (min–max)",
+            "mean ms, all jobs",
+        ],
+        rows,
+    )
+    text += (
+        f"\n\n{args.jobs} jobs per run, {args.repeat} runs per setting; enqueue with Queue.enqueue(), "
+        f"start stamped by the job itself.\nCommand: {command_line()}"
+    )
+    emit(f"latency: enqueue-to-start, {args.backend}", text, f"latency-{args.backend}")
+
+
+if __name__ == "__main__":
+    main()

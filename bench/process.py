@@ -1,0 +1,191 @@
+"""Drain N pre-loaded no-op jobs with 1, 2, 4 worker processes: floor vs `batchq run` vs huey.
+
+    .venv/bin/python bench/process.py --backend mysql --jobs 20000 --procs 1,2,4 --repeat 3
+
+Each repetition, for each process count, each system gets a fresh table loaded with
+--jobs due jobs (loaded server-side, not timed), then K worker processes are started at
+once; jobs/s = jobs / wall seconds from the first spawn to the moment the work is done:
+  floor  - K x `python bench/floor_worker.py --mode single` (raw driver, batchq's statements),
+           until every process has exited on an empty queue;
+  batchq - K x `batchq run` (the installed console script), until every process has exited;
+  huey   - one `huey_consumer huey_app.huey -w K -k process -q`, until its task table is
+           empty (polled every 20 ms; the consumer is then stopped, not timed).
+Process start-up (interpreter, imports, connect) is inside the wall time for all three.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+from common import (
+    BACKENDS,
+    BATCHQ,
+    BENCH_DIR,
+    BIN_DIR,
+    PYTHON,
+    REPO_DIR,
+    bench_env,
+    bulk_load,
+    command_line,
+    count_jobs,
+    emit,
+    med_range,
+    median,
+    ratio,
+    reset,
+    run_procs,
+    server_info,
+    table,
+)
+
+HUEY_KINDS = {"mysql": ["mysql-sql"], "sqlite": ["sqlite", "sqlite-sql"]}
+HUEY_LABEL = {
+    "mysql-sql": "huey SqlHuey (peewee, MariaDB)",
+    "sqlite-sql": "huey SqlHuey (peewee, SQLite WAL)",
+    "sqlite": "huey SqliteHuey (WAL)",
+}
+
+
+def drain_floor(backend: str, jobs: int, procs: int, mode: str = "single", batch: int = 100) -> float:
+    reset(backend)
+    bulk_load(backend, jobs)
+    cmd = [
+        PYTHON,
+        str(BENCH_DIR / "floor_worker.py"),
+        "--backend",
+        backend,
+        "--mode",
+        mode,
+        "--batch",
+        str(batch),
+    ]
+    wall = run_procs([cmd] * procs, bench_env(backend))
+    left = count_jobs(backend)
+    if left:
+        raise RuntimeError(f"floor left {left} jobs")
+    return wall
+
+
+def drain_batchq(backend: str, jobs: int, procs: int, extra: list[str] | None = None) -> float:
+    reset(backend)
+    bulk_load(backend, jobs)
+    cmd = [BATCHQ, "run", *(extra or [])]
+    wall = run_procs([cmd] * procs, bench_env(backend))
+    left = count_jobs(backend)
+    if left:
+        raise RuntimeError(f"batchq run left {left} jobs")
+    return wall
+
+
+def drain_huey(kind: str, jobs: int, procs: int, timeout: float = 600) -> float:
+    env = bench_env("sqlite", BENCH_HUEY=kind)
+    sys.path.insert(0, str(BENCH_DIR))
+    os.environ["BENCH_HUEY"] = kind
+    import importlib
+
+    import huey_app
+
+    app = importlib.reload(huey_app)
+    app.flush()
+    app.preload(jobs)
+    app.huey.storage.close()
+    if app.pending() != jobs:
+        raise RuntimeError("huey preload failed")
+    cmd = [str(BIN_DIR / "huey_consumer"), "huey_app.huey", "-w", str(procs), "-k", "process", "-q"]
+    t0 = time.perf_counter()
+    consumer = subprocess.Popen(cmd, env=env, cwd=REPO_DIR, stdout=subprocess.DEVNULL)
+    try:
+        while app.pending() > 0:
+            if consumer.poll() is not None:
+                raise RuntimeError(f"huey_consumer exited {consumer.returncode}")
+            if time.perf_counter() - t0 > timeout:
+                raise RuntimeError("huey drain timed out")
+            time.sleep(0.02)
+        wall = time.perf_counter() - t0
+    finally:
+        consumer.send_signal(signal.SIGINT)  # graceful: workers finish the task at hand
+        try:
+            consumer.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            consumer.kill()
+            consumer.wait()
+    app.huey.storage.close()
+    return wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", choices=BACKENDS, required=True)
+    ap.add_argument("--jobs", type=int, default=20000)
+    ap.add_argument("--procs", default="1,2,4")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-peers", action="store_true", help="skip huey")
+    ap.add_argument("--quick", action="store_true", help="--jobs 2000 --repeat 1")
+    args = ap.parse_args()
+    if args.quick:
+        args.jobs, args.repeat = 2000, 1
+    procs_list = [int(p) for p in args.procs.split(",")]
+    kinds = [] if args.no_peers else HUEY_KINDS.get(args.backend, [])
+    walls: dict[tuple[str, int], list[float]] = {}
+    cpus: dict[tuple[str, int], list[float]] = {}
+    for rep in range(args.repeat):
+        for procs in procs_list:
+            runs = [
+                ("floor", lambda: drain_floor(args.backend, args.jobs, procs)),
+                ("batchq", lambda: drain_batchq(args.backend, args.jobs, procs)),
+            ]
+            runs += [(k, lambda k=k: drain_huey(k, args.jobs, procs)) for k in kinds]
+            for name, fn in runs:
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                wall = fn()
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+                cpus.setdefault((name, procs), []).append(cpu / args.jobs * 1e3)
+                walls.setdefault((name, procs), []).append(wall)
+                print(
+                    f"# rep {rep + 1} procs {procs} {name}: {wall:.2f}s = {args.jobs / wall:,.0f} jobs/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+    rows = []
+    for procs in procs_list:
+        floor_rate = median([args.jobs / w for w in walls[("floor", procs)]])
+        bq_rate = median([args.jobs / w for w in walls[("batchq", procs)]])
+        for name in ["floor", "batchq", *kinds]:
+            rates = [args.jobs / w for w in walls[(name, procs)]]
+            label = {"floor": "raw-SQL floor (floor_worker.py --mode single)", "batchq": "`batchq run`"}.get(
+                name, HUEY_LABEL.get(name, name)
+            )
+            vs_batchq = "" if name == "batchq" else ratio(bq_rate, median(rates))
+            rows.append(
+                [
+                    procs,
+                    label,
+                    med_range(rates),
+                    ratio(median(rates), floor_rate),
+                    vs_batchq,
+                    f"{median(cpus[(name, procs)]):.3f}",
+                ]
+            )
+    info = server_info(args.backend)
+    settings = ", ".join(f"{k}={v}" for k, v in info.items())
+    text = table(
+        ["procs", "system", "jobs/s median (min–max)", "of floor", "batchq ÷ this", "worker CPU ms/job"], rows
+    )
+    text += (
+        f"\n\n{args.jobs:,} no-op jobs, {args.repeat} repetitions, one-row-per-transaction cycles; "
+        f"{settings}.\nworker CPU ms/job = user+sys CPU of the worker processes (start-up included) / jobs "
+        f"(for huey: the consumer and its worker processes, shutdown included).\nCommand: {command_line()}"
+    )
+    emit(f"process: drain {args.jobs:,} jobs, {args.backend}", text, f"process-{args.backend}")
+
+
+if __name__ == "__main__":
+    main()

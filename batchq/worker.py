@@ -9,10 +9,9 @@ import socket
 import threading
 import time
 import traceback
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -93,16 +92,21 @@ class Worker:
             self.backend.hold_liveness(self.name)
             self._started = time.monotonic()
             idle_since: float | None = None
+            done: list[Row] = []  # succeeded jobs whose DELETE rides with the next claim
             while not self._should_stop():
-                jobs = self._claim_next()
+                jobs = self._finish_and_claim(done)
+                done = []
                 if jobs:
                     idle_since = None
-                    self._process(jobs)
+                    done = self._process(jobs)
                     continue
                 idle_since = idle_since or time.monotonic()
                 if time.monotonic() - idle_since >= self.options.wait:
                     break
                 self.backend.wait_for_jobs(self.options.queues, self.options.poll_interval, self._stop)
+            if done:
+                matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
+                self._check_done(done, matched)
         return self.summary
 
     def _should_stop(self) -> bool:
@@ -113,7 +117,27 @@ class Worker:
             return True
         return opts.max_seconds is not None and time.monotonic() - self._started >= opts.max_seconds
 
-    # -- claim --------------------------------------------------------------------
+    # -- finish and claim -------------------------------------------------------------
+
+    def _finish_and_claim(self, done: list[Row]) -> list[Row]:
+        """Delete the jobs that just succeeded and claim the next, in one short transaction.
+
+        One commit per job instead of two; a crash before it commits re-runs the finished job,
+        exactly as a crash before a DELETE of its own would.
+        """
+        jobs, matched = self._with_reconnect(partial(self._finish_and_claim_once, done), between_jobs=True)
+        self._check_done(done, matched)
+        return jobs
+
+    def _finish_and_claim_once(self, done: list[Row]) -> tuple[list[Row], int]:
+        with self.backend.transaction() if done else nullcontext():
+            matched = self._delete_done(done) if done else 0
+            if self._release_pending:
+                # A claim may have committed without us seeing it: put it back, uncounted.
+                self.backend.execute("release_unknown_claims", {"worker": self.name})
+            jobs = self._claim_next()
+        self._release_pending = False
+        return jobs, matched
 
     def _claim_next(self) -> list[Row]:
         """One job (or, in batch mode, up to batch_size jobs) of the first queue that has any."""
@@ -121,17 +145,8 @@ class Worker:
         if self.options.max_jobs is not None:
             limit = min(limit, self.options.max_jobs - self.summary.processed)
         for queue_name in self.options.queues:
-            token = uuid.uuid4().hex
-            if limit == 1:
-                job = self._with_reconnect(
-                    partial(self.backend.claim, queue_name, self.name, token), between_jobs=True
-                )
-                jobs = [job] if job is not None else []
-            else:
-                jobs = self._with_reconnect(
-                    partial(self.backend.claim_batch, queue_name, self.name, token, limit),
-                    between_jobs=True,
-                )
+            token = os.urandom(16).hex()
+            jobs = self.backend.claim_batch(queue_name, self.name, token, limit)
             for job in jobs:
                 job["claim_token"] = token
             if jobs:
@@ -140,8 +155,8 @@ class Worker:
 
     # -- process ------------------------------------------------------------------
 
-    def _process(self, jobs: list[Row]) -> None:
-        """Call each claimed job; failures are recorded one by one, successes in one DELETE."""
+    def _process(self, jobs: list[Row]) -> list[Row]:
+        """Call each claimed job; failures are recorded one by one, the successes returned."""
         done: list[Row] = []
         for index, job in enumerate(jobs):
             if index and self._should_stop():
@@ -156,15 +171,17 @@ class Worker:
             else:
                 self.summary.errors += 1
                 self._record_error(job, error)
-        if done:
-            self._record_done(done)
+        return done
 
-    def _record_done(self, done: list[Row]) -> None:
+    def _delete_done(self, done: list[Row]) -> int:
+        """DELETE the jobs that succeeded, fenced by their claim; returns how many matched."""
         token = done[0]["claim_token"]
         if len(done) == 1:
-            matched = self._finish("job_delete", {"id": done[0]["id"], "token": token})
-        else:
-            matched = self._finish("job_delete_batch", {**batch_ids([j["id"] for j in done]), "token": token})
+            return self.backend.execute("job_delete", {"id": done[0]["id"], "token": token})
+        ids = batch_ids([job["id"] for job in done])
+        return self.backend.execute("job_delete_batch", {**ids, "token": token})
+
+    def _check_done(self, done: list[Row], matched: int) -> None:
         if matched < len(done):
             self._stale(len(done) - matched, done)
 
@@ -213,15 +230,12 @@ class Worker:
     def _with_reconnect(self, action: Callable[[], Any], between_jobs: bool) -> Any:
         """Run a statement; if the connection is lost, wait and retry on a new connection.
 
-        The backend re-takes the liveness lock on every connect. Every retried statement is
-        fenced by the claim token, so a retry after an unseen commit changes nothing.
+        The backend re-takes the liveness lock on every connect. Every retried finish is fenced
+        by the claim token, so a retry after an unseen commit changes nothing; a claim lost
+        ``between_jobs`` may have committed unseen, and the next claim releases it first.
         """
         for attempt in range(RECONNECT_ATTEMPTS):
             try:
-                if between_jobs and self._release_pending:
-                    # A claim may have committed without us seeing it: put it back, uncounted.
-                    self.backend.execute("release_unknown_claims", {"worker": self.name})
-                    self._release_pending = False
                 return self.backend.retrying(action)
             except BackendUnavailable as exc:
                 if attempt == RECONNECT_ATTEMPTS - 1:

@@ -487,6 +487,36 @@ def test_batch_mode_claims_many_and_deletes_successes_together(queue: Queue) -> 
     assert (row["id"], row["status"], row["error_count"]) == (failing, "ready", 1)
 
 
+def test_a_success_is_deleted_in_the_transaction_that_claims_the_next(
+    queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One commit per job: job k's DELETE commits with the claim of job k+1, the last one alone."""
+    ids = [queue.enqueue("jobs:noop", i) for i in range(3)]
+    seen: list[list[tuple[int, str]]] = []
+    deletes_in_transaction: list[bool] = []
+    execute = queue.backend.execute
+
+    def watched_execute(name: str, *args: object, **kwargs: object) -> int:
+        if name == "job_delete":
+            deletes_in_transaction.append(queue.backend._in_transaction)
+        return execute(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(queue.backend, "execute", watched_execute)
+    worker = run_worker(queue, handler=lambda payload: seen.append(_states(queue)))
+    assert seen == [
+        [(ids[0], "processing"), (ids[1], "ready"), (ids[2], "ready")],
+        [(ids[1], "processing"), (ids[2], "ready")],  # job 0 went when job 1 was claimed
+        [(ids[2], "processing")],
+    ]
+    assert deletes_in_transaction == [True, True, True]  # the last with an empty claim
+    assert worker.summary.succeeded == 3
+    assert job_rows(queue) == []
+
+
+def _states(queue: Queue) -> list[tuple[int, str]]:
+    return [(row["id"], row["status"]) for row in job_rows(queue)]
+
+
 def test_batch_mode_respects_max_jobs_and_releases_what_it_will_not_run(queue: Queue) -> None:
     for i in range(10):
         queue.enqueue("jobs:noop", i)

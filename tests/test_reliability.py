@@ -219,7 +219,7 @@ def test_chaos_random_sigkills_while_10000_jobs_drain(queue: Queue, db_url: str,
     held_at_kill, recovery = 0, 0.0
     deadline = time.monotonic() + 600
     while unfinished(queue) and time.monotonic() < deadline:
-        time.sleep(rng.uniform(0.05, 0.3))
+        time.sleep(rng.uniform(0.02, 0.15))
         pool.reap()
         if pool.running and pool.kills < max_kills:
             pid = pool.kill_one()

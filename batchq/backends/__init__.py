@@ -47,6 +47,7 @@ class Backend(ABC):
         self._conn: Any = None
         self._liveness_name: str | None = None  # set by hold_liveness: re-taken on every connect
         self.transient_retries = 0  # deadlocks and lock waits retried, for reports
+        self._in_transaction = False
 
     # -- connection ---------------------------------------------------------
 
@@ -160,9 +161,17 @@ class Backend(ABC):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """A short explicit transaction; commit on success, roll back on error."""
+        """A short explicit transaction; commit on success, roll back on error.
+
+        A transaction opened inside another joins it (the worker acknowledges a job and claims
+        the next in one commit); only the outermost one begins and commits.
+        """
+        if self._in_transaction:
+            yield
+            return
         with self.errors():
             self._begin()
+        self._in_transaction = True
         try:
             yield
             with self.errors():
@@ -175,12 +184,16 @@ class Backend(ABC):
                 except Exception:
                     self._drop_connection()
             raise
+        finally:
+            self._in_transaction = False
 
     def _begin(self) -> None:
         self.conn.begin()
 
     def retrying(self, action: Callable[[], T], attempts: int = 8) -> T:
         """Run a transaction, retrying deadlocks and lock waits with jittered backoff."""
+        if self._in_transaction:
+            return action()  # a deadlock ends the whole outer transaction: only it can be retried
         for attempt in range(attempts):
             try:
                 return action()

@@ -1,5 +1,7 @@
 """batchq: a job queue that lives in the database you already run."""
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     BackendError,
     BackendUnavailable,
@@ -13,9 +15,23 @@ from .errors import (
     TaskError,
     TaskNotAllowed,
 )
-from .mq import Message, MessageQueue, QueueInfo, QueueMetrics
 from .queue import Queue, QueueStats
 from .tasks import task
+
+if TYPE_CHECKING:
+    from .mq import Message, MessageQueue, QueueInfo, QueueMetrics
+
+# The message-queue API loads on first use: `batchq run`, started by cron every minute, never needs it.
+_MQ_NAMES = {"Message", "MessageQueue", "QueueInfo", "QueueMetrics"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MQ_NAMES:
+        from . import mq
+
+        return getattr(mq, name)
+    raise AttributeError(f"module 'batchq' has no attribute {name!r}")
+
 
 __all__ = [
     "BackendError",

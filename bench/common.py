@@ -124,6 +124,28 @@ class Floor:
     def multi_params(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {f"{k}_{i}": v for i, row in enumerate(rows) for k, v in row.items()}
 
+    # Transactions: claim_at/claim_batch_at open their own unless one is already open, as
+    # batchq's Backend.transaction() joins an outer one.
+    _in_txn = False
+
+    def begin(self) -> None:
+        raise NotImplementedError
+
+    def commit(self) -> None:
+        self.conn.commit()
+
+    def ack_and_claim(self, job_id: int, old_token: str, worker: str, token: str) -> tuple | None:
+        """batchq run's cycle: DELETE the finished job and claim the next in one transaction."""
+        self.begin()
+        self._in_txn = True
+        try:
+            self.ack(job_id, old_token)
+            job = self.claim(worker, token)
+        finally:
+            self._in_txn = False
+        self.commit()
+        return job
+
     def claim(self, worker: str, token: str) -> tuple | None:
         """batchq's claim: level by level, one priority level per short transaction."""
         below = 32768
@@ -169,6 +191,9 @@ class MySQLFloor(Floor):
         self.cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
         return conn
 
+    def begin(self) -> None:
+        self.conn.begin()
+
     def enqueue(self, row: dict[str, Any]) -> None:
         self.cur.execute(self.q["enqueue"], row)
 
@@ -183,13 +208,15 @@ class MySQLFloor(Floor):
         return None if row is None else row[0]
 
     def claim_at(self, level: int, worker: str, token: str) -> tuple | None:
-        cur = self.cur
-        self.conn.begin()
+        cur, own = self.cur, not self._in_txn
+        if own:
+            self.begin()
         cur.execute(self.q["claim_select_skip_locked"], {"queue": "default", "priority": level})
         job = cur.fetchone()
         if job is not None:
             cur.execute(self.q["claim_mark"], {"id": job[0], "worker": worker, "token": token})
-        self.conn.commit()
+        if own:
+            self.commit()
         return job
 
     def ack(self, job_id: int, token: str) -> None:
@@ -228,6 +255,12 @@ class SQLiteFloor(Floor):
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
 
+    def begin(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
     def enqueue(self, row: dict[str, Any]) -> None:
         self.conn.execute(self.q["enqueue"], row)
 
@@ -241,11 +274,13 @@ class SQLiteFloor(Floor):
         return None if row is None else row[0]
 
     def claim_at(self, level: int, worker: str, token: str) -> tuple | None:
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
+        own = not self._in_txn
+        if own:
+            self.begin()
         params = {"queue": "default", "priority": level, "worker": worker, "token": token}
-        job = conn.execute(self.q["claim"], params).fetchone()
-        conn.execute("COMMIT")
+        job = self.conn.execute(self.q["claim"], params).fetchone()
+        if own:
+            self.commit()
         return job
 
     def ack(self, job_id: int, token: str) -> None:

@@ -16,16 +16,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import sys
 import time
 
 from common import BACKENDS, BATCHQ, PYTHON, REPO_DIR, bench_env, command_line, emit, med_range, reset, table
 
-
 RAW = {
     "mysql": "import pymysql; c = pymysql.connect(host='127.0.0.1', user='root', database='batchq_bench'); "
     "c.cursor().execute('SELECT 1'); c.close()",
-    "sqlite": "import sqlite3; c = sqlite3.connect('/tmp/batchq_bench/bench.db'); c.execute('SELECT 1'); c.close()",
+    "sqlite": "import sqlite3; c = sqlite3.connect('/tmp/batchq_bench/bench.db'); "
+    "c.execute('SELECT 1'); c.close()",
 }
 
 

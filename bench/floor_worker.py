@@ -1,7 +1,9 @@
 """A raw-SQL worker: the floor of `batchq run`. Drains the queue, then exits.
 
 single: claim one job per short transaction (batchq's claim statements), call the no-op,
-        ack with one DELETE (job_delete) - exactly batchq's cycle, no library around it.
+        ack with one DELETE (job_delete) in autocommit: two commits per job.
+fused:  batchq run's cycle: claim, call the no-op, then DELETE it and claim the next in one
+        transaction (job_delete, then the claim statements): one commit per job.
 batch:  claim up to N jobs per transaction (SKIP LOCKED on MySQL/MariaDB), call each no-op,
         ack them with one DELETE ... WHERE id IN (...).
 
@@ -21,7 +23,7 @@ from noop_jobs import noop
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", choices=BACKENDS, required=True)
-    ap.add_argument("--mode", choices=("single", "batch"), default="single")
+    ap.add_argument("--mode", choices=("single", "fused", "batch"), default="single")
     ap.add_argument("--batch", type=int, default=100)
     args = ap.parse_args()
     floor = floor_for(args.backend)
@@ -36,6 +38,15 @@ def main() -> None:
             noop(job[3])  # payload, as stored (the floor does not decode it)
             floor.ack(job[0], token)
             done += 1
+    elif args.mode == "fused":
+        token = os.urandom(16).hex()
+        job = floor.claim(worker, token)
+        while job is not None:
+            noop(job[3])
+            done += 1
+            next_token = os.urandom(16).hex()
+            job = floor.ack_and_claim(job[0], token, worker, next_token)
+            token = next_token
     else:
         while True:
             token = os.urandom(16).hex()

@@ -5,8 +5,11 @@
 Each repetition, for each process count, each system gets a fresh table loaded with
 --jobs due jobs (loaded server-side, not timed), then K worker processes are started at
 once; jobs/s = jobs / wall seconds from the first spawn to the moment the work is done:
-  floor  - K x `python bench/floor_worker.py --mode single` (raw driver, batchq's statements),
-           until every process has exited on an empty queue;
+  floor  - K x `python bench/floor_worker.py --mode single` (raw driver, batchq's statements:
+           claim in one transaction, DELETE in autocommit, two commits per job), until every
+           process has exited on an empty queue;
+  fused  - the same with `--mode fused`: batchq run's own cycle, the DELETE of a finished job
+           in the transaction that claims the next (one commit per job);
   batchq - K x `batchq run` (the installed console script), until every process has exited;
   huey   - one `huey_consumer huey_app.huey -w K -k process -q`, until its task table is
            empty (polled every 20 ms; the consumer is then stopped, not timed).
@@ -49,6 +52,13 @@ HUEY_LABEL = {
     "mysql-sql": "huey SqlHuey (peewee, MariaDB)",
     "sqlite-sql": "huey SqlHuey (peewee, SQLite WAL)",
     "sqlite": "huey SqliteHuey (WAL)",
+}
+
+
+LABELS = {
+    "floor": "raw-SQL floor: claim txn + DELETE (2 commits/job)",
+    "fused": "raw-SQL floor: DELETE + next claim in one txn (1 commit/job)",
+    "batchq": "`batchq run` (1 commit/job)",
 }
 
 
@@ -119,6 +129,16 @@ def drain_huey(kind: str, jobs: int, procs: int, timeout: float = 600) -> float:
     return wall
 
 
+def drain(name: str, backend: str, jobs: int, procs: int) -> float:
+    if name == "floor":
+        return drain_floor(backend, jobs, procs, "single")
+    if name == "fused":
+        return drain_floor(backend, jobs, procs, "fused")
+    if name == "batchq":
+        return drain_batchq(backend, jobs, procs)
+    return drain_huey(name, jobs, procs)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", choices=BACKENDS, required=True)
@@ -136,14 +156,9 @@ def main() -> None:
     cpus: dict[tuple[str, int], list[float]] = {}
     for rep in range(args.repeat):
         for procs in procs_list:
-            runs = [
-                ("floor", lambda: drain_floor(args.backend, args.jobs, procs)),
-                ("batchq", lambda: drain_batchq(args.backend, args.jobs, procs)),
-            ]
-            runs += [(k, lambda k=k: drain_huey(k, args.jobs, procs)) for k in kinds]
-            for name, fn in runs:
+            for name in ["floor", "fused", "batchq", *kinds]:
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                wall = fn()
+                wall = drain(name, args.backend, args.jobs, procs)
                 after = resource.getrusage(resource.RUSAGE_CHILDREN)
                 cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
                 cpus.setdefault((name, procs), []).append(cpu / args.jobs * 1e3)
@@ -157,12 +172,11 @@ def main() -> None:
     rows = []
     for procs in procs_list:
         floor_rate = median([args.jobs / w for w in walls[("floor", procs)]])
+        fused_rate = median([args.jobs / w for w in walls[("fused", procs)]])
         bq_rate = median([args.jobs / w for w in walls[("batchq", procs)]])
-        for name in ["floor", "batchq", *kinds]:
+        for name in ["floor", "fused", "batchq", *kinds]:
             rates = [args.jobs / w for w in walls[(name, procs)]]
-            label = {"floor": "raw-SQL floor (floor_worker.py --mode single)", "batchq": "`batchq run`"}.get(
-                name, HUEY_LABEL.get(name, name)
-            )
+            label = LABELS.get(name) or HUEY_LABEL.get(name, name)
             vs_batchq = "" if name == "batchq" else ratio(bq_rate, median(rates))
             rows.append(
                 [
@@ -170,6 +184,7 @@ def main() -> None:
                     label,
                     med_range(rates),
                     ratio(median(rates), floor_rate),
+                    ratio(median(rates), fused_rate),
                     vs_batchq,
                     f"{median(cpus[(name, procs)]):.3f}",
                 ]
@@ -177,10 +192,19 @@ def main() -> None:
     info = server_info(args.backend)
     settings = ", ".join(f"{k}={v}" for k, v in info.items())
     text = table(
-        ["procs", "system", "jobs/s median (min–max)", "of floor", "batchq ÷ this", "worker CPU ms/job"], rows
+        [
+            "procs",
+            "system",
+            "jobs/s median (min–max)",
+            "of floor",
+            "of fused floor",
+            "batchq ÷ this",
+            "worker CPU ms/job",
+        ],
+        rows,
     )
     text += (
-        f"\n\n{args.jobs:,} no-op jobs, {args.repeat} repetitions, one-row-per-transaction cycles; "
+        f"\n\n{args.jobs:,} no-op jobs, {args.repeat} repetitions, one-row-per-transaction claims; "
         f"{settings}.\nworker CPU ms/job = user+sys CPU of the worker processes (start-up included) / jobs "
         f"(for huey: the consumer and its worker processes, shutdown included).\nCommand: {command_line()}"
     )

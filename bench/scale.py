@@ -215,7 +215,8 @@ def main() -> None:
                 p[name][0].append(percentile(lat, 50) * 1e3)
                 p[name][1].append(percentile(lat, 99) * 1e3)
                 print(
-                    f"# {label} rep {rep + 1} {name}: p50 {p[name][0][-1]:.3f} ms p99 {p[name][1][-1]:.3f} ms",
+                    f"# {label} rep {rep + 1} {name}: "
+                    f"p50 {p[name][0][-1]:.3f} ms p99 {p[name][1][-1]:.3f} ms",
                     file=sys.stderr,
                     flush=True,
                 )

@@ -13,7 +13,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
-from batchq.sql import queries
 from conftest import TESTS_DIR, sql, wait_for
 
 from batchq import (
@@ -25,6 +24,7 @@ from batchq import (
     QueueNotFound,
 )
 from batchq.backends import create_backend
+from batchq.sql import queries
 
 Q = "mail"
 

@@ -80,11 +80,14 @@ def _renamed(sql: str, style: str, suffix: str) -> str:
 
 
 def multi_row_insert(sql: str, rows: int, style: str) -> str:
-    """The enqueue INSERT with its VALUES row repeated ``rows`` times (params suffixed _0.._n)."""
+    """The enqueue INSERT with its VALUES row repeated ``rows`` times (params suffixed _0.._n);
+    a trailing RETURNING clause (PostgreSQL) is kept once, at the end."""
     head, sep, row = sql.partition("VALUES")
     if not sep:
         raise RuntimeError("enqueue statement has no VALUES")
-    return head + "VALUES " + ",\n".join(_renamed(row.strip(), style, str(i)) for i in range(rows))
+    row, returning, tail = row.partition("RETURNING")
+    values = ",\n".join(_renamed(row.strip(), style, str(i)) for i in range(rows))
+    return head + "VALUES " + values + (f"\n{returning} {tail.strip()}" if returning else "")
 
 
 class Floor:

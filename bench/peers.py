@@ -129,9 +129,11 @@ class Peer:
         ]
         try:
             while self.pending() > 0:
-                if any(w.poll() is not None for w in workers) and self.pending() > 0:
+                # One worker may leave early (nothing left to take while others finish
+                # theirs); all gone with jobs unfinished is a failure.
+                if all(w.poll() is not None for w in workers) and self.pending() > 0:
                     codes = [w.poll() for w in workers]
-                    raise RuntimeError(f"{self.name}: a worker exited early ({codes}) with jobs left")
+                    raise RuntimeError(f"{self.name}: workers exited ({codes}) with jobs left")
                 if time.perf_counter() - t0 > timeout:
                     raise RuntimeError(f"{self.name}: drain timed out")
                 time.sleep(POLL)

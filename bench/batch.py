@@ -1,14 +1,16 @@
-"""Batch claims: the raw-SQL floor for claiming N jobs per transaction, and batchq's (absent) batch mode.
+"""Batch claims: the raw-SQL floor for claiming N jobs per transaction, and `batchq run --batch N`.
 
     .venv/bin/python bench/batch.py --backend mysql --jobs 20000 --batch 100 --procs 1,2,4 --repeat 3
+    (--backend mysql|sqlite|postgresql)
 
-Floor (bench/floor_worker.py --mode batch): per transaction, batchq's claim SELECT with
-LIMIT N (FOR UPDATE SKIP LOCKED on MySQL/MariaDB) and one UPDATE ... WHERE id IN (...)
-(SQLite: the claim UPDATE with `id IN (SELECT ... LIMIT N)`); then the no-op for each job,
-then one DELETE ... WHERE id IN (...) AND claim_token = ? for the whole batch. The
-one-row-per-transaction floor is run beside it for scale.
-
-batchq has no batch mode yet: its row says so, and no number is invented for it.
+Floor (bench/floor_worker.py --mode batch): per transaction, batchq's batch claim
+statements: MySQL/MariaDB the claim SELECT with LIMIT N FOR UPDATE SKIP LOCKED and one
+UPDATE ... WHERE id IN (...); SQLite the claim UPDATE with `id IN (SELECT ... LIMIT N)`;
+PostgreSQL one statement in autocommit, UPDATE ... WHERE id IN (SELECT ... LIMIT N FOR
+UPDATE SKIP LOCKED) RETURNING (claim_batch). Then the no-op for each job, then one DELETE
+of the whole batch fenced by its claim token (job_delete_batch: `id IN (...)`, on
+PostgreSQL `id = ANY(array)`). The one-row-per-transaction floor is run beside it for scale.
+batchq: K x `batchq run --batch N`, which claims and deletes with the same statements.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Every floor statement comes from ``batchq.sql.queries(dialect)`` (the very text 
 runs); the only derived statement is the multi-row enqueue floor (the enqueue row repeated,
 one statement, as batchq's MySQL enqueue_many sends). Adding a backend
 means adding one ``Floor`` subclass and one entry in ``URLS`` / ``FLOORS``.
+
+Drivers are imported by the floor that uses them (PyMySQL for MySQL/MariaDB, psycopg for
+PostgreSQL), so a missing driver only breaks its own backend.
 """
 
 from __future__ import annotations
@@ -21,9 +24,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pymysql
-from pymysql.constants import CLIENT
-
 from batchq import Queue
 from batchq.config import parse_url
 from batchq.sql import queries
@@ -38,6 +38,7 @@ RESULTS_DIR = BENCH_DIR / "results"
 URLS = {
     "mysql": os.environ.get("BENCH_MYSQL_URL", "mysql://root@127.0.0.1:3306/batchq_bench"),
     "sqlite": os.environ.get("BENCH_SQLITE_URL", "sqlite:////tmp/batchq_bench/bench.db"),
+    "postgresql": os.environ.get("BENCH_POSTGRESQL_URL", "postgresql://postgres@127.0.0.1:5432/batchq_bench"),
 }
 BACKENDS = tuple(URLS)
 TASK = "noop_jobs:noop"
@@ -79,11 +80,14 @@ def _renamed(sql: str, style: str, suffix: str) -> str:
 
 
 def multi_row_insert(sql: str, rows: int, style: str) -> str:
-    """The enqueue INSERT with its VALUES row repeated ``rows`` times (params suffixed _0.._n)."""
+    """The enqueue INSERT with its VALUES row repeated ``rows`` times (params suffixed _0.._n);
+    a trailing RETURNING clause (PostgreSQL) is kept once, at the end."""
     head, sep, row = sql.partition("VALUES")
     if not sep:
         raise RuntimeError("enqueue statement has no VALUES")
-    return head + "VALUES " + ",\n".join(_renamed(row.strip(), style, str(i)) for i in range(rows))
+    row, returning, tail = row.partition("RETURNING")
+    values = ",\n".join(_renamed(row.strip(), style, str(i)) for i in range(rows))
+    return head + "VALUES " + values + (f"\n{returning} {tail.strip()}" if returning else "")
 
 
 class Floor:
@@ -174,6 +178,9 @@ class MySQLFloor(Floor):
     style = "pyformat"
 
     def connect(self) -> Any:
+        import pymysql
+        from pymysql.constants import CLIENT
+
         u = self.url
         conn = pymysql.connect(
             host=u.host,
@@ -301,7 +308,85 @@ class SQLiteFloor(Floor):
         return self.conn.execute(sql, params or ()).fetchall()
 
 
-FLOORS: dict[str, type[Floor]] = {"mysql": MySQLFloor, "sqlite": SQLiteFloor}
+class PostgreSQLFloor(Floor):
+    """psycopg 3 in autocommit, as batchq's PostgreSQL backend: every claim is ONE statement
+    (UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED) RETURNING), a transaction by
+    itself, with no BEGIN/COMMIT around it; BEGIN only where batchq opens one (the fused
+    cycle, enqueue_many)."""
+
+    dialect = "postgresql"
+    style = "pyformat"
+
+    def connect(self) -> Any:
+        import psycopg
+
+        u = self.url
+        # The connection batchq's backend opens: autocommit, tuple rows (psycopg's default),
+        # the same startup parameters, then the one session setting it makes (UTC).
+        params: dict[str, Any] = {"connect_timeout": "10", "application_name": "batchq", **u.options}
+        conn = psycopg.connect(
+            host=u.host,
+            port=u.port or 5432,
+            user=u.user or None,
+            password=u.password or None,
+            dbname=u.database,
+            autocommit=True,
+            **params,
+        )
+        conn.execute("SET TIME ZONE 'UTC'")
+        self.cur = conn.cursor()
+        return conn
+
+    def begin(self) -> None:
+        # As batchq: BEGIN on the autocommit connection; conn.commit() then sends COMMIT.
+        self.cur.execute("BEGIN")
+
+    def enqueue(self, row: dict[str, Any]) -> None:
+        self.cur.execute(self.q["enqueue"], row)
+        self.cur.fetchone()  # RETURNING id (already received with the result)
+
+    def enqueue_multi(self, rows: Sequence[dict[str, Any]]) -> None:
+        # batchq's PostgreSQL enqueue_many: BEGIN; executemany(enqueue) (psycopg sends the
+        # rows as one pipeline: one round trip, one INSERT statement per row); COMMIT.
+        self.begin()
+        self.cur.executemany(self.q["enqueue"], rows)
+        self.commit()
+
+    def enqueue_multi_row(self, rows: Sequence[dict[str, Any]]) -> None:
+        """A reference, not batchq's path on PostgreSQL: ONE multi-row INSERT in autocommit
+        (the enqueue VALUES row repeated, as batchq's MySQL enqueue_many sends)."""
+        self.cur.execute(self.multi_sql(len(rows)), self.multi_params(rows))
+
+    def level(self, below: int) -> int | None:
+        """batchq's first claim statement: the top priority level with ready jobs (autocommit)."""
+        self.cur.execute(self.q["next_priority"], {"queue": "default", "below": below})
+        row = self.cur.fetchone()
+        return None if row is None else row[0]
+
+    def claim_at(self, level: int, worker: str, token: str) -> tuple | None:
+        # One statement: its own transaction in autocommit, or part of the open one (fused).
+        params = {"queue": "default", "priority": level, "worker": worker, "token": token}
+        self.cur.execute(self.q["claim"], params)
+        return self.cur.fetchone()
+
+    def ack(self, job_id: int, token: str) -> None:
+        self.cur.execute(self.q["job_delete"], {"id": job_id, "token": token})
+
+    def claim_batch_at(self, level: int, n: int, worker: str, token: str) -> list[tuple]:
+        params = {"queue": "default", "priority": level, "worker": worker, "token": token, "limit": n}
+        self.cur.execute(self.q["claim_batch"], params)
+        return self.cur.fetchall()
+
+    def ack_batch(self, ids: Sequence[int], token: str) -> None:
+        # batchq binds the ids as a list (psycopg sends an array) for `id = ANY(%(ids)s)`.
+        self.cur.execute(self.q["job_delete_batch"], {"ids": list(ids), "token": token})
+
+    def execute(self, sql: str, params: Any = None) -> list[tuple]:
+        self.cur.execute(sql, params)
+        return list(self.cur.fetchall()) if self.cur.description else []
+
+
+FLOORS: dict[str, type[Floor]] = {"mysql": MySQLFloor, "sqlite": SQLiteFloor, "postgresql": PostgreSQLFloor}
 
 
 def floor_for(backend: str) -> Floor:
@@ -319,6 +404,10 @@ def reset(backend: str) -> None:
     floor = floor_for(backend)
     if backend == "mysql":
         floor.execute("TRUNCATE TABLE batchq_job")
+    elif backend == "postgresql":
+        # A fresh heap and indexes: no dead rows left by the previous run (ids restart too,
+        # as MySQL's TRUNCATE does). TRUNCATE fires no row trigger (no NOTIFY).
+        floor.execute("TRUNCATE TABLE batchq_job RESTART IDENTITY")
     else:
         floor.execute("DELETE FROM batchq_job")
         floor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -355,6 +444,23 @@ def bulk_load(
                 f" '{status}', {run_at}, {10 if status == 'failed' else 0}, 10, UTC_TIMESTAMP(6)"
                 f" FROM seq_{lo + 1}_to_{hi}"
             )
+        elif backend == "postgresql":
+            # One INSERT ... SELECT over generate_series, in autocommit. batchq's NOTIFY
+            # trigger fires for the due ready rows (PostgreSQL folds them into one NOTIFY).
+            run_at = (
+                f"statement_timestamp() + interval '{delay_seconds} seconds'"
+                if delay_seconds
+                else "statement_timestamp() - interval '1 second'"
+            )
+            floor.execute(
+                "INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at,"
+                " error_count, max_errors, created_at)"
+                f" SELECT 'default', '{TASK}', convert_to('{{\"i\":' || i || '}}', 'UTF8'), 'json',"
+                f" {priority}, '{status}', {run_at}, {10 if status == 'failed' else 0}, 10,"
+                " statement_timestamp()"
+                " FROM generate_series(%(lo)s::bigint, %(hi)s::bigint) AS s(i)",
+                {"lo": lo + 1, "hi": hi},
+            )
         else:
             modifier = f"+{delay_seconds} seconds" if delay_seconds else "-1 seconds"
             floor.execute("BEGIN")
@@ -370,6 +476,10 @@ def bulk_load(
             floor.execute("COMMIT")
     if backend == "mysql":
         floor.execute("ANALYZE TABLE batchq_job")
+    elif backend == "postgresql":
+        # VACUUM too: it sets the hint bits and the visibility map now rather than during the
+        # timed run, and resets the insert count that would start an autovacuum mid-run.
+        floor.execute("VACUUM (ANALYZE) batchq_job")
     else:
         floor.execute("ANALYZE")
     floor.close()
@@ -477,6 +587,18 @@ def server_info(backend: str) -> dict[str, str]:
         values = floor.execute("SELECT " + ", ".join(f"@@{n}" for n in names))[0]
         info = dict(zip(names, (str(v) for v in values)))
         info["session isolation (batchq and floor)"] = "READ-COMMITTED"
+    elif backend == "postgresql":
+        names = [
+            "server_version",
+            "fsync",
+            "synchronous_commit",
+            "wal_level",
+            "shared_buffers",
+            "default_transaction_isolation",
+            "full_page_writes",
+        ]
+        values = floor.execute("SELECT " + ", ".join(f"current_setting('{n}')" for n in names))[0]
+        info = dict(zip(names, (str(v) for v in values)))
     else:
         info = {
             "sqlite version": sqlite3.sqlite_version,
@@ -504,5 +626,15 @@ def machine_info() -> dict[str, str]:
         "memory": mem_gib,
         "kernel": platform.release(),
         "python": platform.python_version(),
-        "pymysql": pymysql.__version__ if hasattr(pymysql, "__version__") else "?",
+        "pymysql": _version_of("pymysql"),
+        "psycopg": _version_of("psycopg"),
     }
+
+
+def _version_of(distribution: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "not installed"

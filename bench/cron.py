@@ -1,14 +1,16 @@
 """Cron cost: wall time of `batchq run` on an empty queue against bare interpreters.
 
-    .venv/bin/python bench/cron.py --backend mysql --repeat 20
+    .venv/bin/python bench/cron.py --backend mysql --repeat 20      (or sqlite, postgresql)
 
 Rows (each a fresh process, run --repeat times, interleaved, wall seconds from spawn to exit):
   python -c pass
-  python -c "import pymysql, click"          (the target's reference)
+  python -c "import pymysql, click"          (the target's reference on MySQL/MariaDB)
   python -c "import sqlite3, click"          (the same for SQLite)
+  python -c "import psycopg, click"          (the same for PostgreSQL; only with --backend postgresql)
   raw driver one-liner                       (import the driver, connect, SELECT 1, exit)
   batchq run                                 (the console script, on an empty queue)
 Python is the venv's interpreter; the page cache is warm (one untimed run of each first).
+On PostgreSQL `batchq run` also takes its advisory liveness lock, like every worker there.
 """
 
 from __future__ import annotations
@@ -18,14 +20,29 @@ import statistics
 import subprocess
 import time
 
-from common import BACKENDS, BATCHQ, PYTHON, REPO_DIR, bench_env, command_line, emit, med_range, reset, table
+from common import (
+    BACKENDS,
+    BATCHQ,
+    PYTHON,
+    REPO_DIR,
+    bench_env,
+    command_line,
+    emit,
+    med_range,
+    reset,
+    table,
+    url_for,
+)
 
 RAW = {
     "mysql": "import pymysql; c = pymysql.connect(host='127.0.0.1', user='root', database='batchq_bench'); "
     "c.cursor().execute('SELECT 1'); c.close()",
     "sqlite": "import sqlite3; c = sqlite3.connect('/tmp/batchq_bench/bench.db'); "
     "c.execute('SELECT 1'); c.close()",
+    # psycopg takes the URL as it is (libpq's URI form).
+    "postgresql": "import psycopg; c = psycopg.connect({url!r}); c.execute('SELECT 1'); c.close()",
 }
+DRIVERS = {"mysql": "pymysql", "sqlite": "sqlite3", "postgresql": "psycopg"}
 
 
 def wall(cmd: list[str], env: dict[str, str]) -> float:
@@ -44,12 +61,13 @@ def main() -> None:
         args.repeat = 5
     reset(args.backend)
     env = bench_env(args.backend)
-    driver = "pymysql" if args.backend == "mysql" else "sqlite3"
+    driver = DRIVERS[args.backend]
+    raw = RAW[args.backend].format(url=url_for(args.backend))
+    refs = ["pymysql", "sqlite3"] + (["psycopg"] if driver == "psycopg" else [])
     cmds = {
         "`python -c pass`": [PYTHON, "-c", "pass"],
-        '`python -c "import pymysql, click"`': [PYTHON, "-c", "import pymysql, click"],
-        '`python -c "import sqlite3, click"`': [PYTHON, "-c", "import sqlite3, click"],
-        f"raw driver: `python -c` {driver}: connect, SELECT 1, exit": [PYTHON, "-c", RAW[args.backend]],
+        **{f'`python -c "import {m}, click"`': [PYTHON, "-c", f"import {m}, click"] for m in refs},
+        f"raw driver: `python -c` {driver}: connect, SELECT 1, exit": [PYTHON, "-c", raw],
         "`batchq run` on an empty queue": [BATCHQ, "run"],
     }
     times: dict[str, list[float]] = {k: [] for k in cmds}

@@ -1,16 +1,27 @@
-"""Enqueue from one process: floor vs `Queue(url).enqueue()` / `enqueue_many()` vs huey.
+"""Enqueue from one process: floor vs `Queue(url).enqueue()` / `enqueue_many()` vs peers.
 
-    .venv/bin/python bench/enqueue.py --backend mysql --n 2000 --batches 100 --repeat 3
+    .venv/bin/python bench/enqueue.py --backend mysql|sqlite|postgresql --n 2000 --batches 100 --repeat 3
 
 single: --n calls, each timed (time.perf_counter around the call) -> jobs/s, p50, p99.
   floor:  cursor.execute(batchq's `enqueue` statement, params) in autocommit (one INSERT
           = one transaction), payload json-encoded in the loop as batchq does.
   batchq: Queue(url).enqueue("noop_jobs:noop", {"i": i}).
   huey:   calling the @huey.task noop({"i": i}) (one INSERT in autocommit).
+  PostgreSQL peers (bench/peers.py, sync APIs, each in its own database):
+          procrastinate `noop.defer(payload={"i": i})`; pgqueuer
+          `SyncQueries.enqueue("noop", json bytes)`.
 many: --batches of 100 jobs.
-  floor:  ONE 100-row INSERT (batchq's enqueue VALUES row repeated 100 times), autocommit.
+  floor:  batchq's own way per backend. MySQL/MariaDB and SQLite: ONE 100-row INSERT
+          (batchq's enqueue VALUES row repeated 100 times), autocommit. PostgreSQL: BEGIN;
+          executemany(enqueue, 100 rows) (psycopg sends them as one pipeline); COMMIT.
+  PostgreSQL reference row: the one 100-row INSERT too, although batchq does not send it
+          there, to show what that path would give.
   batchq: Queue(url).enqueue_many("noop_jobs:noop", [100 payloads]).
+  PostgreSQL peers, with their batch APIs: procrastinate `noop.batch_defer(*100 kwargs)`;
+          pgqueuer `SyncQueries.enqueue([...], [...], [...])` (lists of 100: one statement).
 Every system opens its connection with one untimed enqueue before the timed loop.
+On PostgreSQL every INSERT into batchq_job fires batchq's NOTIFY trigger (its default
+schema: floor and batchq alike); procrastinate and pgqueuer NOTIFY per job too.
 """
 
 from __future__ import annotations
@@ -20,6 +31,8 @@ import json
 import os
 import sys
 import time
+
+from peers import ENQUEUE_PEERS
 
 from common import (
     BACKENDS,
@@ -39,9 +52,17 @@ from common import (
     url_for,
 )
 
-HUEY_KINDS = {"mysql": ["mysql-sql"], "sqlite": ["sqlite", "sqlite-sql"]}
+HUEY_KINDS = {"mysql": ["mysql-sql"], "sqlite": ["sqlite", "sqlite-sql"], "postgresql": ["postgresql-sql"]}
+PEER_KINDS = {"postgresql": list(ENQUEUE_PEERS)}
+PEER_LABEL = {
+    "procrastinate 1": "procrastinate: `noop.defer()`",
+    "pgqueuer 1": "pgqueuer: `SyncQueries.enqueue()`",
+    "procrastinate many": "procrastinate: `noop.batch_defer()` of {s}",
+    "pgqueuer many": "pgqueuer: `SyncQueries.enqueue()` with lists of {s}",
+}
 HUEY_LABEL = {
     "mysql-sql": "huey SqlHuey (peewee, MariaDB): task()",
+    "postgresql-sql": "huey SqlHuey (peewee, PostgreSQL): task()",
     "sqlite-sql": "huey SqlHuey (peewee, SQLite WAL): task()",
     "sqlite": "huey SqliteHuey (WAL): task()",
 }
@@ -101,6 +122,44 @@ def floor_many(backend: str, batches: int, size: int):
     return rate * size, lat
 
 
+def floor_multi_row(backend: str, batches: int, size: int):
+    """PostgreSQL reference: one multi-row INSERT per batch (not what batchq sends there)."""
+    f = floor_for(backend)
+    row = f.row
+
+    def call(b: int) -> None:
+        rows = []
+        for i in range(size):
+            r = row(0)
+            r["payload"] = json.dumps({"i": b * size + i}, separators=(",", ":")).encode()
+            rows.append(r)
+        f.enqueue_multi_row(rows)
+
+    call(-1)
+    rate, lat = timed_loop(call, batches)
+    f.close()
+    return rate * size, lat
+
+
+def peer_single(name: str, n: int):
+    peer = ENQUEUE_PEERS[name]()
+    peer.setup()
+    peer.reset()
+    with peer.producer() as (one, _):
+        one(-1)
+        return timed_loop(one, n)
+
+
+def peer_many(name: str, batches: int, size: int):
+    peer = ENQUEUE_PEERS[name]()
+    peer.setup()
+    peer.reset()
+    with peer.producer() as (_, many):
+        many(range(-size, 0))
+        rate, lat = timed_loop(lambda b: many(range(b * size, (b + 1) * size)), batches)
+    return rate * size, lat
+
+
 def batchq_many(backend: str, batches: int, size: int):
     from batchq import Queue
 
@@ -136,20 +195,29 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=100, help="batches of --size per repetition")
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--no-peers", action="store_true", help="skip huey (and procrastinate, pgqueuer)")
     ap.add_argument("--quick", action="store_true", help="--n 300 --batches 20 --repeat 1")
     args = ap.parse_args()
     if args.quick:
         args.n, args.batches, args.repeat = 300, 20, 1
     kinds = [] if args.no_peers else HUEY_KINDS.get(args.backend, [])
+    peers = [] if args.no_peers else PEER_KINDS.get(args.backend, [])
+    multi_row = args.backend == "postgresql"
     res: dict[str, list[tuple[float, list[float]]]] = {}
     for rep in range(args.repeat):
         plan = [
             ("floor 1", lambda: floor_single(args.backend, args.n)),
             ("batchq 1", lambda: batchq_single(args.backend, args.n)),
             *[(f"huey {k}", lambda k=k: huey_single(k, args.n)) for k in kinds],
+            *[(f"{p} 1", lambda p=p: peer_single(p, args.n)) for p in peers],
             ("floor many", lambda: floor_many(args.backend, args.batches, args.size)),
+            *(
+                [("floor multi-row", lambda: floor_multi_row(args.backend, args.batches, args.size))]
+                if multi_row
+                else []
+            ),
             ("batchq many", lambda: batchq_many(args.backend, args.batches, args.size)),
+            *[(f"{p} many", lambda p=p: peer_many(p, args.batches, args.size)) for p in peers],
         ]
         for name, fn in plan:
             reset(args.backend)
@@ -170,12 +238,29 @@ def main() -> None:
         ]
 
     s = args.size
+    if multi_row:
+        floor_many_label = f"raw-SQL floor: BEGIN; executemany of {s} INSERTs (one pipeline); COMMIT"
+    else:
+        floor_many_label = f"raw-SQL floor: one {s}-row INSERT (autocommit)"
     rows = [
         row("floor 1", "raw-SQL floor: one INSERT (autocommit)", "floor 1"),
         row("batchq 1", "`Queue.enqueue()`", "floor 1"),
         *[row(f"huey {k}", HUEY_LABEL[k], "floor 1") for k in kinds],
-        row("floor many", f"raw-SQL floor: one {s}-row INSERT (autocommit)", "floor many"),
+        *[row(f"{p} 1", PEER_LABEL[f"{p} 1"], "floor 1") for p in peers],
+        row("floor many", floor_many_label, "floor many"),
+        *(
+            [
+                row(
+                    "floor multi-row",
+                    f"reference, not batchq's path here: one {s}-row INSERT (autocommit)",
+                    "floor many",
+                )
+            ]
+            if multi_row
+            else []
+        ),
         row("batchq many", f"`Queue.enqueue_many()` of {s}", "floor many"),
+        *[row(f"{p} many", PEER_LABEL[f"{p} many"].format(s=s), "floor many") for p in peers],
     ]
     info = server_info(args.backend)
     text = table(

@@ -1,13 +1,15 @@
 """A raw-SQL worker: the floor of `batchq run`. Drains the queue, then exits.
 
 single: claim one job per short transaction (batchq's claim statements), call the no-op,
-        ack with one DELETE (job_delete) in autocommit: two commits per job.
+        ack with one DELETE (job_delete) in autocommit: two commits per job. On PostgreSQL
+        the claim is next_priority then the one claim UPDATE, each in autocommit (no BEGIN).
 fused:  batchq run's cycle: claim, call the no-op, then DELETE it and claim the next in one
-        transaction (job_delete, then the claim statements): one commit per job.
-batch:  claim up to N jobs per transaction (SKIP LOCKED on MySQL/MariaDB), call each no-op,
-        ack them with one DELETE ... WHERE id IN (...).
+        transaction (job_delete, then the claim statements): one commit per job. On
+        PostgreSQL: BEGIN; job_delete; next_priority; claim; COMMIT.
+batch:  claim up to N jobs per transaction (SKIP LOCKED on MySQL/MariaDB and PostgreSQL),
+        call each no-op, ack them with one DELETE ... WHERE id IN (...) (= ANY on PostgreSQL).
 
-    python bench/floor_worker.py --backend mysql --mode single
+    python bench/floor_worker.py --backend mysql --mode single     (or sqlite, postgresql)
 """
 
 from __future__ import annotations

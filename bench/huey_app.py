@@ -1,6 +1,11 @@
-"""huey, the peer: one app per storage, chosen with $BENCH_HUEY (mysql-sql, sqlite-sql, sqlite).
+"""huey, the peer: one app per storage, chosen with $BENCH_HUEY (mysql-sql, postgresql-sql,
+sqlite-sql, sqlite).
 
 mysql-sql:  huey.contrib.sql_huey.SqlHuey on peewee's MySQLDatabase (PyMySQL), database batchq_bench
+postgresql-sql: SqlHuey on peewee's PostgresqlDatabase, which uses psycopg 3 when psycopg2 is
+            not installed (it is not: batchq's driver serves), at $BENCH_POSTGRESQL_URL
+            (database batchq_bench); huey's dequeue there is SELECT ... FOR UPDATE SKIP LOCKED
+            + DELETE in one transaction
 sqlite-sql: SqlHuey on peewee's SqliteDatabase, WAL (as batchq and SqliteHuey use)
 sqlite:     huey's own SqliteHuey (WAL by default)
 
@@ -13,9 +18,10 @@ import os
 
 from huey import SqliteHuey
 from huey.contrib.sql_huey import SqlHuey
-from peewee import MySQLDatabase, SqliteDatabase
+from peewee import MySQLDatabase, PostgresqlDatabase, SqliteDatabase
 
 import noop_jobs
+from common import url_for
 
 KIND = os.environ.get("BENCH_HUEY", "sqlite")
 DIR = os.environ.get("BENCH_HUEY_DIR", "/tmp/batchq_bench")
@@ -31,6 +37,11 @@ if KIND == "mysql-sql":
             user="root",
             charset="utf8mb4",
         ),
+    )
+elif KIND == "postgresql-sql":
+    huey = SqlHuey(
+        "bench",
+        database=PostgresqlDatabase(url_for("postgresql"), prefer_psycopg3=True),
     )
 elif KIND == "sqlite-sql":
     huey = SqlHuey("bench", database=SqliteDatabase(f"{DIR}/huey_sql.db", pragmas={"journal_mode": "wal"}))
@@ -65,6 +76,9 @@ def preload(n: int) -> None:
                 storage.Task.insert_many(
                     [{"queue": storage.name, "data": b, "priority": 0} for b in blobs[lo : lo + 1000]]
                 ).execute()
+        if KIND == "postgresql-sql":
+            # As bench/common.py's bulk_load does for batchq's table on the same server.
+            storage.database.execute_sql("VACUUM (ANALYZE) task")
 
 
 def pending() -> int:

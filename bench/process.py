@@ -1,6 +1,6 @@
-"""Drain N pre-loaded no-op jobs with 1, 2, 4 worker processes: floor vs `batchq run` vs huey.
+"""Drain N pre-loaded no-op jobs with 1, 2, 4 worker processes: floor vs `batchq run` vs peers.
 
-    .venv/bin/python bench/process.py --backend mysql --jobs 20000 --procs 1,2,4 --repeat 3
+    .venv/bin/python bench/process.py --backend mysql|sqlite|postgresql --jobs 20000 --procs 1,2,4 --repeat 3
 
 Each repetition, for each process count, each system gets a fresh table loaded with
 --jobs due jobs (loaded server-side, not timed), then K worker processes are started at
@@ -12,8 +12,19 @@ once; jobs/s = jobs / wall seconds from the first spawn to the moment the work i
            in the transaction that claims the next (one commit per job);
   batchq - K x `batchq run` (the installed console script), until every process has exited;
   huey   - one `huey_consumer huey_app.huey -w K -k process -q`, until its task table is
-           empty (polled every 20 ms; the consumer is then stopped, not timed).
-Process start-up (interpreter, imports, connect) is inside the wall time for all three.
+           empty (polled every 20 ms; the consumer is then stopped, not timed); on
+           PostgreSQL SqlHuey through peewee on psycopg 3.
+PostgreSQL only, the peers of bench/peers.py (each in its own database; what they do per
+job is written there), timed like huey from the spawn until their queue holds no
+unfinished job (polled every 20 ms; the workers then exit by themselves, untimed):
+  procrastinate - K x `procrastinate ... worker --one-shot`, each at its default
+           concurrency 1 (one job at a time per process);
+  pgqueuer-1    - K x `pgq run --mode drain --batch-size 1`: one job per dequeue and per
+           completion statement, comparable with batchq's one row per transaction;
+  pgqueuer-10   - the same at pgqueuer's default --batch-size 10 (10 jobs per dequeue and
+           per completion statement).
+--no-peers skips huey and these.
+Process start-up (interpreter, imports, connect) is inside the wall time for every system.
 """
 
 from __future__ import annotations
@@ -25,6 +36,8 @@ import signal
 import subprocess
 import sys
 import time
+
+from peers import DRAIN_PEERS
 
 from common import (
     BACKENDS,
@@ -47,9 +60,11 @@ from common import (
     table,
 )
 
-HUEY_KINDS = {"mysql": ["mysql-sql"], "sqlite": ["sqlite", "sqlite-sql"]}
+HUEY_KINDS = {"mysql": ["mysql-sql"], "sqlite": ["sqlite", "sqlite-sql"], "postgresql": ["postgresql-sql"]}
+PEER_KINDS = {"postgresql": list(DRAIN_PEERS)}
 HUEY_LABEL = {
     "mysql-sql": "huey SqlHuey (peewee, MariaDB)",
+    "postgresql-sql": "huey SqlHuey (peewee, PostgreSQL)",
     "sqlite-sql": "huey SqlHuey (peewee, SQLite WAL)",
     "sqlite": "huey SqliteHuey (WAL)",
 }
@@ -136,7 +151,15 @@ def drain(name: str, backend: str, jobs: int, procs: int) -> float:
         return drain_floor(backend, jobs, procs, "fused")
     if name == "batchq":
         return drain_batchq(backend, jobs, procs)
+    if name in DRAIN_PEERS:
+        return DRAIN_PEERS[name]().drain(jobs, procs)
     return drain_huey(name, jobs, procs)
+
+
+def label(name: str) -> str:
+    if name in DRAIN_PEERS:
+        return DRAIN_PEERS[name]().label
+    return LABELS.get(name) or HUEY_LABEL.get(name, name)
 
 
 def main() -> None:
@@ -145,13 +168,13 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=20000)
     ap.add_argument("--procs", default="1,2,4")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--no-peers", action="store_true", help="skip huey")
+    ap.add_argument("--no-peers", action="store_true", help="skip huey (and procrastinate, pgqueuer)")
     ap.add_argument("--quick", action="store_true", help="--jobs 2000 --repeat 1")
     args = ap.parse_args()
     if args.quick:
         args.jobs, args.repeat = 2000, 1
     procs_list = [int(p) for p in args.procs.split(",")]
-    kinds = [] if args.no_peers else HUEY_KINDS.get(args.backend, [])
+    kinds = [] if args.no_peers else HUEY_KINDS.get(args.backend, []) + PEER_KINDS.get(args.backend, [])
     walls: dict[tuple[str, int], list[float]] = {}
     cpus: dict[tuple[str, int], list[float]] = {}
     for rep in range(args.repeat):
@@ -176,12 +199,11 @@ def main() -> None:
         bq_rate = median([args.jobs / w for w in walls[("batchq", procs)]])
         for name in ["floor", "fused", "batchq", *kinds]:
             rates = [args.jobs / w for w in walls[(name, procs)]]
-            label = LABELS.get(name) or HUEY_LABEL.get(name, name)
             vs_batchq = "" if name == "batchq" else ratio(bq_rate, median(rates))
             rows.append(
                 [
                     procs,
-                    label,
+                    label(name),
                     med_range(rates),
                     ratio(median(rates), floor_rate),
                     ratio(median(rates), fused_rate),
@@ -203,10 +225,19 @@ def main() -> None:
         ],
         rows,
     )
+    peers_note = ""
+    if any(k in DRAIN_PEERS for k in kinds):
+        peers_note = (
+            "\nPeers (bench/peers.py, each in its own database, default settings otherwise): procrastinate "
+            "with 1 worker process per proc at concurrency 1; pgqueuer with 1 `pgq run` per proc, at "
+            "--batch-size 1 and at its default 10 (the only rows that take more than one job per "
+            "transaction); both timed until their queue holds no unfinished job."
+        )
     text += (
-        f"\n\n{args.jobs:,} no-op jobs, {args.repeat} repetitions, one-row-per-transaction claims; "
-        f"{settings}.\nworker CPU ms/job = user+sys CPU of the worker processes (start-up included) / jobs "
-        f"(for huey: the consumer and its worker processes, shutdown included).\nCommand: {command_line()}"
+        f"\n\n{args.jobs:,} no-op jobs, {args.repeat} repetitions, one-row-per-transaction claims "
+        f"unless the row says otherwise; {settings}.\nworker CPU ms/job = user+sys CPU of the worker "
+        "processes (start-up included) / jobs (for huey: the consumer and its worker processes, "
+        f"shutdown included).{peers_note}\nCommand: {command_line()}"
     )
     emit(f"process: drain {args.jobs:,} jobs, {args.backend}", text, f"process-{args.backend}")
 

@@ -7,8 +7,14 @@ times, alternately: --claims raw-SQL floor claims (batchq's claim statements on 
 driver, one short transaction each) and --claims batchq claims (`Queue(url).backend.claim()`,
 the call `batchq run` makes for every job, in-process so each claim can be timed). Only
 the claim is timed; each claimed job is then acked (job_delete) untimed, as a worker would.
-The EXPLAIN (MariaDB: ANALYZE, which runs the SELECT and reports rows read) of the claim is
-printed for each scenario.
+The EXPLAIN (MariaDB: ANALYZE, which runs the SELECT and reports rows read; PostgreSQL:
+EXPLAIN (ANALYZE, BUFFERS) of the claim UPDATE inside BEGIN ... ROLLBACK, with the
+parameters bound as batchq binds them) of the claim is printed for each scenario.
+
+After each load: MariaDB waits for InnoDB's dirty pages to stop falling; PostgreSQL runs
+CHECKPOINT (bulk_load has already run VACUUM (ANALYZE)), so the load's dirty buffers are
+written before the timed claims. CHECKPOINT needs a superuser or, from PostgreSQL 15, a
+role granted pg_checkpoint: without it the step is skipped with a note on stderr.
 """
 
 from __future__ import annotations
@@ -68,7 +74,8 @@ def load(
     bulk_load(backend, delayed, delay_seconds=3600, priority=delayed_priority, start=ready)
     bulk_load(backend, failed, status="failed", start=ready + delayed)
     waited = settle(backend)
-    print(f"# waited {waited:.0f}s for InnoDB flushing", file=sys.stderr, flush=True)
+    what = {"mysql": "InnoDB flushing", "postgresql": "CHECKPOINT"}.get(backend, "nothing")
+    print(f"# waited {waited:.0f}s for {what}", file=sys.stderr, flush=True)
     return time.perf_counter() - t0
 
 
@@ -76,7 +83,11 @@ def settle(backend: str, limit: float = 60.0) -> float:
     """MariaDB: after a bulk load, wait until InnoDB's dirty pages stop falling (or `limit`
     seconds), so that the load's background flushing does not slow the commits being timed.
     (An idle MariaDB 10.11 with io_capacity 200 keeps ~25 % of a 128 MiB pool dirty, so
-    waiting for "clean" never ends.) Returns the seconds waited."""
+    waiting for "clean" never ends.) PostgreSQL: one CHECKPOINT, which writes every dirty
+    buffer now (superuser or pg_checkpoint; skipped with a note otherwise).
+    Returns the seconds waited."""
+    if backend == "postgresql":
+        return checkpoint()
     if backend != "mysql":
         return 0.0
     f = floor_for(backend)
@@ -94,9 +105,35 @@ def settle(backend: str, limit: float = 60.0) -> float:
     return time.perf_counter() - t0
 
 
+def checkpoint() -> float:
+    import psycopg
+
+    f = floor_for("postgresql")
+    t0 = time.perf_counter()
+    try:
+        f.execute("CHECKPOINT")
+    except psycopg.errors.InsufficientPrivilege as exc:
+        print(
+            f"# CHECKPOINT skipped ({' '.join(str(exc).split())}): needs a superuser or pg_checkpoint",
+            file=sys.stderr,
+            flush=True,
+        )
+    f.close()
+    return time.perf_counter() - t0
+
+
 def explain(backend: str) -> str:
     f = floor_for(backend)
-    if backend == "mysql":
+    if backend == "postgresql":
+        # The claim is an UPDATE: EXPLAIN ANALYZE runs it, so it is rolled back.
+        f.begin()
+        rows = f.execute(
+            "EXPLAIN (ANALYZE, BUFFERS) " + f.q["claim"],
+            {"queue": "default", "priority": 0, "worker": "w", "token": "t"},
+        )
+        f.conn.rollback()
+        out = "\n".join(f"    {r[0]}" for r in rows)
+    elif backend == "mysql":
         sql = f.cur.mogrify(f.q["claim_select_skip_locked"], {"queue": "default", "priority": 0})
         f.conn.begin()
         rows = f.execute("ANALYZE " + sql)
@@ -133,7 +170,8 @@ def floor_claims(backend: str, n: int, empty: bool = False) -> list[float]:
 
 
 def select_only(backend: str, n: int, empty: bool = False) -> list[float]:
-    """The claim's SELECT (MySQL) / claim UPDATE (SQLite) alone, rolled back: the index walk, no commit."""
+    """The claim's SELECT (MySQL) / claim UPDATE (SQLite, PostgreSQL) alone, rolled back: the
+    index walk, no commit."""
     f = floor_for(backend)
     lat = []
     pc = time.perf_counter
@@ -142,6 +180,14 @@ def select_only(backend: str, n: int, empty: bool = False) -> list[float]:
             f.conn.begin()
             s = pc()
             f.cur.execute(f.q["claim_select_skip_locked"], {"queue": "default", "priority": 0})
+            job = f.cur.fetchone()
+            lat.append(pc() - s)
+            f.conn.rollback()
+        elif backend == "postgresql":
+            f.begin()
+            s = pc()
+            params = {"queue": "default", "priority": 0, "worker": "w", "token": "t"}
+            f.cur.execute(f.q["claim"], params)
             job = f.cur.fetchone()
             lat.append(pc() - s)
             f.conn.rollback()
@@ -257,7 +303,7 @@ def main() -> None:
         f"\n\n{args.claims:,} timed claims per system per repetition ({min(args.claims, 20)} in the "
         f"last two scenarios, whose claims are slow), {args.repeat} repetitions; each committed claim is "
         "acked (untimed) before the next; the rolled-back row times only the claim's SELECT (MySQL) or "
-        "UPDATE ... RETURNING (SQLite), to show the index walk without the commit's fsync; "
+        "UPDATE ... RETURNING (SQLite, PostgreSQL), to show the index walk without the commit's fsync; "
         + ", ".join(f"{k}={v}" for k, v in info.items())
         + f".\nCommand: {command_line()}\n"
     )

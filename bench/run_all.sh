@@ -24,9 +24,9 @@ if [[ "${1:-}" == "--quick" ]]; then
   BATCH=(--quick); SCALE=(--quick); ENQ=(--quick); CRON=(--quick); LAT=(--quick)
 else
   Q=()
-  PROC_MYSQL=(--jobs 2500 --procs 1,2,4 --repeat 3)
-  PROC_SQLITE=(--jobs 3000 --procs 1,2,4 --repeat 3)
-  PROC_PG=(--jobs 3000 --procs 1,2,4 --repeat 3)
+  PROC_MYSQL=(--jobs 4000 --procs 1,2,4 --repeat 3)
+  PROC_SQLITE=(--jobs 10000 --procs 1,2,4 --repeat 3)
+  PROC_PG=(--jobs 4000 --procs 1,2,4 --repeat 3)
   BATCH=(--jobs 10000 --single-jobs 1000 --procs 1,2,4 --repeat 3)
   SCALE=(--claims 400 --repeat 3 --big 1000000)
   ENQ=(--n 2000 --batches 100 --repeat 3)

@@ -111,3 +111,19 @@ def test_run_batch_option(queue: Queue, db_url: str) -> None:
     result = run_batchq(db_url, "-v", "run", "--batch", "10")
     assert result.returncode == 0 and "processed 25 jobs (25 ok, 0 errors)" in result.stderr
     assert job_rows(queue) == []
+
+
+@pytest.mark.backends("mysql")
+def test_mysql_sslmode_in_the_url(queue: Queue, db_url: str) -> None:
+    """libpq's sslmode names on MySQL too: disable skips TLS, require insists on it."""
+    separator = "&" if "?" in db_url else "?"
+    assert run_batchq(f"{db_url}{separator}sslmode=disable", "stats").returncode == 0
+    assert_one_line_error(run_batchq(f"{db_url}{separator}sslmode=bogus", "stats"), "bad sslmode 'bogus'")
+    with queue.backend.conn.cursor() as cur:
+        cur.execute("SELECT @@have_ssl")
+        (have_ssl,) = cur.fetchone()
+    required = run_batchq(f"{db_url}{separator}sslmode=require", "stats")
+    if have_ssl == "YES":
+        assert required.returncode == 0, required.stderr
+    else:
+        assert_one_line_error(required, "sslmode=")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import ssl
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,9 +16,34 @@ from . import Backend, LivenessHeld, Row, TransientError, batch_ids
 
 _CONNECTION_LOST = {2003, 2006, 2013, 2055, 1927, 4031}  # 1927/4031: killed / idle-timeout
 _TRANSIENT = {1205, 1213}  # lock wait timeout, deadlock
+_TLS_FAILED = 2026
 _ACCESS = {1044, 1045, 1049}  # access denied, unknown database
 _VALUES = re.compile(r"\s+VALUES\s+", re.IGNORECASE)
 MULTI_ROW_STATEMENT_BYTES = 1024 * 1024  # well under any max_allowed_packet; a bigger row goes alone
+
+
+SSL_MODES = ("disable", "prefer", "require", "verify-ca", "verify-full")
+
+
+def tls_arguments(options: dict[str, str]) -> dict[str, Any]:
+    """PyMySQL's TLS arguments for the URL's ``sslmode`` (libpq's names) and ``sslrootcert``.
+
+    ``prefer`` is PyMySQL's own default: TLS when the server offers it, unverified.
+    """
+    mode = options.get("sslmode", "prefer")
+    if mode not in SSL_MODES:
+        raise ConfigError(f"bad sslmode {mode!r} in the database URL: use one of {', '.join(SSL_MODES)}")
+    if mode == "disable":
+        return {"ssl_disabled": True}
+    if mode == "prefer":
+        return {}
+    context = ssl.create_default_context(cafile=options.get("sslrootcert"))
+    if mode == "require":
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif mode == "verify-ca":
+        context.check_hostname = False
+    return {"ssl": context}
 
 
 class MySQLBackend(Backend):
@@ -38,6 +64,7 @@ class MySQLBackend(Backend):
             autocommit=True,  # explicit BEGIN for the short transactions; never a stale snapshot
             client_flag=CLIENT.FOUND_ROWS,  # rowcount = matched rows, so fencing checks are exact
             connect_timeout=int(url.options.get("connect_timeout", 10)),
+            **tls_arguments(url.options),
         )
         with conn.cursor() as cur:
             # Once per session: UTC, strict (nothing silently truncated), READ COMMITTED
@@ -63,6 +90,10 @@ class MySQLBackend(Backend):
             return SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
         if code in _TRANSIENT:
             return TransientError(f"MySQL error {code}: {message}")
+        if code == _TLS_FAILED:
+            return BackendUnavailable(
+                f"cannot use {self.url}: {message}; set sslmode= in the URL to what the server offers"
+            )
         if code in _ACCESS:
             return BackendUnavailable(f"cannot use {self.url}: {message}")
         if code in _CONNECTION_LOST or isinstance(exc, pymysql.err.InterfaceError):

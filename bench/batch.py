@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from common import BACKENDS, command_line, emit, med_range, median, ratio, server_info, table
+from common import BACKENDS, command_line, compile_batchq, emit, med_range, median, ratio, server_info, table
 from process import drain_batchq, drain_floor
 
 
@@ -37,6 +37,7 @@ def main() -> None:
     )
     ap.add_argument("--quick", action="store_true", help="--jobs 5000 --single-jobs 1000 --repeat 1")
     args = ap.parse_args()
+    compile_batchq()
     if args.quick:
         args.jobs, args.single_jobs, args.repeat = 5000, 1000, 1
     single_jobs = args.single_jobs or args.jobs

@@ -65,6 +65,15 @@ def bench_env(backend: str, **extra: str) -> dict[str, str]:
     return env
 
 
+def compile_batchq() -> None:
+    """Byte-compile batchq as `pip install` does; an editable checkout is otherwise compiled on
+    every `batchq run` start wherever PYTHONDONTWRITEBYTECODE is set (as on the bench machine)."""
+    import batchq.sql
+
+    for package in (sys.modules["batchq"], batchq.sql):
+        subprocess.run([PYTHON, "-m", "compileall", "-q", *package.__path__], check=True)
+
+
 def payload_bytes(i: int) -> bytes:
     """What batchq stores for the payload {"i": i} (json, compact separators)."""
     return json.dumps({"i": i}, separators=(",", ":")).encode()

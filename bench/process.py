@@ -49,6 +49,7 @@ from common import (
     bench_env,
     bulk_load,
     command_line,
+    compile_batchq,
     count_jobs,
     emit,
     med_range,
@@ -174,6 +175,7 @@ def main() -> None:
     if args.quick:
         args.jobs, args.repeat = 2000, 1
     procs_list = [int(p) for p in args.procs.split(",")]
+    compile_batchq()
     kinds = [] if args.no_peers else HUEY_KINDS.get(args.backend, []) + PEER_KINDS.get(args.backend, [])
     walls: dict[tuple[str, int], list[float]] = {}
     cpus: dict[tuple[str, int], list[float]] = {}

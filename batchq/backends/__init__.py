@@ -15,7 +15,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NoReturn, TypeVar
 
 from ..config import DatabaseURL, parse_url, redact, resolve_url
 from ..errors import BackendError, BackendUnavailable
@@ -94,13 +94,17 @@ class Backend(ABC):
         except BackendError:
             raise
         except Exception as exc:
-            translated = self._translate(exc)
-            if translated is None:
-                raise
-            if isinstance(translated, BackendUnavailable):
-                self._drop_connection()
-            translated.args = (redact(str(translated), self.url),)
-            raise translated from None
+            self._raise_translated(exc)
+
+    def _raise_translated(self, exc: Exception) -> NoReturn:
+        """Re-raise a driver error as a batchq error without the password; anything else as is."""
+        translated = self._translate(exc)
+        if translated is None:
+            raise exc
+        if isinstance(translated, BackendUnavailable):
+            self._drop_connection()
+        translated.args = (redact(str(translated), self.url),)
+        raise translated from None
 
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
@@ -117,15 +121,11 @@ class Backend(ABC):
 
     def execute(self, name: str, params: Any = None, conn: Any = None) -> int:
         """Run a statement; return the affected row count (matched rows on MySQL)."""
-        with self.errors(), self._cursor(conn) as cur:
-            cur.execute(self.sql(name), params or ())
-            return int(cur.rowcount)
+        return self._query(name, params, conn, _rowcount)
 
     def insert(self, name: str, params: Any, conn: Any = None) -> int:
         """Run an INSERT and return the new row's id."""
-        with self.errors(), self._cursor(conn) as cur:
-            cur.execute(self.sql(name), params)
-            return self._inserted_id(cur)
+        return self._query(name, params, conn, self._inserted_id)
 
     def insert_many(self, name: str, rows: Sequence[Any], conn: Any = None) -> int:
         with self.errors(), self._cursor(conn) as cur:
@@ -133,23 +133,46 @@ class Backend(ABC):
             return len(rows)
 
     def fetchone(self, name: str, params: Any = None) -> Row | None:
-        with self.errors(), self._cursor() as cur:
-            cur.execute(self.sql(name), params or ())
-            row = cur.fetchone()
-            return None if row is None else self._row(cur, row)
+        return self._query(name, params, None, self._first_row)
 
     def fetchall(self, name: str, params: Any = None) -> list[Row]:
-        with self.errors(), self._cursor() as cur:
-            cur.execute(self.sql(name), params or ())
-            return [self._row(cur, row) for row in cur.fetchall()]
+        return self._query(name, params, None, self._all_rows)
+
+    def _query(self, name: str, params: Any, conn: Any, read: Callable[[Any], T]) -> T:
+        """Run a named statement on a fresh cursor and ``read`` its result.
+
+        errors() and _cursor() spelled out: every statement of a job cycle comes through here,
+        and their generator context managers cost a SQLite worker about a tenth of its CPU.
+        """
+        try:
+            cur = self._new_cursor(conn)
+            try:
+                cur.execute(self.queries[name], params or ())
+                return read(cur)
+            finally:
+                cur.close()
+        except BackendError:
+            raise
+        except Exception as exc:
+            self._raise_translated(exc)
+
+    def _new_cursor(self, conn: Any = None) -> Any:
+        return (conn if conn is not None else self.conn).cursor()
 
     @contextmanager
     def _cursor(self, conn: Any = None) -> Iterator[Any]:
-        cur = (conn if conn is not None else self.conn).cursor()
+        cur = self._new_cursor(conn)
         try:
             yield cur
         finally:
             cur.close()
+
+    def _first_row(self, cur: Any) -> Row | None:
+        row = cur.fetchone()
+        return None if row is None else self._row(cur, row)
+
+    def _all_rows(self, cur: Any) -> list[Row]:
+        return [self._row(cur, row) for row in cur.fetchall()]
 
     def _row(self, cur: Any, row: Any) -> Row:
         return dict(zip([d[0] for d in cur.description], row))
@@ -349,3 +372,7 @@ def create_backend(url: str | DatabaseURL) -> Backend:
     from .postgresql import PostgreSQLBackend
 
     return PostgreSQLBackend(parsed)
+
+
+def _rowcount(cur: Any) -> int:
+    return int(cur.rowcount)

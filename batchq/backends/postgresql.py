@@ -5,8 +5,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
@@ -80,14 +79,9 @@ class PostgreSQLBackend(Backend):
             return BackendUnavailable(f"cannot reach {self.url}: {message or 'connection closed'}")
         return BackendError(f"PostgreSQL error {code}: {message}")
 
-    @contextmanager
-    def _cursor(self, conn: Any = None) -> Iterator[Any]:
+    def _new_cursor(self, conn: Any = None) -> Any:
         # Tuples whatever row factory the application gave its own connection.
-        cur = (conn if conn is not None else self.conn).cursor(row_factory=tuple_row)
-        try:
-            yield cur
-        finally:
-            cur.close()
+        return (conn if conn is not None else self.conn).cursor(row_factory=tuple_row)
 
     def _inserted_id(self, cur: Any) -> int:
         return int(cur.fetchone()[0])  # enqueue ends with RETURNING id

@@ -1,0 +1,107 @@
+"""CPU per job, in-process: batchq's Worker.run() against the fused floor loop, same cycle.
+
+    .venv/bin/python bench/cpu_per_job.py --backend sqlite --jobs 10000 --repeat 3 [--synchronous OFF]
+
+Where process.py says how fast, this says where the difference goes: user and system CPU
+per job of one process draining --jobs pre-loaded no-op jobs, with no process start-up in the
+figure. Each system gets a fresh table loaded the same way (bulk_load, then a fresh
+connection); `--synchronous OFF` (SQLite only) takes the fsync out, leaving the Python and
+SQL work alone. The Worker is batchq's own (`batchq.worker.Worker`, as `batchq run` uses it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+from collections.abc import Callable
+
+from batchq import Queue
+from batchq.worker import RunOptions, Worker
+
+from common import (
+    BACKENDS,
+    bulk_load,
+    command_line,
+    emit,
+    floor_for,
+    med_range,
+    reset,
+    table,
+    url_for,
+)
+from noop_jobs import noop
+
+
+def measure(drain: Callable[[], None], jobs: int) -> tuple[float, float, float]:
+    """(jobs/s, user µs/job, system µs/job) of one drain."""
+    r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    drain()
+    wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
+    return jobs / wall, (r1.ru_utime - r0.ru_utime) / jobs * 1e6, (r1.ru_stime - r0.ru_stime) / jobs * 1e6
+
+
+def floor_drain(backend: str, synchronous: str | None) -> Callable[[], None]:
+    floor = floor_for(backend)
+    if synchronous:
+        floor.execute(f"PRAGMA synchronous = {synchronous}")
+
+    def drain() -> None:
+        token = os.urandom(16).hex()
+        job = floor.claim("bench:0", token)
+        while job is not None:
+            noop(job[3])
+            next_token = os.urandom(16).hex()
+            job = floor.ack_and_claim(job[0], token, "bench:0", next_token)
+            token = next_token
+        floor.close()
+
+    return drain
+
+
+def batchq_drain(backend: str, synchronous: str | None) -> Callable[[], None]:
+    queue = Queue(url_for(backend), task_modules="noop_jobs")
+    if synchronous:
+        queue.backend.conn.execute(f"PRAGMA synchronous = {synchronous}")
+    worker = Worker(queue, RunOptions())
+
+    def drain() -> None:
+        worker.run()
+        queue.close()
+
+    return drain
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", choices=BACKENDS, required=True)
+    ap.add_argument("--jobs", type=int, default=10000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--synchronous", choices=("OFF", "NORMAL", "FULL"), help="SQLite only")
+    args = ap.parse_args()
+    if args.synchronous and args.backend != "sqlite":
+        raise SystemExit("--synchronous is a SQLite setting")
+    results: dict[str, list[tuple[float, float, float]]] = {"floor": [], "batchq": []}
+    for _ in range(args.repeat):
+        for name, make in (("floor", floor_drain), ("batchq", batchq_drain)):
+            reset(args.backend)
+            bulk_load(args.backend, args.jobs)
+            results[name].append(measure(make(args.backend, args.synchronous), args.jobs))
+    labels = {"floor": "fused floor loop (floor.ack_and_claim)", "batchq": "`Worker.run()`"}
+    rows = [
+        [
+            labels[name],
+            *(med_range([r[i] for r in runs], fmt) for i, fmt in enumerate(["{:,.0f}", "{:.1f}", "{:.1f}"])),
+        ]
+        for name, runs in results.items()
+    ]
+    text = table(["system", "jobs/s median (min–max)", "user CPU µs/job", "system CPU µs/job"], rows)
+    sync = f", PRAGMA synchronous = {args.synchronous}" if args.synchronous else ""
+    text += f"\n\n{args.jobs:,} no-op jobs, one process, {args.repeat} repetitions{sync}."
+    text += f"\nCommand: {command_line()}"
+    emit(f"CPU per job, in-process: {args.backend}", text, f"cpu-{args.backend}")
+
+
+if __name__ == "__main__":
+    main()

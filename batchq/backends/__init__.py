@@ -169,13 +169,11 @@ class Backend(ABC):
 
     def _first_row(self, cur: Any) -> Row | None:
         row = cur.fetchone()
-        return None if row is None else self._row(cur, row)
+        return None if row is None else dict(zip(_column_names(cur), row))
 
     def _all_rows(self, cur: Any) -> list[Row]:
-        return [self._row(cur, row) for row in cur.fetchall()]
-
-    def _row(self, cur: Any, row: Any) -> Row:
-        return dict(zip([d[0] for d in cur.description], row))
+        names = _column_names(cur)  # once: psycopg builds new Column objects on every access
+        return [dict(zip(names, row)) for row in cur.fetchall()]
 
     def _inserted_id(self, cur: Any) -> int:
         return int(cur.lastrowid)
@@ -372,6 +370,10 @@ def create_backend(url: str | DatabaseURL) -> Backend:
     from .postgresql import PostgreSQLBackend
 
     return PostgreSQLBackend(parsed)
+
+
+def _column_names(cur: Any) -> list[str]:
+    return [column[0] for column in cur.description]
 
 
 def _rowcount(cur: Any) -> int:

@@ -159,6 +159,14 @@ class Floor:
         self.commit()
         return job
 
+    def level(self, below: int) -> int | None:
+        """batchq's first claim statement: the top priority level with ready jobs."""
+        rows = self.execute(self.q["next_priority"], {"queue": "default", "below": below})
+        return rows[0][0] if rows else None
+
+    def execute(self, sql: str, params: Any = None) -> list[tuple]:
+        raise NotImplementedError
+
     def claim(self, worker: str, token: str) -> tuple | None:
         """batchq's claim: level by level, one priority level per short transaction."""
         below = 32768
@@ -216,12 +224,6 @@ class MySQLFloor(Floor):
     def enqueue_multi(self, rows: Sequence[dict[str, Any]]) -> None:
         # One statement is one transaction in autocommit.
         self.cur.execute(self.multi_sql(len(rows)), self.multi_params(rows))
-
-    def level(self, below: int) -> int | None:
-        """batchq's first claim statement: the top priority level with ready jobs (autocommit)."""
-        self.cur.execute(self.q["next_priority"], {"queue": "default", "below": below})
-        row = self.cur.fetchone()
-        return None if row is None else row[0]
 
     def claim_at(self, level: int, worker: str, token: str) -> tuple | None:
         cur, own = self.cur, not self._in_txn
@@ -283,11 +285,6 @@ class SQLiteFloor(Floor):
     def enqueue_multi(self, rows: Sequence[dict[str, Any]]) -> None:
         # Autocommit: the one statement is its own transaction.
         self.conn.execute(self.multi_sql(len(rows)), self.multi_params(rows))
-
-    def level(self, below: int) -> int | None:
-        """batchq's first claim statement: the top priority level with ready jobs (autocommit)."""
-        row = self.conn.execute(self.q["next_priority"], {"queue": "default", "below": below}).fetchone()
-        return None if row is None else row[0]
 
     def claim_at(self, level: int, worker: str, token: str) -> tuple | None:
         own = not self._in_txn
@@ -365,12 +362,6 @@ class PostgreSQLFloor(Floor):
         """A reference, not batchq's path on PostgreSQL: ONE multi-row INSERT in autocommit
         (the enqueue VALUES row repeated, as batchq's MySQL enqueue_many sends)."""
         self.cur.execute(self.multi_sql(len(rows)), self.multi_params(rows))
-
-    def level(self, below: int) -> int | None:
-        """batchq's first claim statement: the top priority level with ready jobs (autocommit)."""
-        self.cur.execute(self.q["next_priority"], {"queue": "default", "below": below})
-        row = self.cur.fetchone()
-        return None if row is None else row[0]
 
     def claim_at(self, level: int, worker: str, token: str) -> tuple | None:
         # One statement: its own transaction in autocommit, or part of the open one (fused).

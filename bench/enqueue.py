@@ -104,9 +104,11 @@ def batchq_single(backend: str, n: int):
     return out
 
 
-def floor_many(backend: str, batches: int, size: int):
+def floor_many(backend: str, batches: int, size: int, method: str = "enqueue_multi"):
+    """Batches of ``size`` jobs through a floor method: ``enqueue_multi`` (batchq's own path on
+    that backend) or, on PostgreSQL, ``enqueue_multi_row`` (one multi-row INSERT, a reference)."""
     f = floor_for(backend)
-    row = f.row
+    row, send = f.row, getattr(f, method)
 
     def call(b: int) -> None:
         rows = []
@@ -114,26 +116,7 @@ def floor_many(backend: str, batches: int, size: int):
             r = row(0)
             r["payload"] = json.dumps({"i": b * size + i}, separators=(",", ":")).encode()
             rows.append(r)
-        f.enqueue_multi(rows)
-
-    call(-1)
-    rate, lat = timed_loop(call, batches)
-    f.close()
-    return rate * size, lat
-
-
-def floor_multi_row(backend: str, batches: int, size: int):
-    """PostgreSQL reference: one multi-row INSERT per batch (not what batchq sends there)."""
-    f = floor_for(backend)
-    row = f.row
-
-    def call(b: int) -> None:
-        rows = []
-        for i in range(size):
-            r = row(0)
-            r["payload"] = json.dumps({"i": b * size + i}, separators=(",", ":")).encode()
-            rows.append(r)
-        f.enqueue_multi_row(rows)
+        send(rows)
 
     call(-1)
     rate, lat = timed_loop(call, batches)
@@ -212,7 +195,12 @@ def main() -> None:
             *[(f"{p} 1", lambda p=p: peer_single(p, args.n)) for p in peers],
             ("floor many", lambda: floor_many(args.backend, args.batches, args.size)),
             *(
-                [("floor multi-row", lambda: floor_multi_row(args.backend, args.batches, args.size))]
+                [
+                    (
+                        "floor multi-row",
+                        lambda: floor_many(args.backend, args.batches, args.size, "enqueue_multi_row"),
+                    )
+                ]
                 if multi_row
                 else []
             ),

@@ -119,6 +119,8 @@ def test_mysql_sslmode_in_the_url(queue: Queue, db_url: str) -> None:
     separator = "&" if "?" in db_url else "?"
     assert run_batchq(f"{db_url}{separator}sslmode=disable", "stats").returncode == 0
     assert_one_line_error(run_batchq(f"{db_url}{separator}sslmode=bogus", "stats"), "bad sslmode 'bogus'")
+    missing_ca = f"{db_url}{separator}sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem"
+    assert_one_line_error(run_batchq(missing_ca, "stats"), "cannot read sslrootcert '/nonexistent/ca.pem'")
     with queue.backend.conn.cursor() as cur:
         cur.execute("SELECT @@have_ssl")
         (have_ssl,) = cur.fetchone()

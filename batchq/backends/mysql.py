@@ -37,7 +37,11 @@ def tls_arguments(options: dict[str, str]) -> dict[str, Any]:
         return {"ssl_disabled": True}
     if mode == "prefer":
         return {}
-    context = ssl.create_default_context(cafile=options.get("sslrootcert"))
+    cafile = options.get("sslrootcert")
+    try:
+        context = ssl.create_default_context(cafile=cafile)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"cannot read sslrootcert {cafile!r}: {exc}; give a PEM CA file") from None
     if mode == "require":
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE

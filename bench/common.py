@@ -20,7 +20,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +158,20 @@ class Floor:
             self._in_txn = False
         self.commit()
         return job
+
+    def drain_fused(self, worker: str, call: Callable[[Any], Any]) -> int:
+        """Run the fused cycle until the queue is empty: ``call`` each job's stored payload,
+        then DELETE it and claim the next in one transaction. Returns the jobs done."""
+        done = 0
+        token = os.urandom(16).hex()
+        job = self.claim(worker, token)
+        while job is not None:
+            call(job[3])  # the payload, as stored (the floor does not decode it)
+            done += 1
+            next_token = os.urandom(16).hex()
+            job = self.ack_and_claim(job[0], token, worker, next_token)
+            token = next_token
+        return done
 
     def level(self, below: int) -> int | None:
         """batchq's first claim statement: the top priority level with ready jobs."""

@@ -12,7 +12,6 @@ SQL work alone. The Worker is batchq's own (`batchq.worker.Worker`, as `batchq r
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import time
 from collections.abc import Callable
@@ -48,13 +47,7 @@ def floor_drain(backend: str, synchronous: str | None) -> Callable[[], None]:
         floor.execute(f"PRAGMA synchronous = {synchronous}")
 
     def drain() -> None:
-        token = os.urandom(16).hex()
-        job = floor.claim("bench:0", token)
-        while job is not None:
-            noop(job[3])
-            next_token = os.urandom(16).hex()
-            job = floor.ack_and_claim(job[0], token, "bench:0", next_token)
-            token = next_token
+        floor.drain_fused("bench:0", noop)
         floor.close()
 
     return drain
@@ -88,7 +81,7 @@ def main() -> None:
             reset(args.backend)
             bulk_load(args.backend, args.jobs)
             results[name].append(measure(make(args.backend, args.synchronous), args.jobs))
-    labels = {"floor": "fused floor loop (floor.ack_and_claim)", "batchq": "`Worker.run()`"}
+    labels = {"floor": "fused floor loop (`Floor.drain_fused`)", "batchq": "`Worker.run()`"}
     rows = [
         [
             labels[name],

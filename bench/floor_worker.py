@@ -41,14 +41,7 @@ def main() -> None:
             floor.ack(job[0], token)
             done += 1
     elif args.mode == "fused":
-        token = os.urandom(16).hex()
-        job = floor.claim(worker, token)
-        while job is not None:
-            noop(job[3])
-            done += 1
-            next_token = os.urandom(16).hex()
-            job = floor.ack_and_claim(job[0], token, worker, next_token)
-            token = next_token
+        done = floor.drain_fused(worker, noop)
     else:
         while True:
             token = os.urandom(16).hex()

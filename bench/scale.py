@@ -183,21 +183,14 @@ def select_only(backend: str, n: int, empty: bool = False) -> list[float]:
             job = f.cur.fetchone()
             lat.append(pc() - s)
             f.conn.rollback()
-        elif backend == "postgresql":
+        else:  # SQLite, PostgreSQL: the claim is one UPDATE ... RETURNING
             f.begin()
             s = pc()
             params = {"queue": "default", "priority": 0, "worker": "w", "token": "t"}
-            f.cur.execute(f.q["claim"], params)
-            job = f.cur.fetchone()
+            rows = f.execute(f.q["claim"], params)
             lat.append(pc() - s)
             f.conn.rollback()
-        else:
-            f.conn.execute("BEGIN IMMEDIATE")
-            s = pc()
-            params = {"queue": "default", "priority": 0, "worker": "w", "token": "t"}
-            job = f.conn.execute(f.q["claim"], params).fetchone()
-            lat.append(pc() - s)
-            f.conn.execute("ROLLBACK")
+            job = rows[0] if rows else None
         if job is None and not empty:
             raise RuntimeError("queue ran dry")
     f.close()

@@ -59,12 +59,24 @@ def test_slot_folder_owned_by_another_user_is_refused(queue: Queue, db_url: str,
     assert len(job_rows(queue)) == 1  # nothing ran
 
 
-def test_slot_folder_open_to_others_is_refused(queue: Queue, db_url: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o775])
+def test_slot_folder_others_can_write_to_is_refused(db_url: str, tmp_path: Path, mode: int) -> None:
     folder = tmp_path / f"batchq-{os.getuid()}"
     folder.mkdir()
-    folder.chmod(0o777)
+    folder.chmod(mode)
     result = run_batchq(db_url, "run", TMPDIR=str(tmp_path))
-    assert_one_line_error(result, str(folder), "0777")
+    assert_one_line_error(result, str(folder), f"{mode:04o}")
+
+
+def test_slot_folder_of_an_older_batchq_is_made_private(queue: Queue, db_url: str, tmp_path: Path) -> None:
+    """batchq before 9 made the folders 0755: still this user's, nobody else could write there."""
+    folder = tmp_path / f"batchq-{os.getuid()}"
+    folder.mkdir()
+    folder.chmod(0o755)
+    queue.enqueue("jobs:noop")
+    assert run_batchq(db_url, "run", TMPDIR=str(tmp_path)).returncode == 0
+    assert job_rows(queue) == []
+    assert folder.stat().st_mode & 0o777 == 0o700
 
 
 def test_slot_folder_is_created_private(db_url: str, tmp_path: Path) -> None:
@@ -101,7 +113,9 @@ def test_same_sqlite_url_in_two_folders_does_not_share_slots(backend_name: str, 
         app.mkdir()
         subprocess.run(batchq_cmd("init-db"), cwd=app, env=env, check=True, timeout=60)
     marker = tmp_path / "b_ran"
-    subprocess.run(batchq_cmd("enqueue", "jobs:touch", json.dumps(str(marker))), cwd=apps[1], env=env, check=True)
+    subprocess.run(
+        batchq_cmd("enqueue", "jobs:touch", json.dumps(str(marker))), cwd=apps[1], env=env, check=True
+    )
     holder = subprocess.Popen(
         batchq_cmd("run", "--max-procs-per-host", "1", "--wait", "60"),
         cwd=apps[0],
@@ -112,7 +126,11 @@ def test_same_sqlite_url_in_two_folders_does_not_share_slots(backend_name: str, 
     try:
         wait_for(lambda: slot_files(tmp_path))
         other = subprocess.run(
-            batchq_cmd("run", "--max-procs-per-host", "1"), cwd=apps[1], env=env, capture_output=True, text=True
+            batchq_cmd("run", "--max-procs-per-host", "1"),
+            cwd=apps[1],
+            env=env,
+            capture_output=True,
+            text=True,
         )
         assert other.returncode == 0, other.stderr
         assert marker.exists(), "app B's worker took app A's slot for its own"
@@ -181,7 +199,7 @@ def test_unreachable_server_message_hides_the_password(server_name: str, passwor
 @pytest.mark.parametrize(
     "url, secret",
     [
-        ("mysql://app:pa@ss", "ss"),
+        ("mysql://app:pa@zz9", "zz9"),
         ("mysql://app:s3cr?t@db.example", "s3cr"),
         ("postgresql://app:1234/SECRET@", "SECRET"),
         ("mysql://app:hunter2@db.example:33o6/jobs", "hunter2"),
@@ -221,6 +239,7 @@ def test_redaction_masks_the_password_not_every_letter() -> None:
         ("mysql://root@127.0.0.1:3306/x?connect_timeout=abc", "connect_timeout"),
         ("postgresql://postgres@127.0.0.1:5432/x?connect_timeout=abc", "connect_timeout"),
         ("mysql://root@127.0.0.1:3306/x?connect_timeout=-1", "connect_timeout"),
+        ("mysql://root@127.0.0.1:3306/x?connect_timeout=0", "connect_timeout"),
         ("mysql://root@127.0.0.1:3306/x?sslmod=require", "sslmod"),
         ("mysql://root@a..b/db", "a..b"),
         ("postgresql://postgres@a..b/db", "a..b"),
@@ -325,7 +344,9 @@ def test_longest_queue_name_round_trips(queue: Queue) -> None:
 
 def test_cli_refuses_a_queue_name_with_a_newline(db_url: str) -> None:
     assert_one_line_error(run_batchq(db_url, "run", "--queue", "default\n"), "bad queue name")
-    assert_one_line_error(run_batchq(db_url, "enqueue", "jobs:noop", "--queue", "default\n"), "bad queue name")
+    assert_one_line_error(
+        run_batchq(db_url, "enqueue", "jobs:noop", "--queue", "default\n"), "bad queue name"
+    )
 
 
 NOT_DURATIONS = [True, False, [1], b"5", {"s": 1}, object(), "1 s s", float("nan"), -1, "-5"]
@@ -435,4 +456,3 @@ def test_verbose_after_run(queue: Queue, db_url: str) -> None:
     result = run_batchq(db_url, "run", "-v")
     assert result.returncode == 0 and "processed 1 jobs (1 ok, 0 errors)" in result.stderr
     assert run_batchq(db_url, "run").stderr == ""
-

@@ -81,7 +81,7 @@ def resolve_url(url: str | None) -> str:
 
 def parse_url(url: str) -> DatabaseURL:
     """Parse a database URL; errors name the problem and never echo the password."""
-    scheme, sep, rest = url.partition("://")
+    scheme, sep, rest = url.strip().partition("://")  # a URL read from a file may end in "\n"
     if not sep or scheme.lower() not in SCHEMES:
         shown = f" scheme {scheme!r}" if sep and "@" not in scheme else ""
         raise ConfigError(

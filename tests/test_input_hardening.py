@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import batchq_cmd, batchq_env, job_rows, run_batchq, wait_for
+from conftest import SERVER_URLS, batchq_cmd, batchq_env, job_rows, run_batchq, wait_for
 
 from batchq import ConfigError, MessageQueue, PayloadError, Queue
 from batchq.config import check_queue_name, parse_duration, parse_url, redact
@@ -194,6 +194,18 @@ def test_unreachable_server_message_hides_the_password(server_name: str, passwor
     if len(password) > 1:
         assert password not in result.stderr + result.stdout
     assert "***" not in result.stderr.split("/db: ", 1)[1]  # the driver's message is not masked
+
+
+@pytest.mark.parametrize("password", ["a", "p/ss", "1234/SECRET", "p@ss#x?y"])
+def test_refused_login_message_hides_the_password(server_name: str, password: str) -> None:
+    """A real server refusing a login: the message names the URL, masked, and nothing else."""
+    server = parse_url(SERVER_URLS[server_name])
+    where = f"{server.host}:{server.port}/no_such_db_input"
+    result = run_batchq(f"{server_name}://nosuchuser:{password}@{where}", "stats")
+    assert_one_line_error(result, f" {server_name}://nosuchuser:***@{where}: ")
+    if len(password) > 1:
+        assert password not in result.stderr + result.stdout
+    assert "***" not in result.stderr.split("_input: ", 1)[1]
 
 
 @pytest.mark.parametrize(

@@ -50,26 +50,50 @@ class Duration(click.ParamType):
 DURATION = Duration()
 
 
-@click.group(cls=BatchqGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--url",
-    envvar=URL_ENV,
-    show_envvar=True,
-    metavar="URL",
-    help="Database URL: sqlite:///file.db, mysql://user:pass@host/db, "
+URL_HELP = (
+    "Database URL: sqlite:///file.db, mysql://user:pass@host/db, "
     "postgresql://user:pass@host/db. Default: a SQLite file under "
     "~/.local/share/batchq. Prefer the environment variable: it keeps the "
-    "password out of the process list.",
+    "password out of the process list."
 )
-@click.option(
-    "-v", "--verbose", count=True, help="Log failures and a summary (-v), and each job (-vv), to stderr."
+VERBOSE_HELP = "Log failures and a summary (-v), and each job (-vv), to stderr."
+
+
+def _set_verbosity(verbose: int) -> None:
+    level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
+    logging.basicConfig(format="batchq: %(message)s", stream=sys.stderr)
+    logging.getLogger().setLevel(level)
+
+
+def _subcommand_url(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.ensure_object(dict)["url"] = value  # the subcommand's --url wins over the group's
+
+
+def _subcommand_verbose(ctx: click.Context, param: click.Parameter, value: int) -> None:
+    if value:
+        _set_verbosity(value)  # the subcommand's -v wins over the group's
+
+
+_url_after = click.option("--url", metavar="URL", expose_value=False, callback=_subcommand_url, help=URL_HELP)
+_verbose_after = click.option(
+    "-v", "--verbose", count=True, expose_value=False, callback=_subcommand_verbose, help=VERBOSE_HELP
 )
+
+
+def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--url and -v after the subcommand too (`batchq run -v --url ...`), as rq takes them."""
+    return _url_after(_verbose_after(command))
+
+
+@click.group(cls=BatchqGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--url", envvar=URL_ENV, show_envvar=True, metavar="URL", help=URL_HELP)
+@click.option("-v", "--verbose", count=True, help=VERBOSE_HELP)
 @click.version_option(package_name="batchq")
 @click.pass_context
 def cli(ctx: click.Context, url: str | None, verbose: int) -> None:
     """batchq: a job queue in the database you already run."""
-    level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
-    logging.basicConfig(level=level, format="batchq: %(message)s", stream=sys.stderr)
+    _set_verbosity(verbose)
     ctx.obj = {"url": url}
 
 
@@ -80,6 +104,7 @@ def _queue(ctx: click.Context, task_modules: str | None = None) -> Queue:
 
 
 @cli.command("init-db")
+@common_options
 @click.pass_context
 def init_db(ctx: click.Context) -> None:
     """Create the tables, or migrate them to this version (idempotent, quiet)."""
@@ -89,6 +114,7 @@ def init_db(ctx: click.Context) -> None:
 
 
 @cli.command()
+@common_options
 @click.option(
     "--queue",
     "queues",
@@ -171,7 +197,7 @@ def run(
         backoff_base=backoff,
         batch_size=batch,
     )
-    with host_slot(str(queue.url), max_procs_per_host) as slot:
+    with host_slot(queue.url, max_procs_per_host) as slot:
         if slot is None:
             return  # enough workers on this host already
         summary = Worker(queue, options).run()
@@ -187,6 +213,7 @@ def run(
 
 
 @cli.command("gc-processing")
+@common_options
 @click.option(
     "--older-than",
     type=DURATION,
@@ -211,6 +238,7 @@ def gc_processing(ctx: click.Context, older_than: float, hook: str | None, as_js
 
 
 @cli.command("gc-error")
+@common_options
 @click.option("--queue", "queues", multiple=True, metavar="Q", help="Only this queue (repeatable).")
 @click.option("--id", "ids", multiple=True, type=int, metavar="ID", help="Only this job (repeatable).")
 @click.option("--requeue", is_flag=True, help="Give the failed jobs a fresh set of tries, due now.")
@@ -236,10 +264,13 @@ def gc_error(
     action = "requeue" if requeue else "delete" if delete else None
     hook_fn = load_trusted(hook) if hook else None
     jobs = gc.gc_error(_queue(ctx), action, queues, ids)
+    if action == "requeue":
+        jobs = [_requeued(job) for job in jobs]
     _report_found(jobs, hook_fn, as_json, lambda: _failed_report(jobs, action))
 
 
 @cli.command()
+@common_options
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool) -> None:
@@ -259,6 +290,7 @@ def stats(ctx: click.Context, as_json: bool) -> None:
 
 
 @cli.command()
+@common_options
 @click.argument("task")
 @click.argument("payload", required=False)
 @click.option("--queue", default="default", show_default=True)
@@ -282,6 +314,8 @@ def enqueue(
         data = json.loads(payload) if payload is not None else None
     except ValueError as exc:
         raise click.BadParameter(f"not valid JSON: {exc}", param_hint="PAYLOAD") from None
+    except RecursionError:
+        raise click.BadParameter("JSON nested too deeply", param_hint="PAYLOAD") from None
     job_id = _queue(ctx, task_modules).enqueue(
         task, data, queue=queue, delay=delay, priority=priority, max_errors=max_errors
     )
@@ -289,6 +323,7 @@ def enqueue(
 
 
 @cli.command()
+@common_options
 @click.argument("job_id", type=int)
 @click.pass_context
 def cancel(ctx: click.Context, job_id: int) -> None:
@@ -299,6 +334,7 @@ def cancel(ctx: click.Context, job_id: int) -> None:
 
 
 @cli.command()
+@common_options
 @click.argument("queue_name")
 @click.pass_context
 def pause(ctx: click.Context, queue_name: str) -> None:
@@ -307,6 +343,7 @@ def pause(ctx: click.Context, queue_name: str) -> None:
 
 
 @cli.command()
+@common_options
 @click.argument("queue_name")
 @click.pass_context
 def resume(ctx: click.Context, queue_name: str) -> None:
@@ -315,11 +352,17 @@ def resume(ctx: click.Context, queue_name: str) -> None:
 
 
 @cli.command()
+@common_options
 @click.argument("queue_name")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
 def purge(ctx: click.Context, queue_name: str, yes: bool) -> None:
     """Delete a queue's ready and failed jobs (jobs being run are left alone)."""
+    if not yes and not sys.stdin.isatty():
+        click.echo(
+            "batchq: error: purge asks for confirmation: add --yes when there is no terminal", err=True
+        )
+        _exit(2)
     if not yes:
         click.confirm(f"Delete every ready and failed job of queue {queue_name!r}?", abort=True)
     click.echo(f"deleted {_queue(ctx).purge(queue_name)} jobs")
@@ -350,15 +393,22 @@ def _processing_report(report: gc.ProcessingReport, older_than: float) -> str:
     return "\n".join(lines)
 
 
+def _requeued(job: dict[str, Any]) -> dict[str, Any]:
+    """A failed job as it is after --requeue: ready, with a fresh count (and the old one kept)."""
+    return {**job, "status": "ready", "error_count": 0, "error_count_before": job["error_count"]}
+
+
 def _failed_report(jobs: list[dict[str, Any]], action: str | None) -> str:
     verb = {"requeue": "requeued", "delete": "deleted", None: "out of tries"}[action]
     lines = [f"batchq gc-error: {_jobs(len(jobs))} {verb}"]
     for job in jobs:
         first_line = (job["last_error"] or "").splitlines()[:1] or [""]
-        lines.append(
-            f"  #{job['id']} {job['queue']} {job['task']} "
-            f"({job['error_count']} errors): {first_line[0][:200]}"
+        errors = (
+            f"{job['error_count_before']} errors, reset to 0"
+            if "error_count_before" in job
+            else f"{job['error_count']} errors"
         )
+        lines.append(f"  #{job['id']} {job['queue']} {job['task']} ({errors}): {first_line[0][:200]}")
     if action is None:
         lines.append("Retry them with `batchq gc-error --requeue`, or drop them with `--delete`.")
     return "\n".join(lines)
@@ -387,16 +437,38 @@ def _report_found(
     as_json: bool,
     text: Callable[[], str],
 ) -> None:
-    """A sweep's ending: quiet and exit 0 when it found nothing; else hook, report, exit 3."""
+    """A sweep's ending: quiet and exit 0 when it found nothing; else report, hook, exit 3.
+
+    The sweep's action has committed by now, so the report prints first; a hook that fails
+    adds one line to stderr and the status stays 3.
+    """
     if not jobs:
         return
-    if hook is not None:
-        hook([{k: v for k, v in job.items() if k != "claim_token"} for job in jobs])
     if as_json:
         _print_json(jobs)
     else:
         click.echo(text())
+    if hook is not None:
+        _call_hook(hook, [{k: v for k, v in job.items() if k != "claim_token"} for job in jobs])
     _exit(EXIT_FOUND)
+
+
+def _call_hook(hook: Callable[..., Any], jobs: list[dict[str, Any]]) -> None:
+    try:
+        hook(jobs)
+    except (Exception, SystemExit) as exc:
+        name = f"{getattr(hook, '__module__', '?')}:{getattr(hook, '__qualname__', repr(hook))}"
+        click.echo(f"batchq: error: hook {name} failed: {_one_line(exc)}", err=True)
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one short line, even when its message has several or its __str__ fails."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    first = text.strip().splitlines()[:1]
+    return f"{type(exc).__name__}: {first[0][:300]}" if first else type(exc).__name__
 
 
 def _exit(code: int) -> NoReturn:

@@ -19,15 +19,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 from .backends import Backend, BackendHandle, Row
-from .config import check_queue_name, parse_duration
+from .config import Duration, check_queue_name, parse_duration
 from .errors import ConfigError, MessageHeld, PayloadError, QueueNotFound
 from .serializers import dumps, loads
 
-Seconds = float | int | str | timedelta
+Seconds = Duration
 SENT_SHARDS = 16  # shard rows per queue's sent counter: concurrent senders rarely share one
 MAX_QTY = 1000
 
@@ -170,7 +170,7 @@ class MessageQueue(BackendHandle):
         messages join that connection's transaction: they exist only if the caller commits.
         """
         check_queue_name(queue)
-        seconds = _seconds("delay", delay)
+        seconds = parse_duration(delay, "delay")
         head = None if headers is None else _json_text(dict(headers), "headers")
         rows = [
             {
@@ -233,8 +233,8 @@ class MessageQueue(BackendHandle):
         """``read``, retried every ``poll_interval_ms`` until a message comes or the time is up."""
         params = self._read_params(queue, vt, qty, where)
         self._existing(queue)
-        deadline = time.monotonic() + _seconds("max_poll_seconds", max_poll_seconds)
-        interval = _seconds("poll_interval_ms", poll_interval_ms) / 1000
+        deadline = time.monotonic() + parse_duration(max_poll_seconds, "max_poll_seconds")
+        interval = parse_duration(poll_interval_ms, "poll_interval_ms") / 1000
         while True:
             messages = self.backend.retrying(lambda: self._read_once(params))
             if messages or time.monotonic() >= deadline:
@@ -248,7 +248,7 @@ class MessageQueue(BackendHandle):
         if isinstance(qty, bool) or not isinstance(qty, int) or not 1 <= qty <= MAX_QTY:
             raise ConfigError(f"bad qty {qty!r}: use a whole number from 1 to {MAX_QTY}")
         filter_text = None if where is None else _filter_text(where)
-        return {"queue": queue, "qty": qty, "where": filter_text, **_interval("vt", _seconds("vt", vt))}
+        return {"queue": queue, "qty": qty, "where": filter_text, **_interval("vt", parse_duration(vt, "vt"))}
 
     def _read_once(self, params: dict[str, Any]) -> list[Message]:
         backend = self.backend
@@ -333,7 +333,7 @@ class MessageQueue(BackendHandle):
 
         ``read_ct`` is a receipt, as for ``delete``: None when someone else has read it since.
         """
-        params = {**self._message_params(queue, msg_id, read_ct), **_interval("vt", _seconds("vt", vt))}
+        params = {**self._message_params(queue, msg_id, read_ct), **_interval("vt", parse_duration(vt, "vt"))}
         backend = self.backend
 
         def update() -> Row | None:
@@ -453,16 +453,6 @@ def _check_filter(node: Mapping[str, Any]) -> None:
         elif isinstance(value, (list, tuple)):
             # Array containment differs between PostgreSQL, MySQL and SQLite JSON functions.
             raise ConfigError(f"where[{key!r}] is a list: filters match objects and scalars only")
-
-
-def _seconds(what: str, value: Seconds | None) -> float:
-    if value is None:
-        return 0.0
-    if isinstance(value, timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool):
-        raise ConfigError(f"bad {what} {value!r}: use seconds")
-    return parse_duration(value)
 
 
 def _interval(prefix: str, seconds: float) -> dict[str, Any]:

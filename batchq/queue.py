@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from .backends import BackendHandle, Row
-from .config import check_queue_name, parse_duration
+from .config import Duration, check_queue_name, parse_duration
 from .errors import ConfigError, PayloadError
 from .serializers import dumps, secret_from_env
 from .tasks import Resolver, modules_from_env, split_modules
 
 Task = str | Callable[..., Any]
-Delay = float | int | str | timedelta | None
+Delay = Duration | None
 PRIORITY_RANGE = (-32768, 32767)
 MAX_ERRORS_RANGE = (1, 65535)
+JOB_ID_RANGE = (1, 2**63 - 1)  # BIGINT / INTEGER ids on every backend
 
 
 @dataclass
@@ -117,7 +117,7 @@ class Queue(BackendHandle):
         check_queue_name(queue)
         _check_int("priority", priority, PRIORITY_RANGE)
         _check_int("max_errors", max_errors, MAX_ERRORS_RANGE)
-        seconds = _delay_seconds(delay)
+        seconds = parse_duration(delay, "delay")
         return {
             "queue": queue,
             "task": self.resolver.name_for(task),
@@ -145,7 +145,11 @@ class Queue(BackendHandle):
     # -- cancel and inspect -----------------------------------------------------
 
     def cancel(self, job_id: int) -> bool:
-        """Delete a job nobody is running. False if it is claimed or gone."""
+        """Delete a job nobody is running. False if it is claimed or gone (or could never exist)."""
+        if isinstance(job_id, bool) or not isinstance(job_id, int):
+            raise ConfigError(f"bad job id {job_id!r}: use a whole number")
+        if not JOB_ID_RANGE[0] <= job_id <= JOB_ID_RANGE[1]:
+            return False  # out of every backend's id range: no such job
         return self.backend.retrying(lambda: self.backend.execute("job_cancel", {"id": job_id})) == 1
 
     def stats(self) -> list[QueueStats]:
@@ -189,14 +193,6 @@ def _check_int(name: str, value: Any, bounds: tuple[int, int]) -> None:
     low, high = bounds
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(f"bad {name} {value!r}: use a whole number from {low} to {high}")
-
-
-def _delay_seconds(delay: Delay) -> float:
-    if delay is None:
-        return 0.0
-    if isinstance(delay, timedelta):
-        delay = delay.total_seconds()
-    return parse_duration(delay)
 
 
 def _escaped_size(data: bytes) -> int:

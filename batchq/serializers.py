@@ -40,6 +40,10 @@ def dumps(payload: Any, serializer: str, secret: bytes | None) -> bytes | None:
             ) from None
         except UnicodeEncodeError as exc:
             raise PayloadError(f"payload has text that is not valid UTF-8 ({exc.reason})") from None
+        except RecursionError:
+            raise PayloadError(
+                "payload is nested too deeply to store as JSON: flatten it (a few hundred levels at most)"
+            ) from None
     if serializer == "pickle":
         key = _require_secret(secret)
         try:
@@ -60,6 +64,8 @@ def loads(data: bytes | None, serializer: str, secret: bytes | None) -> Any:
             return json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise PayloadError(f"stored payload is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise PayloadError("stored payload is JSON nested too deeply to read back") from None
     if serializer == "pickle":
         key = _require_secret(secret)
         signature, body = data[:_SIGNATURE_BYTES], data[_SIGNATURE_BYTES:]

@@ -14,6 +14,16 @@ from . import Backend, Row, TransientError, in_claim_order
 MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING
 
 
+def _make_parent(path: str, url: object) -> None:
+    """The database file's folder, made if missing; a path through a file is one line, not a traceback."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise BackendUnavailable(f"cannot open {url}: a part of its folder is not a directory") from None
+    except OSError as exc:
+        raise BackendUnavailable(f"cannot open {url}: cannot make its folder ({exc.strerror})") from None
+
+
 class SQLiteBackend(Backend):
     dialect = "sqlite"
 
@@ -22,7 +32,7 @@ class SQLiteBackend(Backend):
             raise ConfigError(f"SQLite {sqlite3.sqlite_version} is too old: batchq needs 3.35 or later")
         path = self.url.database
         if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            _make_parent(path, self.url)
         # isolation_level=None: autocommit; transactions are explicit BEGIN IMMEDIATE.
         conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")  # readers never block the writer

@@ -145,7 +145,8 @@ class Resolver:
         raise TaskError(
             f"{method!r} is a method of an object that no module-level name in an allowed module "
             "refers to, so a worker could not find that object: bind it to a name at module level "
-            "(as in `mailer = Mailer(...)`) and enqueue that name's method, or enqueue a function"
+            "(as in `mailer = Mailer(...)`) and enqueue that name's method, or enqueue the class's "
+            "function (Mailer.send) to run it on an instance made with no arguments"
         )
 
     def _module_level_names(self, obj: Any) -> Iterable[tuple[str, str]]:
@@ -230,10 +231,11 @@ class Resolver:
         if self._imported_allowed:
             return
         self._imported_allowed = True
-        for module_name in sorted(self._modules):
-            self._try_import(module_name)
-        for package in self._packages:
-            self._import_package(package)
+        for entry in self.allowed_modules:  # in the operator's order
+            if entry.endswith(".*"):
+                self._import_package(entry[:-2])
+            else:
+                self._try_import(entry)
 
     def _import_package(self, package_name: str) -> None:
         package = self._try_import(package_name)

@@ -49,6 +49,8 @@ HOSTILE: list[tuple[str, str | None, str]] = [
     ("hostile_app.jobs:mailer.__class__", None, "'__class__' starts with '_'"),
     ("hostile_app.jobs:CONFIG.clear", None, "not a function or method defined in an allowed module"),
     ("hostile_app.jobs:generator_touch", "path", "generator function"),
+    ("hostile_app.jobs:mailer.greeting", None, "is an attribute of the object, not a method"),
+    ("evil_registered", "path", "registered in module 'hostile_app.evil', which BATCHQ_TASK_MODULES"),
     ("hostile_app.side_effect:anything", None, "module 'hostile_app.side_effect' is not in"),
     ("hostile_app.jobs.side_effect:anything", None, "is not in"),
     ("hostile_app.__main__:x", None, "is not in"),

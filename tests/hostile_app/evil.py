@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import batchq
+
 
 def evil_touch(path: str) -> None:
     Path(path).write_text("evil")
@@ -16,3 +18,9 @@ class Evil:
 
     def touch(self, path: str) -> None:
         Path(path).write_text("evil method")
+
+
+@batchq.task(name="evil_registered")
+def evil_registered(path: str) -> None:
+    """Registered in a module no worker lists: importing hostile_app.jobs registers it anyway."""
+    Path(path).write_text("evil registered")

@@ -200,11 +200,14 @@ class Resolver:
         return _Walk(self, name).from_module(module, parts)
 
     def _not_listed(self, module_name: str) -> str:
-        package = module_name.split(".")[0]
-        return (
-            f"module {module_name!r} is not in {TASK_MODULES_ENV} (or --task-modules). Entries are "
-            f"module names, matched exactly; '{package}.*' allows every submodule of {package}"
-        )
+        text = f"module {module_name!r} is not in {TASK_MODULES_ENV} (or --task-modules)"
+        parents = [entry for entry in self._modules if module_name.startswith(entry + ".")]
+        if parents:  # an entry written for the old prefix rule
+            text += (
+                f". Entries are module names, matched exactly: {parents[0]!r} allows that module "
+                f"only; '{parents[0]}.*' allows every submodule of {parents[0]}"
+            )
+        return text
 
     def _registered(self, name: str) -> Callable[..., Any]:
         func = _registry.get(name)

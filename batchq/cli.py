@@ -149,7 +149,7 @@ def init_db(ctx: click.Context) -> None:
     envvar=TASK_MODULES_ENV,
     show_envvar=True,
     metavar="M1,M2",
-    help="Modules (and their submodules) whose functions jobs may call.",
+    help="Modules whose functions jobs may call, by exact name; 'pkg.*' for every submodule of pkg.",
 )
 @click.option(
     "--batch",

@@ -38,7 +38,7 @@ class TaskError(BatchqError):
 
 
 class TaskNotAllowed(TaskError):
-    """A task outside the registered tasks and allowed modules: never imported."""
+    """A task the allow-list refuses; a module it does not allow is never imported."""
 
 
 class QueueNotFound(BatchqError):

@@ -20,6 +20,7 @@ from .backends import Backend, Row, batch_ids
 from .errors import BackendUnavailable
 from .queue import Queue
 from .serializers import loads
+from .tasks import call_task
 
 log = logging.getLogger("batchq.worker")
 
@@ -217,8 +218,8 @@ class Worker:
         try:
             func = self.options.handler or self.queue.resolver.resolve(job["task"])
             payload = loads(job["payload"], job["serializer"], self.queue.secret)
-            result = func() if job["payload"] is None else func(payload)
-        except Exception as exc:  # the job's failure, not ours
+            result = call_task(func, () if job["payload"] is None else (payload,))
+        except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a task too: the job's failure
             return _describe_error(exc)
         return "the task returned False" if result is False else None
 
@@ -248,10 +249,34 @@ class Worker:
 
 
 def _describe_error(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_tb(exc.__traceback__)[-5:])
+    """'Type: message' and the last frames; never raises, whatever the exception's methods do."""
+    try:
+        frames = "".join(traceback.format_tb(exc.__traceback__)[-5:])
+    except BaseException:
+        frames = ""
+    text = f"{_type_name(exc)}: {_message(exc)}\n{frames}"
     text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates cannot be stored
     text = text.replace("\x00", "\\x00")  # nor can NUL in PostgreSQL text
     return text[:LAST_ERROR_MAX_CHARS]
+
+
+def _message(exc: BaseException) -> str:
+    """str(exc); if its __str__ raises, its repr; if that raises too, say so."""
+    try:
+        return str(exc)
+    except BaseException as str_error:
+        problem = _type_name(str_error)
+    try:
+        return f"{exc!r} (its str() raised {problem})"
+    except BaseException:
+        return f"(its message could not be read: its str() raised {problem}, and so did its repr())"
+
+
+def _type_name(exc: BaseException) -> str:
+    try:
+        return str(type(exc).__name__)
+    except BaseException:  # a metaclass can make even this raise
+        return "an exception"
 
 
 @contextmanager

@@ -88,7 +88,7 @@ def test_refused_modules_are_never_imported() -> None:
 
 
 def test_prefixes_match_whole_module_names() -> None:
-    resolver = Resolver(["myapp"])
+    resolver = Resolver(["myapp.*"])
     assert resolver.module_allowed("myapp") and resolver.module_allowed("myapp.jobs")
     assert not resolver.module_allowed("myappevil")
     with pytest.raises(TaskError, match="bad task name"):

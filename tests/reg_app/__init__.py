@@ -1,0 +1,1 @@
+"""A package whose registered task lives in a submodule (BATCHQ_TASK_MODULES=reg_app.*)."""

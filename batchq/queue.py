@@ -158,7 +158,8 @@ class Queue(BackendHandle):
                 stats.ready, stats.delayed = due, jobs - due
             elif row["status"] == "processing":
                 stats.processing = jobs
-                stats.oldest_processing_seconds = float(row["oldest_seconds"])
+                oldest = row["oldest_seconds"]  # NULL when no processing_at is known
+                stats.oldest_processing_seconds = None if oldest is None else float(oldest)
             else:
                 stats.failed = jobs
         for name in self.paused_queues():

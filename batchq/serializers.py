@@ -58,7 +58,7 @@ def loads(data: bytes | None, serializer: str, secret: bytes | None) -> Any:
     if serializer == "json":
         try:
             return json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             raise PayloadError(f"stored payload is not valid JSON: {exc}") from None
     if serializer == "pickle":
         key = _require_secret(secret)

@@ -357,6 +357,15 @@ def in_claim_order(rows: list[Row]) -> list[Row]:
     return sorted(rows, key=lambda row: (-row["priority"], row["run_at"], row["id"]))
 
 
+def stored_count(value: Any) -> int:
+    """A count read from a row as an int, 0 if it is none: SQLite lets a row written by hand
+    hold any type in any column, and a worker or sweep must not fail on it."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
 def create_backend(url: str | DatabaseURL) -> Backend:
     parsed = parse_url(url) if isinstance(url, str) else url
     if parsed.dialect == "sqlite":

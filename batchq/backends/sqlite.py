@@ -25,6 +25,10 @@ class SQLiteBackend(Backend):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         # isolation_level=None: autocommit; transactions are explicit BEGIN IMMEDIATE.
         conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        # SQLite stores any bytes in a TEXT column: a row written by hand that is not UTF-8 must
+        # read as text with U+FFFD (its job then fails with the reason), never fail the claim or
+        # the sweep that reads it. Payloads are read as BLOBs (CAST in the claim).
+        conn.text_factory = _lenient_text
         conn.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
@@ -76,3 +80,7 @@ class SQLiteBackend(Backend):
     def describe(self) -> str:
         claim = "BEGIN IMMEDIATE + UPDATE ... RETURNING"
         return f"SQLite {sqlite3.sqlite_version} at {self.url}; claims with {claim}"
+
+
+def _lenient_text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")

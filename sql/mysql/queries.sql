@@ -101,11 +101,12 @@ UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE claim_token = %(token)s AND id IN %(ids)s;
 -- name: job_error
--- Failure: count it; retry after the backoff, or fail for good once out of tries.
+-- Failure: count it (up to 65535, the column's top); retry after the backoff, or fail for good
+-- once out of tries.
 -- status is assigned first: MySQL evaluates SET left to right with updated values.
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
-    error_count = error_count + 1,
+    error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = %(error)s,
     run_at = UTC_TIMESTAMP(6) + INTERVAL %(delay_us)s MICROSECOND,
     processing_at = NULL, locked_by = NULL, claim_token = NULL
@@ -139,13 +140,15 @@ ORDER BY processing_at, id;
 
 -- name: requeue_abandoned
 -- A dead worker's job goes back at once, counted as an error (a poison job ends failed).
+-- The count stops at 65535, the column's top, and the token compares NULL-safely: a row
+-- written by hand with either is put back like any other, never stuck.
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
-    error_count = error_count + 1,
+    error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = %(error)s,
     run_at = UTC_TIMESTAMP(6),
     processing_at = NULL, locked_by = NULL, claim_token = NULL
-WHERE id = %(id)s AND status = 'processing' AND claim_token = %(token)s;
+WHERE id = %(id)s AND status = 'processing' AND claim_token <=> %(token)s;
 
 -- name: failed_jobs
 -- Jobs out of tries, for a human.

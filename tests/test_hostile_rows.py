@@ -1,0 +1,368 @@
+"""Hostile and odd rows, large payloads and concurrent init-db (issue 9, items 6, 10, 11, 15).
+
+Rows here are written with plain SQL, as anyone with write access to the tables could write
+them. Each must be handled (failed with a reason, or reported for a human) while the jobs
+behind it proceed.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import batchq_cmd, batchq_env, job_rows, run_batchq, sql
+
+from batchq import Queue
+from batchq.worker import BACKOFF_MAX_SECONDS, retry_delay
+
+NOW = {
+    "mysql": "UTC_TIMESTAMP(6)",
+    "postgresql": "statement_timestamp()",
+    "sqlite": "strftime('%Y-%m-%d %H:%M:%f', 'now')",
+}
+# The hostile row goes first in the queue: the claim orders by (priority, run_at, id).
+AN_HOUR_AGO = {
+    "mysql": "UTC_TIMESTAMP(6) - INTERVAL 1 HOUR",
+    "postgresql": "statement_timestamp() - interval '1 hour'",
+    "sqlite": "strftime('%Y-%m-%d %H:%M:%f', 'now', '-1 hour')",
+}
+# The largest error_count each table accepts: SMALLINT UNSIGNED; INTEGER CHECK 0..65535; INTEGER.
+ERROR_COUNT_MAX = {"mysql": 65535, "postgresql": 65535, "sqlite": 2**63 - 1}
+
+
+class Raw(str):
+    """An SQL expression put into the INSERT as it is, not bound as a value."""
+
+
+def placeholder(queue: Queue) -> str:
+    return "?" if queue.backend.dialect == "sqlite" else "%s"
+
+
+def write_row(queue: Queue, **values: Any) -> int:
+    """INSERT a job row by plain SQL; returns its id. Unset columns get ordinary values."""
+    dialect = queue.backend.dialect
+    columns: dict[str, Any] = {
+        "queue": "default",
+        "task": "jobs:noop",
+        "serializer": "json",
+        "priority": 0,
+        "status": "ready",
+        "error_count": 0,
+        "max_errors": 10,
+        "run_at": Raw(AN_HOUR_AGO[dialect]),
+        "created_at": Raw(NOW[dialect]),
+        **values,
+    }
+    bound = [value for value in columns.values() if not isinstance(value, Raw)]
+    slots = [value if isinstance(value, Raw) else placeholder(queue) for value in columns.values()]
+    sql(queue, f"INSERT INTO batchq_job ({', '.join(columns)}) VALUES ({', '.join(slots)})", bound)
+    [(job_id,)] = sql(queue, "SELECT MAX(id) FROM batchq_job")
+    return int(job_id)
+
+
+def processing(queue: Queue, owner: str, **values: Any) -> dict[str, Any]:
+    """The columns of a claimed row owned by ``owner``."""
+    return {
+        "status": "processing",
+        "locked_by": owner,
+        "claim_token": "t" * 32,
+        "processing_at": Raw(AN_HOUR_AGO[queue.backend.dialect]),
+        **values,
+    }
+
+
+def dead_worker() -> str:
+    """A worker name of this host whose process has exited (and holds no liveness lock)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return f"{socket.gethostname()}:{proc.pid}"
+
+
+def good_job(queue: Queue, tmp_path: Path) -> tuple[int, Path]:
+    marker = tmp_path / "good-job-ran"
+    return queue.enqueue("jobs:touch", str(marker)), marker
+
+
+def row(queue: Queue, job_id: int) -> dict[str, Any]:
+    [found] = [r for r in job_rows(queue) if r["id"] == job_id]
+    return found
+
+
+def run_then_sweep(db_url: str) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """`batchq run`, then `batchq gc-processing`, as cron would."""
+    return run_batchq(db_url, "run"), run_batchq(db_url, "gc-processing")
+
+
+def no_traceback(result: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in result.stderr, result.stderr
+
+
+# -- item 10: the backoff never overflows -----------------------------------------------------
+
+
+def test_backoff_never_overflows() -> None:
+    for count in (1025, 1100, 65534, 65535, 65536, 10**9):
+        assert retry_delay(count) == BACKOFF_MAX_SECONDS
+    assert retry_delay(65535, base=1e-300) == BACKOFF_MAX_SECONDS  # a tiny base still reaches the cap
+    assert retry_delay(60, base=1e-15) == pytest.approx(1e-15 * 2**59)
+    assert retry_delay(65535, base=0) == 0
+    assert [retry_delay(n) for n in range(1, 6)] == [10, 20, 40, 80, 160]
+
+
+@pytest.mark.parametrize("error_count", [1024, 65533])
+def test_max_errors_65535_failures_near_the_limit_back_off(
+    queue: Queue, db_url: str, tmp_path: Path, error_count: int
+) -> None:
+    failing = write_row(queue, task="jobs:fail", max_errors=65535, error_count=error_count)
+    good, marker = good_job(queue, tmp_path)
+    ran = run_batchq(db_url, "run")
+    assert ran.returncode == 0, ran.stderr
+    no_traceback(ran)
+    assert marker.exists()
+    job = row(queue, failing)
+    assert (job["status"], job["error_count"]) == ("ready", error_count + 1)
+    [stats] = queue.stats()
+    assert stats.delayed == 1  # pushed back by the capped backoff, an hour
+
+
+# -- item 11: a row at the error_count column's maximum -----------------------------------------
+
+
+def test_error_count_at_its_maximum_fails_the_job_in_the_worker(
+    queue: Queue, db_url: str, tmp_path: Path
+) -> None:
+    top = ERROR_COUNT_MAX[queue.backend.dialect]
+    hostile = write_row(queue, task="jobs:fail", error_count=top, max_errors=65535)
+    good, marker = good_job(queue, tmp_path)
+    ran = run_batchq(db_url, "run")
+    assert ran.returncode == 0, ran.stderr
+    no_traceback(ran)
+    assert marker.exists()
+    job = row(queue, hostile)
+    assert job["status"] == "failed" and int(job["error_count"]) == top
+    assert "boom" in job["last_error"]
+
+
+def test_error_count_at_its_maximum_does_not_stop_gc_processing(
+    queue: Queue, db_url: str, tmp_path: Path
+) -> None:
+    top = ERROR_COUNT_MAX[queue.backend.dialect]
+    gone = dead_worker()
+    hostile = write_row(queue, **processing(queue, gone, error_count=top, max_errors=65535))
+    behind = write_row(queue, **processing(queue, gone, task="jobs:touch"), payload=None)
+    swept = run_batchq(db_url, "gc-processing")
+    assert swept.returncode == 3, swept.stderr
+    no_traceback(swept)
+    assert f"#{hostile}" in swept.stdout and f"#{behind}" in swept.stdout
+    assert row(queue, hostile)["status"] == "failed"
+    assert int(row(queue, hostile)["error_count"]) == top
+    assert row(queue, behind)["status"] == "ready"
+
+
+# -- item 11: processing rows with NULL processing_at or claim_token ------------------------------
+
+
+def test_processing_at_null_is_put_back_and_the_report_prints(
+    queue: Queue, db_url: str, tmp_path: Path
+) -> None:
+    hostile = write_row(queue, **processing(queue, dead_worker(), processing_at=None))
+    good, marker = good_job(queue, tmp_path)
+    ran, swept = run_then_sweep(db_url)
+    assert ran.returncode == 0 and marker.exists(), ran.stderr
+    assert swept.returncode == 3, swept.stderr
+    no_traceback(swept)
+    assert f"#{hostile}" in swept.stdout and "unknown" in swept.stdout
+    assert row(queue, hostile)["status"] == "ready"
+    assert run_batchq(db_url, "run").returncode == 0
+    assert job_rows(queue) == []
+
+
+def test_processing_at_null_of_a_live_worker_is_reported(queue: Queue, db_url: str) -> None:
+    live = Queue(db_url, task_modules=["jobs"])
+    name = f"{socket.gethostname()}:{os.getpid()}"  # this process: alive on every backend
+    live.backend.hold_liveness(name)
+    try:
+        hostile = write_row(queue, **processing(queue, name, processing_at=None))
+        swept = run_batchq(db_url, "gc-processing")
+        assert swept.returncode == 3, swept.stderr
+        no_traceback(swept)
+        assert f"#{hostile}" in swept.stdout and "still running" in swept.stdout
+        assert "unknown" in swept.stdout
+        assert row(queue, hostile)["status"] == "processing"
+    finally:
+        live.close()
+
+
+def test_null_claim_token_of_a_dead_worker_is_put_back_and_said(
+    queue: Queue, db_url: str, tmp_path: Path
+) -> None:
+    hostile = write_row(queue, **processing(queue, dead_worker(), claim_token=None))
+    swept = run_batchq(db_url, "gc-processing")
+    assert swept.returncode == 3, swept.stderr
+    no_traceback(swept)
+    assert f"#{hostile}" in swept.stdout and "no claim token" in swept.stdout
+    assert row(queue, hostile)["status"] == "ready"
+    good, marker = good_job(queue, tmp_path)
+    assert run_batchq(db_url, "run").returncode == 0
+    assert marker.exists() and job_rows(queue) == []
+
+
+def test_null_owner_is_put_back(queue: Queue, db_url: str) -> None:
+    hostile = write_row(queue, **processing(queue, None))
+    swept = run_batchq(db_url, "gc-processing")
+    assert swept.returncode == 3, swept.stderr
+    no_traceback(swept)
+    assert f"#{hostile}" in swept.stdout
+    assert row(queue, hostile)["status"] == "ready"
+
+
+# -- item 11: odd values in a ready row ---------------------------------------------------------
+
+
+ODD_READY_ROWS = [
+    pytest.param({"serializer": "yaml", "payload": b"1"}, "unknown serializer", id="odd-serializer"),
+    pytest.param({"serializer": "", "payload": b"1"}, "unknown serializer", id="empty-serializer"),
+    pytest.param({"task": ""}, "bad task name", id="empty-task"),
+    pytest.param({"task": "not a task; rm -rf /"}, "bad task name", id="task-not-a-name"),
+    pytest.param({"task": "os:system", "payload": b'"touch /tmp/x"'}, "not allowed", id="task-os-system"),
+    pytest.param({"payload": b"\xff\xfe{"}, "not valid", id="payload-not-utf8"),
+    pytest.param({"payload": b"[" * 100_000}, "not valid JSON", id="payload-nested-deep"),
+    pytest.param({"serializer": "pickle", "payload": b"\x80\x04K\x01."}, "signature", id="unsigned-pickle"),
+]
+
+
+@pytest.mark.parametrize("values, reason", ODD_READY_ROWS)
+def test_odd_ready_row_fails_with_its_reason_and_the_next_job_runs(
+    queue: Queue, db_url: str, tmp_path: Path, values: dict[str, Any], reason: str
+) -> None:
+    hostile = write_row(queue, **values)
+    good, marker = good_job(queue, tmp_path)
+    ran, swept = run_then_sweep(db_url)
+    assert ran.returncode == 0, ran.stderr
+    no_traceback(ran)
+    assert marker.exists()
+    job = row(queue, hostile)
+    assert job["status"] == "ready" and job["error_count"] == 1
+    assert reason in job["last_error"]
+    assert swept.returncode == 0 and swept.stdout == "", swept.stdout + swept.stderr
+
+
+def test_priorities_at_the_column_limits_run(queue: Queue, db_url: str) -> None:
+    low = write_row(queue, priority=-32768)
+    high = write_row(queue, priority=32767)
+    ran = run_batchq(db_url, "-vv", "run")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr.index(f"job {high} ") < ran.stderr.index(f"job {low} ")
+    assert job_rows(queue) == []
+
+
+FAR_RUN_AT = {
+    "mysql": ("'1000-01-01 00:00:00'", "'9999-12-31 23:59:59.999999'"),
+    "postgresql": ("'-infinity'", "'infinity'"),
+    "sqlite": ("''", "'9999-99-99'"),
+}
+
+
+@pytest.mark.parametrize("batch", ["1", "10"])
+def test_run_at_far_past_runs_and_far_future_waits(
+    queue: Queue, db_url: str, tmp_path: Path, batch: str
+) -> None:
+    past, future = FAR_RUN_AT[queue.backend.dialect]
+    first = write_row(queue, run_at=Raw(past))
+    later = write_row(queue, run_at=Raw(future))
+    good, marker = good_job(queue, tmp_path)
+    ran = run_batchq(db_url, "run", "--batch", batch)
+    assert ran.returncode == 0, ran.stderr
+    no_traceback(ran)
+    assert marker.exists()
+    assert [r["id"] for r in job_rows(queue)] == [later]
+    assert first not in [r["id"] for r in job_rows(queue)]
+    stats = run_batchq(db_url, "stats")
+    assert stats.returncode == 0, stats.stderr
+
+
+@pytest.mark.backends("postgresql")
+def test_infinite_processing_at_does_not_stop_the_sweep_or_stats(queue: Queue, db_url: str) -> None:
+    gone = dead_worker()
+    first = write_row(queue, **processing(queue, gone, processing_at=Raw("'-infinity'")))
+    second = write_row(queue, **processing(queue, gone, processing_at=Raw("'infinity'")))
+    swept = run_batchq(db_url, "gc-processing")
+    assert swept.returncode == 3, swept.stderr
+    no_traceback(swept)
+    assert f"#{first}" in swept.stdout and f"#{second}" in swept.stdout
+    assert run_batchq(db_url, "stats").returncode == 0
+
+
+# -- item 11: SQLite's loose column types -------------------------------------------------------
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize(
+    "column, stored, reason",
+    [
+        ("payload", "CAST(X'FF7B' AS TEXT)", "not valid"),  # TEXT, not BLOB, and not UTF-8
+        ("task", "CAST(X'6A6F62733AFF' AS TEXT)", "bad task name"),
+        ("serializer", "CAST(X'FF' AS TEXT)", "unknown serializer"),
+    ],
+)
+def test_sqlite_text_that_is_not_utf8_fails_its_job_only(
+    queue: Queue, db_url: str, tmp_path: Path, column: str, stored: str, reason: str
+) -> None:
+    values: dict[str, Any] = {column: Raw(stored)}
+    if column != "payload":
+        values["payload"] = b"1"
+    hostile = write_row(queue, **values)
+    good, marker = good_job(queue, tmp_path)
+    ran, swept = run_then_sweep(db_url)
+    assert ran.returncode == 0, ran.stderr
+    no_traceback(ran)
+    assert marker.exists()
+    job = row(queue, hostile)
+    assert job["status"] == "ready" and reason in job["last_error"]
+    assert swept.returncode == 0, swept.stderr
+
+
+@pytest.mark.backends("sqlite")
+def test_sqlite_text_payload_that_is_json_runs(queue: Queue, db_url: str, tmp_path: Path) -> None:
+    marker = tmp_path / "from-text"
+    write_row(queue, task="jobs:touch", payload=Raw(f"'\"{marker}\"'"))  # TEXT, valid JSON
+    ran = run_batchq(db_url, "run")
+    assert ran.returncode == 0, ran.stderr
+    assert marker.read_text() == "ran"
+
+
+@pytest.mark.backends("sqlite")
+def test_sqlite_owner_that_is_not_utf8_does_not_stop_the_sweep(queue: Queue, db_url: str) -> None:
+    hostile = write_row(queue, **processing(queue, Raw("CAST(X'FF3A31' AS TEXT)")))
+    behind = write_row(queue, **processing(queue, dead_worker()))
+    swept = run_batchq(db_url, "gc-processing")
+    assert swept.returncode == 3, swept.stderr
+    no_traceback(swept)
+    assert f"#{hostile}" in swept.stdout and f"#{behind}" in swept.stdout
+    assert row(queue, behind)["status"] == "ready"
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize("value", ["'many'", "1e300", "-3"])
+def test_sqlite_error_count_of_any_type_fails_or_retries_the_job(
+    queue: Queue, db_url: str, tmp_path: Path, value: str
+) -> None:
+    hostile = write_row(queue, task="jobs:fail", error_count=Raw(value))
+    good, marker = good_job(queue, tmp_path)
+    ran, swept = run_then_sweep(db_url)
+    assert ran.returncode == 0, ran.stderr
+    no_traceback(ran)
+    assert marker.exists()
+    assert "boom" in row(queue, hostile)["last_error"]
+    assert swept.returncode == 0, swept.stderr
+
+
+def _batchq_popen(db_url: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        batchq_cmd(*args), env=batchq_env(db_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )

@@ -187,6 +187,9 @@ class MessageQueue(BackendHandle):
         _check_sizes(rows, backend.payload_limit())
         if conn is not None:
             backend.check_connection(conn)
+        # Measured as sent (MySQL: max_allowed_packet) before the counter or any message is.
+        backend.check_statement_sizes("mq_send", rows, conn)
+        if conn is not None:
             return self._insert(queue, rows, conn)
 
         def insert() -> list[int]:
@@ -420,20 +423,14 @@ def _json_text(value: Any, what: str) -> str:
 
 
 def _check_sizes(rows: list[dict[str, Any]], limit: int) -> None:
-    """Refuse a message the server would reject (MySQL: max_allowed_packet) before sending it."""
+    """Refuse a message larger than batchq stores, before sending anything."""
     for row in rows:
-        text = row["message"]
-        if len(text) > limit // 4 and _wire_size(text) + len(row["headers"] or "") > limit:
+        size = len(row["message"].encode("utf-8"))
+        if size > limit:
             raise PayloadError(
-                f"message is {len(text.encode('utf-8')):,} bytes of JSON, more than this database "
-                f"accepts ({limit:,} bytes): store large data elsewhere and send a reference to it"
+                f"message is {size:,} bytes of JSON, more than this database accepts "
+                f"({limit:,} bytes): store large data elsewhere and send a reference to it"
             )
-
-
-def _wire_size(text: str) -> int:
-    """Bytes once the driver escapes the text into the statement (quotes and backslashes doubled)."""
-    data = text.encode("utf-8")
-    return len(data) + sum(data.count(c) for c in (b"\0", b"\n", b"\r", b"\\", b"'", b'"', b"\x1a"))
 
 
 def _filter_text(where: Mapping[str, Any]) -> str:

@@ -288,8 +288,13 @@ class Backend(ABC):
         return f"{self.dialect} {self.url}"
 
     def payload_limit(self) -> int:
-        """The largest payload, in bytes, the table and the server accept."""
+        """The largest payload, in bytes, the table accepts (known without connecting)."""
         return 16 * 1024 * 1024 - 1
+
+    def check_statement_sizes(self, name: str, rows: Sequence[Any], conn: Any = None) -> None:
+        """Raise PayloadError, sending nothing, if a row's statement is more than the server
+        accepts. Only MySQL needs it: the others bind values apart from the statement, and
+        payload_limit() is already under their limits."""
 
     # -- schema -----------------------------------------------------------------
 

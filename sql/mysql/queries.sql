@@ -14,6 +14,10 @@ INSERT IGNORE INTO batchq_schema (version, applied_at) VALUES (%(version)s, UTC_
 -- Version and packet limit, read once at connect.
 SELECT VERSION() AS version, @@max_allowed_packet AS max_allowed_packet;
 
+-- name: max_allowed_packet
+-- The packet limit of a connection batchq was given (enqueue(conn=...)), asked on that session.
+SELECT @@max_allowed_packet AS max_allowed_packet;
+
 -- name: enqueue
 -- One job; run_at is now plus the delay on the server's clock.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, run_at, max_errors, created_at)

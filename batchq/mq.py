@@ -14,6 +14,7 @@ any process reads on its own schedule. They share only the database and the URL.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -251,7 +252,14 @@ class MessageQueue(BackendHandle):
         if isinstance(qty, bool) or not isinstance(qty, int) or not 1 <= qty <= MAX_QTY:
             raise ConfigError(f"bad qty {qty!r}: use a whole number from 1 to {MAX_QTY}")
         filter_text = None if where is None else _filter_text(where)
-        return {"queue": queue, "qty": qty, "where": filter_text, **_interval("vt", _seconds("vt", vt))}
+        paths = None if where is None else json.dumps(_filter_paths(where))
+        return {
+            "queue": queue,
+            "qty": qty,
+            "where": filter_text,
+            "where_paths": paths,  # MySQL: see mq_read
+            **_interval("vt", _seconds("vt", vt)),
+        }
 
     def _read_once(self, params: dict[str, Any]) -> list[Message]:
         backend = self.backend
@@ -439,6 +447,15 @@ def _filter_text(where: Mapping[str, Any]) -> str:
         raise ConfigError(f"bad where {where!r}: use a dict, as in where={{'kind': 'mail'}}")
     _check_filter(where)
     return _json_text(dict(where), "where")
+
+
+def _filter_paths(node: Mapping[str, Any], path: str = "$") -> list[str]:
+    """The JSON path of every node of a filter, the root first (keys hold no quote or backslash)."""
+    paths = [path]
+    for key, value in node.items():
+        child = f'{path}."{key}"'
+        paths.extend(_filter_paths(value, child) if isinstance(value, Mapping) else [child])
+    return paths
 
 
 def _check_filter(node: Mapping[str, Any]) -> None:

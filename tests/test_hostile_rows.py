@@ -532,3 +532,37 @@ def test_payload_at_the_limit_is_stored(queue: Queue) -> None:
     job_id = queue.enqueue("jobs:noop", json_string_of(limit))
     [(stored,)] = sql(queue, f"SELECT LENGTH(payload) FROM batchq_job WHERE id = {job_id}")
     assert stored == limit
+
+
+# -- item 15: the message filter agrees on every backend ------------------------------------------
+
+
+def test_mq_filter_never_matches_inside_an_array(db_url: str) -> None:
+    from batchq import MessageQueue
+
+    mq = MessageQueue(db_url)
+    mq.create_queue("arrays")
+    docs: list[Any] = [
+        {"k": [1, 2]},
+        {"k": 1},
+        [{"k": 1}],
+        {"to": [{"vip": True}]},
+        {"to": {"vip": True}},
+        {"k": {"a": 1}},
+        {"k": [{"a": 1}]},
+        {"k": [[1]]},
+    ]
+    sent = mq.send_batch("arrays", docs)
+
+    def matching(where: dict[str, Any]) -> list[int]:
+        got = mq.read("arrays", vt=30, qty=20, where=where)
+        for message in got:
+            mq.set_vt("arrays", message.msg_id, 0)
+        return sorted(message.msg_id for message in got)
+
+    assert matching({"k": 1}) == [sent[1]]
+    assert matching({"to": {"vip": True}}) == [sent[4]]
+    assert matching({"k": {"a": 1}}) == [sent[5]]
+    assert matching({"k": {}}) == [sent[5]]
+    assert matching({}) == [sent[i] for i in (0, 1, 3, 4, 5, 6, 7)]  # every object
+    mq.close()

@@ -566,3 +566,57 @@ def test_mq_filter_never_matches_inside_an_array(db_url: str) -> None:
     assert matching({"k": {}}) == [sent[5]]
     assert matching({}) == [sent[i] for i in (0, 1, 3, 4, 5, 6, 7)]  # every object
     mq.close()
+
+
+# -- item 15: concurrent init-db on an empty database ---------------------------------------------
+
+
+def fresh_database_url(backend_name: str, tmp_path: Path, name: str) -> str:
+    from conftest import SERVER_URLS, create_database
+
+    if backend_name == "sqlite":
+        return f"sqlite:///{tmp_path / name}.db"
+    drop_database(backend_name, name)
+    url = SERVER_URLS[backend_name].rsplit("/", 1)[0] + "/" + name
+    create_database(url)
+    return url
+
+
+def drop_database(backend_name: str, name: str) -> None:
+    from conftest import SERVER_URLS
+
+    from batchq.config import parse_url
+
+    url = parse_url(SERVER_URLS[backend_name])
+    if backend_name == "mysql":
+        import pymysql
+
+        conn = pymysql.connect(host=url.host, port=url.port or 3306, user=url.user or "root", autocommit=True)
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        conn.close()
+    elif backend_name == "postgresql":
+        import psycopg
+
+        with psycopg.connect(
+            host=url.host, port=url.port or 5432, user=url.user, dbname="postgres", autocommit=True
+        ) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_four_concurrent_init_db_on_an_empty_database(backend_name: str, tmp_path: Path) -> None:
+    for attempt in range(6):
+        name = f"batchq_test_rows_init_{attempt}"
+        url = fresh_database_url(backend_name, tmp_path, name)
+        try:
+            procs = [_batchq_popen(url, "init-db") for _ in range(4)]
+            results = [(proc.wait(timeout=120), proc.stderr.read()) for proc in procs if proc.stderr]
+            assert [code for code, _ in results] == [0] * 4, results
+            assert all(err == "" for _, err in results), results
+            queue = Queue(url, task_modules=["jobs"])
+            assert queue.init_db() == []  # every migration recorded once
+            assert queue.enqueue("jobs:noop") > 0
+            queue.close()
+        finally:
+            if backend_name != "sqlite":
+                drop_database(backend_name, name)

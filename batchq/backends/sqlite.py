@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,13 @@ class SQLiteBackend(Backend):
         # Take the write lock up front: a deferred transaction that later writes can
         # fail with SQLITE_BUSY_SNAPSHOT in WAL mode without waiting.
         self.conn.execute("BEGIN IMMEDIATE")
+
+    @contextmanager
+    def _migration_lock(self) -> Iterator[None]:
+        """The whole migration in one BEGIN IMMEDIATE transaction: concurrent init-db wait on
+        the write lock, and a migration that fails leaves nothing half done."""
+        with self.transaction():
+            yield
 
     def _claim_at(self, queue: str, priority: int, worker: str, token: str, limit: int) -> list[Row]:
         params = {"queue": queue, "priority": priority, "worker": worker, "token": token, "limit": limit}

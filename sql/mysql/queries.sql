@@ -6,6 +6,14 @@
 -- The highest migration applied.
 SELECT MAX(version) AS version FROM batchq_schema;
 
+-- name: migration_lock
+-- init-db: one migrating session per database at a time; 1 when taken, 0 after 60 s of waiting.
+SELECT GET_LOCK(%(name)s, 60) AS acquired;
+
+-- name: migration_unlock
+-- init-db is done: let the next one in.
+SELECT RELEASE_LOCK(%(name)s) AS released;
+
 -- name: schema_version_set
 -- Record a migration as applied (a concurrent init-db may have done it already).
 INSERT IGNORE INTO batchq_schema (version, applied_at) VALUES (%(version)s, UTC_TIMESTAMP(6));

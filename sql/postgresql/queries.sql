@@ -7,6 +7,15 @@
 -- The highest migration applied.
 SELECT MAX(version) AS version FROM batchq_schema;
 
+-- name: migration_lock
+-- init-db: one migrating session per database at a time (advisory locks are per database; the
+-- two-int form keeps clear of the workers' bigint liveness keys); waits for the one migrating.
+SELECT 1 AS acquired FROM pg_advisory_lock(hashtext(%(name)s), 0);
+
+-- name: migration_unlock
+-- init-db is done: let the next one in.
+SELECT pg_advisory_unlock(hashtext(%(name)s), 0) AS released;
+
 -- name: schema_version_set
 -- Record a migration as applied (a concurrent init-db may have done it already).
 INSERT INTO batchq_schema (version, applied_at) VALUES (%(version)s, statement_timestamp())

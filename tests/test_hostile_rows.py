@@ -620,3 +620,18 @@ def test_four_concurrent_init_db_on_an_empty_database(backend_name: str, tmp_pat
         finally:
             if backend_name != "sqlite":
                 drop_database(backend_name, name)
+
+
+# -- found on the way: a PostgreSQL batch claim took more than its limit --------------------------
+
+
+@pytest.mark.backends("postgresql")
+def test_batch_claim_never_takes_more_than_its_limit_after_analyze(queue: Queue) -> None:
+    # Statistics of a one-row table made the planner re-run the locking subquery per row.
+    queue.enqueue("jobs:noop")
+    sql(queue, "ANALYZE batchq_job")
+    sql(queue, "DELETE FROM batchq_job")
+    queue.enqueue_many("jobs:noop", list(range(10)))
+    jobs = queue.backend.claim_batch("default", "w:1", "t" * 32, 3)
+    assert len(jobs) == 3
+    assert [r["status"] for r in job_rows(queue)].count("processing") == 3

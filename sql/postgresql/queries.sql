@@ -57,10 +57,13 @@ RETURNING id, queue, task, payload, serializer, error_count, max_errors;
 
 -- name: claim_batch
 -- Batch mode, one statement: lock up to a limit of due jobs no other claimer holds; mark them ours.
+-- = ANY(ARRAY(...)): the locking subquery runs once (an InitPlan). With `id IN (...)` the planner
+-- may pick a semi join that re-runs it for each row, and SKIP LOCKED then finds further rows:
+-- seen after ANALYZE on a small table, 4 jobs claimed with a limit of 3.
 UPDATE batchq_job
 SET status = 'processing', processing_at = statement_timestamp(),
     locked_by = %(worker)s, claim_token = %(token)s
-WHERE id IN (
+WHERE id = ANY(ARRAY(
     SELECT id FROM batchq_job
     WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
       AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused)
@@ -68,7 +71,7 @@ WHERE id IN (
     ORDER BY run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
-)
+))
 -- run_at comes back as epoch seconds, only to sort the batch: psycopg cannot load a timestamp
 -- before year 1, after 9999 or infinite, which a row written by hand may hold.
 RETURNING id, queue, task, payload, serializer, error_count, max_errors, priority,

@@ -208,6 +208,7 @@ def gc_processing(ctx: click.Context, older_than: float, hook: str | None, as_js
         [dict(job, state="requeued") for job in report.requeued]
         + [dict(job, state="long_running") for job in report.long_running]
         + [dict(job, state="unhandled") for job in report.unhandled]
+        + [dict(job, state="unrunnable") for job in report.unrunnable]
     )
     _report_found(jobs, hook_fn, as_json, lambda: _processing_report(report, older_than))
 
@@ -338,6 +339,8 @@ def _processing_report(report: gc.ProcessingReport, older_than: float) -> str:
         parts.append(f"{_jobs(len(report.long_running))} running longer than {_age(older_than)}")
     if report.unhandled:
         parts.append(f"{_jobs(len(report.unhandled))} that could not be put back")
+    if report.unrunnable:
+        parts.append(f"{_jobs(len(report.unrunnable))} no worker will claim")
     lines = ["batchq gc-processing: " + ", ".join(parts)]
     for job in report.requeued:
         outcome = "failed (out of tries)" if job.get("failed") else "put back"
@@ -356,6 +359,11 @@ def _processing_report(report: gc.ProcessingReport, older_than: float) -> str:
         lines.append(
             f"  {'not put back':<22}#{job['id']} {job['queue']} {job['task']}: worker "
             f"{_owner(job)} is gone; {job['error']}"
+        )
+    for job in report.unrunnable:
+        lines.append(
+            f"  {'never claimed':<22}#{job['id']} {job['queue']} {job['task']}: status "
+            f"{job['status']!r}, priority {job['priority']!r} (fix or delete the row)"
         )
     return "\n".join(lines)
 

@@ -19,10 +19,12 @@ class ProcessingReport:
     long_running: list[Row] = field(default_factory=list)  # worker alive, over the threshold
     # Rows the sweep could not put back (job["error"] says why): for a human; the sweep goes on.
     unhandled: list[Row] = field(default_factory=list)
+    # Rows written by hand that no worker will ever claim (odd status or priority): for a human.
+    unrunnable: list[Row] = field(default_factory=list)
 
     @property
     def found_something(self) -> bool:
-        return bool(self.requeued or self.long_running or self.unhandled)
+        return bool(self.requeued or self.long_running or self.unhandled or self.unrunnable)
 
 
 def gc_processing(queue: Queue, older_than: float = DEFAULT_OLDER_THAN_SECONDS) -> ProcessingReport:
@@ -45,6 +47,7 @@ def gc_processing(queue: Queue, older_than: float = DEFAULT_OLDER_THAN_SECONDS) 
             _requeue(queue, job, report)
         elif job["age_seconds"] is None or float(job["age_seconds"]) >= older_than:
             report.long_running.append(job)  # an unknown age (processing_at NULL) is reported too
+    report.unrunnable = backend.fetchall("unrunnable_jobs")
     return report
 
 

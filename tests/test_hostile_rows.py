@@ -635,3 +635,43 @@ def test_batch_claim_never_takes_more_than_its_limit_after_analyze(queue: Queue)
     jobs = queue.backend.claim_batch("default", "w:1", "t" * 32, 3)
     assert len(jobs) == 3
     assert [r["status"] for r in job_rows(queue)].count("processing") == 3
+
+
+# -- item 11: rows no worker will ever claim are reported -----------------------------------------
+
+
+@pytest.mark.backends("mysql")
+def test_mysql_status_outside_the_enum_is_reported_and_the_queue_runs(
+    queue: Queue, db_url: str, tmp_path: Path
+) -> None:
+    sql(queue, "SET SESSION sql_mode = ''")  # a careless session: 'bogus' is stored as ''
+    hostile = write_row(queue, status="bogus")
+    good, marker = good_job(queue, tmp_path)
+    ran, swept = run_then_sweep(db_url)
+    assert ran.returncode == 0 and marker.exists(), ran.stderr
+    assert swept.returncode == 3, swept.stderr
+    no_traceback(swept)
+    assert f"#{hostile}" in swept.stdout and "no worker will claim" in swept.stdout
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize("priority", [str(2**62), "'high'", "1.5"])
+def test_sqlite_priority_no_level_reaches_is_reported_and_the_queue_runs(
+    queue: Queue, db_url: str, tmp_path: Path, priority: str
+) -> None:
+    hostile = write_row(queue, priority=Raw(priority))
+    good, marker = good_job(queue, tmp_path)
+    ran, swept = run_then_sweep(db_url)
+    assert ran.returncode == 0 and marker.exists(), ran.stderr
+    assert swept.returncode == 3, swept.stderr
+    no_traceback(swept)
+    assert f"#{hostile}" in swept.stdout and "no worker will claim" in swept.stdout
+    assert run_batchq(db_url, "gc-processing", "--json").returncode == 3
+
+
+@pytest.mark.backends("sqlite")
+def test_sqlite_priority_below_smallint_still_runs(queue: Queue, db_url: str) -> None:
+    write_row(queue, priority=-(2**62))
+    ran, swept = run_then_sweep(db_url)
+    assert ran.returncode == 0 and swept.returncode == 0, ran.stderr + swept.stdout
+    assert job_rows(queue) == []

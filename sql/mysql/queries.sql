@@ -162,6 +162,14 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' 
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND status = 'processing' AND claim_token <=> %(token)s;
 
+-- name: unrunnable_jobs
+-- Rows no worker will ever claim, for a human: a status outside the ENUM (stored as '' by a
+-- session without strict mode). SMALLINT keeps every priority claimable. Walks batchq_job_status.
+SELECT id, queue, task, status, priority
+FROM batchq_job
+WHERE status NOT IN ('ready', 'processing', 'failed')
+ORDER BY id;
+
 -- name: failed_jobs
 -- Jobs out of tries, for a human.
 SELECT id, queue, task, error_count, max_errors, last_error, created_at

@@ -144,6 +144,13 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' 
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND status = 'processing' AND claim_token IS NOT DISTINCT FROM %(token)s;
 
+-- name: unrunnable_jobs
+-- Rows no worker will ever claim, for a human: none here, the CHECK on status and SMALLINT
+-- priority rule them out (the other dialects' types do not).
+SELECT id, queue, task, status, priority
+FROM batchq_job
+WHERE false;
+
 -- name: failed_jobs
 -- Jobs out of tries, for a human.
 SELECT id, queue, task, error_count, max_errors, last_error, created_at

@@ -122,6 +122,15 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' 
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = :id AND status = 'processing' AND claim_token IS :token;
 
+-- name: unrunnable_jobs
+-- Rows no worker will ever claim, for a human: a ready job whose priority (any type in SQLite)
+-- is not a whole number below 32768, where claims start walking the levels down. Reads the
+-- ready rows.
+SELECT id, queue, task, status, priority
+FROM batchq_job
+WHERE status = 'ready' AND (typeof(priority) <> 'integer' OR priority > 32767)
+ORDER BY id;
+
 -- name: failed_jobs
 -- Jobs out of tries, for a human.
 SELECT id, queue, task, error_count, max_errors, last_error, created_at

@@ -231,9 +231,12 @@ def gc_processing(ctx: click.Context, older_than: float, hook: str | None, as_js
     """
     hook_fn = load_trusted(hook) if hook else None
     report = gc.gc_processing(_queue(ctx), older_than)
-    jobs = [dict(job, state="requeued") for job in report.requeued] + [
-        dict(job, state="long_running") for job in report.long_running
-    ]
+    jobs = (
+        [dict(job, state="requeued") for job in report.requeued]
+        + [dict(job, state="long_running") for job in report.long_running]
+        + [dict(job, state="unhandled") for job in report.unhandled]
+        + [dict(job, state="unrunnable") for job in report.unrunnable]
+    )
     _report_found(jobs, hook_fn, as_json, lambda: _processing_report(report, older_than))
 
 
@@ -377,18 +380,33 @@ def _processing_report(report: gc.ProcessingReport, older_than: float) -> str:
         parts.append(f"{_jobs(len(report.requeued))} of dead workers put back")
     if report.long_running:
         parts.append(f"{_jobs(len(report.long_running))} running longer than {_age(older_than)}")
+    if report.unhandled:
+        parts.append(f"{_jobs(len(report.unhandled))} that could not be put back")
+    if report.unrunnable:
+        parts.append(f"{_jobs(len(report.unrunnable))} no worker will claim")
     lines = ["batchq gc-processing: " + ", ".join(parts)]
     for job in report.requeued:
         outcome = "failed (out of tries)" if job.get("failed") else "put back"
+        no_token = "; it had no claim token" if job["claim_token"] is None else ""
         lines.append(
             f"  {outcome:<22}#{job['id']} {job['queue']} {job['task']}: worker "
-            f"{job['locked_by']} is gone (ran {_age(job['age_seconds'])})"
+            f"{_owner(job)} is gone (ran {_age(job['age_seconds'])}){no_token}"
         )
     for job in report.long_running:
         lines.append(
             f"  {'still running':<22}#{job['id']} {job['queue']} {job['task']}: worker "
-            f"{job['locked_by']} {'is alive' if job['worker_alive'] else 'cannot be checked'},"
+            f"{_owner(job)} {'is alive' if job['worker_alive'] else 'cannot be checked'},"
             f" running for {_age(job['age_seconds'])}"
+        )
+    for job in report.unhandled:
+        lines.append(
+            f"  {'not put back':<22}#{job['id']} {job['queue']} {job['task']}: worker "
+            f"{_owner(job)} is gone; {job['error']}"
+        )
+    for job in report.unrunnable:
+        lines.append(
+            f"  {'never claimed':<22}#{job['id']} {job['queue']} {job['task']}: status "
+            f"{job['status']!r}, priority {job['priority']!r} (fix or delete the row)"
         )
     return "\n".join(lines)
 
@@ -396,6 +414,10 @@ def _processing_report(report: gc.ProcessingReport, older_than: float) -> str:
 def _requeued(job: dict[str, Any]) -> dict[str, Any]:
     """A failed job as it is after --requeue: ready, with a fresh count (and the old one kept)."""
     return {**job, "status": "ready", "error_count": 0, "error_count_before": job["error_count"]}
+
+
+def _owner(job: dict[str, Any]) -> str:
+    return job["locked_by"] or "(none recorded)"
 
 
 def _failed_report(jobs: list[dict[str, Any]], action: str | None) -> str:
@@ -418,7 +440,9 @@ def _jobs(n: int) -> str:
     return f"{n} job" if n == 1 else f"{n} jobs"
 
 
-def _age(seconds: float) -> str:
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "an unknown time"  # processing_at NULL or infinite: a row written by hand
     seconds = int(float(seconds))
     if seconds < 60:
         return f"{seconds}s"

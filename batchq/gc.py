@@ -6,7 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
 
-from .backends import Row
+from .backends import Row, stored_count
+from .errors import BackendError, BackendUnavailable
 from .queue import Queue
 
 DEFAULT_OLDER_THAN_SECONDS = 3600.0
@@ -16,17 +17,23 @@ DEFAULT_OLDER_THAN_SECONDS = 3600.0
 class ProcessingReport:
     requeued: list[Row] = field(default_factory=list)  # their worker is gone: put back
     long_running: list[Row] = field(default_factory=list)  # worker alive, over the threshold
+    # Rows the sweep could not put back (job["error"] says why): for a human; the sweep goes on.
+    unhandled: list[Row] = field(default_factory=list)
+    # Rows written by hand that no worker will ever claim (odd status or priority): for a human.
+    unrunnable: list[Row] = field(default_factory=list)
 
     @property
     def found_something(self) -> bool:
-        return bool(self.requeued or self.long_running)
+        return bool(self.requeued or self.long_running or self.unhandled or self.unrunnable)
 
 
 def gc_processing(queue: Queue, older_than: float = DEFAULT_OLDER_THAN_SECONDS) -> ProcessingReport:
     """Put back jobs whose worker is gone; report, never steal, long runners of live workers.
 
     A worker is gone when its liveness lock is free (MySQL GET_LOCK, PostgreSQL
-    advisory lock) or its process no longer exists (SQLite, same host).
+    advisory lock) or its process no longer exists (SQLite, same host). A row written by hand
+    (no owner, no claim token, no processing_at, a count at its column's top) is handled like
+    the others; a row that still cannot be put back is reported, and the sweep goes on.
     """
     backend = queue.backend
     report = ProcessingReport()
@@ -37,15 +44,29 @@ def gc_processing(queue: Queue, older_than: float = DEFAULT_OLDER_THAN_SECONDS) 
             alive[owner] = backend.is_alive(owner) if owner else False
         job["worker_alive"] = alive[owner]
         if alive[owner] is False:
-            error = f"worker {owner} died while running the job; put back by gc-processing"
-            params = {"id": job["id"], "token": job["claim_token"], "error": error}
-            # The token fences the race with the worker's own finish and with a second sweep.
-            if backend.retrying(partial(backend.execute, "requeue_abandoned", params)) == 1:
-                job["failed"] = int(job["error_count"]) + 1 >= int(job["max_errors"])
-                report.requeued.append(job)
-        elif float(job["age_seconds"]) >= older_than:
-            report.long_running.append(job)
+            _requeue(queue, job, report)
+        elif job["age_seconds"] is None or float(job["age_seconds"]) >= older_than:
+            report.long_running.append(job)  # an unknown age (processing_at NULL) is reported too
+    report.unrunnable = backend.fetchall("unrunnable_jobs")
     return report
+
+
+def _requeue(queue: Queue, job: Row, report: ProcessingReport) -> None:
+    """Put back one job of a dead worker; a statement that fails for this row is reported."""
+    backend = queue.backend
+    owner = job["locked_by"] or "(none recorded)"
+    error = f"worker {owner} died while running the job; put back by gc-processing"
+    params = {"id": job["id"], "token": job["claim_token"], "error": error}
+    try:
+        # The token fences the race with the worker's own finish and with a second sweep.
+        if backend.retrying(partial(backend.execute, "requeue_abandoned", params)) == 1:
+            job["failed"] = stored_count(job["error_count"]) + 1 >= stored_count(job["max_errors"])
+            report.requeued.append(job)
+    except BackendUnavailable:
+        raise
+    except BackendError as exc:
+        job["error"] = str(exc)
+        report.unhandled.append(job)
 
 
 def gc_error(

@@ -14,6 +14,7 @@ any process reads on its own schedule. They share only the database and the URL.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -187,6 +188,9 @@ class MessageQueue(BackendHandle):
         _check_sizes(rows, backend.payload_limit())
         if conn is not None:
             backend.check_connection(conn)
+        # Measured as sent (MySQL: max_allowed_packet) before the counter or any message is.
+        backend.check_statement_sizes("mq_send", rows, conn)
+        if conn is not None:
             return self._insert(queue, rows, conn)
 
         def insert() -> list[int]:
@@ -248,7 +252,14 @@ class MessageQueue(BackendHandle):
         if isinstance(qty, bool) or not isinstance(qty, int) or not 1 <= qty <= MAX_QTY:
             raise ConfigError(f"bad qty {qty!r}: use a whole number from 1 to {MAX_QTY}")
         filter_text = None if where is None else _filter_text(where)
-        return {"queue": queue, "qty": qty, "where": filter_text, **_interval("vt", parse_duration(vt, "vt"))}
+        paths = None if where is None else json.dumps(_filter_paths(where))
+        return {
+            "queue": queue,
+            "qty": qty,
+            "where": filter_text,
+            "where_paths": paths,  # MySQL: see mq_read
+            **_interval("vt", parse_duration(vt, "vt")),
+        }
 
     def _read_once(self, params: dict[str, Any]) -> list[Message]:
         backend = self.backend
@@ -420,20 +431,14 @@ def _json_text(value: Any, what: str) -> str:
 
 
 def _check_sizes(rows: list[dict[str, Any]], limit: int) -> None:
-    """Refuse a message the server would reject (MySQL: max_allowed_packet) before sending it."""
+    """Refuse a message larger than batchq stores, before sending anything."""
     for row in rows:
-        text = row["message"]
-        if len(text) > limit // 4 and _wire_size(text) + len(row["headers"] or "") > limit:
+        size = len(row["message"].encode("utf-8"))
+        if size > limit:
             raise PayloadError(
-                f"message is {len(text.encode('utf-8')):,} bytes of JSON, more than this database "
-                f"accepts ({limit:,} bytes): store large data elsewhere and send a reference to it"
+                f"message is {size:,} bytes of JSON, more than this database accepts "
+                f"({limit:,} bytes): store large data elsewhere and send a reference to it"
             )
-
-
-def _wire_size(text: str) -> int:
-    """Bytes once the driver escapes the text into the statement (quotes and backslashes doubled)."""
-    data = text.encode("utf-8")
-    return len(data) + sum(data.count(c) for c in (b"\0", b"\n", b"\r", b"\\", b"'", b'"', b"\x1a"))
 
 
 def _filter_text(where: Mapping[str, Any]) -> str:
@@ -442,6 +447,15 @@ def _filter_text(where: Mapping[str, Any]) -> str:
         raise ConfigError(f"bad where {where!r}: use a dict, as in where={{'kind': 'mail'}}")
     _check_filter(where)
     return _json_text(dict(where), "where")
+
+
+def _filter_paths(node: Mapping[str, Any], path: str = "$") -> list[str]:
+    """The JSON path of every node of a filter, the root first (keys hold no quote or backslash)."""
+    paths = [path]
+    for key, value in node.items():
+        child = f'{path}."{key}"'
+        paths.extend(_filter_paths(value, child) if isinstance(value, Mapping) else [child])
+    return paths
 
 
 def _check_filter(node: Mapping[str, Any]) -> None:

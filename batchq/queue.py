@@ -135,8 +135,9 @@ class Queue(BackendHandle):
         return {**template, "payload": data}
 
     def _check_size(self, data: bytes) -> None:
+        """The column's limit; MySQL also measures the statement as sent (max_allowed_packet)."""
         limit = self.backend.payload_limit()
-        if len(data) > limit // 2 and _escaped_size(data) > limit:
+        if len(data) > limit:
             raise PayloadError(
                 f"payload is {len(data):,} bytes, more than this database accepts "
                 f"({limit:,} bytes): store large data elsewhere and enqueue a reference to it"
@@ -162,7 +163,8 @@ class Queue(BackendHandle):
                 stats.ready, stats.delayed = due, jobs - due
             elif row["status"] == "processing":
                 stats.processing = jobs
-                stats.oldest_processing_seconds = float(row["oldest_seconds"])
+                oldest = row["oldest_seconds"]  # NULL when no processing_at is known
+                stats.oldest_processing_seconds = None if oldest is None else float(oldest)
             else:
                 stats.failed = jobs
         for name in self.paused_queues():
@@ -193,8 +195,3 @@ def _check_int(name: str, value: Any, bounds: tuple[int, int]) -> None:
     low, high = bounds
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(f"bad {name} {value!r}: use a whole number from {low} to {high}")
-
-
-def _escaped_size(data: bytes) -> int:
-    """Bytes on the wire once the driver escapes the payload into the statement."""
-    return len(data) + sum(data.count(c) for c in (b"\0", b"\n", b"\r", b"\\", b"'", b'"', b"\x1a"))

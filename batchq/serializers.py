@@ -65,7 +65,7 @@ def loads(data: bytes | None, serializer: str, secret: bytes | None) -> Any:
         except (UnicodeDecodeError, ValueError) as exc:
             raise PayloadError(f"stored payload is not valid JSON: {exc}") from None
         except RecursionError:
-            raise PayloadError("stored payload is JSON nested too deeply to read back") from None
+            raise PayloadError("stored payload is not valid JSON: nested too deeply to read back") from None
     if serializer == "pickle":
         key = _require_secret(secret)
         signature, body = data[:_SIGNATURE_BYTES], data[_SIGNATURE_BYTES:]

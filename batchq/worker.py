@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import socket
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .backends import Backend, Row, batch_ids
+from .backends import Backend, Row, batch_ids, stored_count
 from .errors import BackendUnavailable
 from .queue import Queue
 from .serializers import loads
@@ -33,8 +34,17 @@ RECONNECT_ATTEMPTS = 8  # backoff 0.2s doubling, capped at 5s: about 16s for a s
 def retry_delay(
     error_count: int, base: float = BACKOFF_BASE_SECONDS, cap: float = BACKOFF_MAX_SECONDS
 ) -> float:
-    """Seconds before the next try after the ``error_count``-th failure: base * 2^(n-1), capped."""
-    return min(base * 2 ** max(error_count - 1, 0), cap)
+    """Seconds before the next try after the ``error_count``-th failure: base * 2^(n-1), capped.
+
+    error_count goes up to 65535 (and further in a row written by hand): the doublings past the
+    cap are never computed, so the power cannot overflow a float.
+    """
+    if base <= 0 or cap <= 0:
+        return max(min(base, cap), 0.0)
+    doublings = max(error_count - 1, 0)
+    if doublings >= math.log2(cap) - math.log2(base):
+        return cap
+    return min(math.ldexp(base, doublings), cap)
 
 
 def worker_name() -> str:
@@ -187,7 +197,7 @@ class Worker:
             self._stale(len(done) - matched, done)
 
     def _record_error(self, job: Row, error: str) -> None:
-        delay = retry_delay(int(job["error_count"]) + 1, self.options.backoff_base)
+        delay = retry_delay(stored_count(job["error_count"]) + 1, self.options.backoff_base)
         params = {
             "id": job["id"],
             "token": job["claim_token"],

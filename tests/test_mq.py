@@ -320,7 +320,14 @@ def test_read_locks_only_the_rows_it_returns(backend_name: str, db_url: str, mq:
     """A reader's open transaction holds exactly its rows: qty and the filter limit the locks."""
     sent = mq.send_batch(Q, [{"kind": "sms"}, {"kind": "mail"}, {"kind": "sms"}, {"kind": "mail"}])
     holder = create_backend(db_url)
-    params = {"queue": Q, "qty": 1, "where": json.dumps({"kind": "mail"}), "vt_us": 0, "vt_seconds": 0.0}
+    params = {
+        "queue": Q,
+        "qty": 1,
+        "where": json.dumps({"kind": "mail"}),
+        "where_paths": json.dumps(["$", '$."kind"']),
+        "vt_us": 0,
+        "vt_seconds": 0.0,
+    }
     try:
         with holder.transaction():
             locked = holder.fetchall("mq_read", params)
@@ -342,7 +349,15 @@ def test_read_plan_walks_the_read_index(backend_name: str, mq: MessageQueue) -> 
     mq.read(Q, vt=30, qty=50)  # some held rows at the head
     backend = mq.backend
     _raw(backend, "ANALYZE" if backend_name != "mysql" else "ANALYZE TABLE batchq_message", {})
-    params = {"queue": Q, "qty": 5, "where": None, "vt_us": 0, "vt_modifier": "+0 seconds", "vt_seconds": 0.0}
+    params = {
+        "queue": Q,
+        "qty": 5,
+        "where": None,
+        "where_paths": None,
+        "vt_us": 0,
+        "vt_modifier": "+0 seconds",
+        "vt_seconds": 0.0,
+    }
     if backend_name == "sqlite":
         plan = " ".join(
             str(row) for row in _raw(backend, "EXPLAIN QUERY PLAN " + backend.sql("mq_read"), params)

@@ -8,6 +8,7 @@ translate driver errors.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import threading
@@ -27,6 +28,7 @@ T = TypeVar("T")
 
 
 PRIORITY_CEILING = 32768  # above every SMALLINT priority
+MIGRATION_LOCK_WAIT_SECONDS = 60  # as in MySQL's migration_lock (PostgreSQL waits for its turn)
 
 
 class TransientError(BackendError):
@@ -288,8 +290,13 @@ class Backend(ABC):
         return f"{self.dialect} {self.url}"
 
     def payload_limit(self) -> int:
-        """The largest payload, in bytes, the table and the server accept."""
+        """The largest payload, in bytes, the table accepts (known without connecting)."""
         return 16 * 1024 * 1024 - 1
+
+    def check_statement_sizes(self, name: str, rows: Sequence[Any], conn: Any = None) -> None:
+        """Raise PayloadError, sending nothing, if a row's statement is more than the server
+        accepts. Only MySQL needs it: the others bind values apart from the statement, and
+        payload_limit() is already under their limits."""
 
     # -- schema -----------------------------------------------------------------
 
@@ -305,18 +312,40 @@ class Backend(ABC):
         """Leave a failed statement's transaction state behind (PostgreSQL needs it)."""
 
     def migrate(self) -> list[str]:
-        """Apply pending migrations; return the names applied. Idempotent."""
-        current = self.schema_version()
-        applied = []
-        for version, name, statements in load_migrations(self.dialect):
-            if version <= current:
-                continue
-            with self.errors(), self._cursor() as cur:
-                for statement in statements:
-                    cur.execute(statement)
-            self.execute("schema_version_set", {"version": version})
-            applied.append(name)
+        """Apply pending migrations; return the names applied. Idempotent, and safe when several
+        processes run it at once on one database: one migrates while the others wait for it,
+        then find nothing to do (concurrent CREATEs on PostgreSQL could fail with 23505)."""
+        with self._migration_lock():
+            current = self.schema_version()
+            applied = []
+            for version, name, statements in load_migrations(self.dialect):
+                if version <= current:
+                    continue
+                with self.errors(), self._cursor() as cur:
+                    for statement in statements:
+                        cur.execute(statement)
+                self.execute("schema_version_set", {"version": version})
+                applied.append(name)
         return applied
+
+    @contextmanager
+    def _migration_lock(self) -> Iterator[None]:
+        """A lock on this database's migrations for the session (MySQL GET_LOCK, PostgreSQL
+        advisory lock), released after, or by the server if the session dies."""
+        params = {"name": migration_lock_name(self.url.database)}
+        row = self.fetchone("migration_lock", params)
+        if not row or not row["acquired"]:
+            raise BackendError(
+                f"another batchq init-db has been migrating {self.url} for over "
+                f"{MIGRATION_LOCK_WAIT_SECONDS}s: try again once it is done"
+            )
+        try:
+            yield
+        finally:
+            try:
+                self.fetchone("migration_unlock", params)
+            except BackendError:
+                pass  # a lost session has released it already
 
 
 class BackendHandle:
@@ -355,6 +384,22 @@ def batch_ids(ids: Sequence[int]) -> dict[str, Any]:
 def in_claim_order(rows: list[Row]) -> list[Row]:
     """RETURNING gives no order: put a batch back in the claim index's order."""
     return sorted(rows, key=lambda row: (-row["priority"], row["run_at"], row["id"]))
+
+
+def migration_lock_name(database: str) -> str:
+    """The migration lock of one database (MySQL's named locks are server-wide: at most 64
+    characters)."""
+    name = f"batchq:migrate:{database}"
+    return name if len(name) <= 64 else "batchq:migrate:" + hashlib.sha1(database.encode()).hexdigest()
+
+
+def stored_count(value: Any) -> int:
+    """A count read from a row as an int, 0 if it is none: SQLite lets a row written by hand
+    hold any type in any column, and a worker or sweep must not fail on it."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0
 
 
 def create_backend(url: str | DatabaseURL) -> Backend:

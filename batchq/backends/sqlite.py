@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,10 @@ class SQLiteBackend(Backend):
             _make_parent(path, self.url)
         # isolation_level=None: autocommit; transactions are explicit BEGIN IMMEDIATE.
         conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        # SQLite stores any bytes in a TEXT column: a row written by hand that is not UTF-8 must
+        # read as text with U+FFFD (its job then fails with the reason), never fail the claim or
+        # the sweep that reads it. Payloads are read as BLOBs (CAST in the claim).
+        conn.text_factory = _lenient_text
         conn.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
@@ -55,6 +61,13 @@ class SQLiteBackend(Backend):
         # Take the write lock up front: a deferred transaction that later writes can
         # fail with SQLITE_BUSY_SNAPSHOT in WAL mode without waiting.
         self.conn.execute("BEGIN IMMEDIATE")
+
+    @contextmanager
+    def _migration_lock(self) -> Iterator[None]:
+        """The whole migration in one BEGIN IMMEDIATE transaction: concurrent init-db wait on
+        the write lock, and a migration that fails leaves nothing half done."""
+        with self.transaction():
+            yield
 
     def _claim_at(self, queue: str, priority: int, worker: str, token: str, limit: int) -> list[Row]:
         params = {"queue": queue, "priority": priority, "worker": worker, "token": token, "limit": limit}
@@ -86,3 +99,7 @@ class SQLiteBackend(Backend):
     def describe(self) -> str:
         claim = "BEGIN IMMEDIATE + UPDATE ... RETURNING"
         return f"SQLite {sqlite3.sqlite_version} at {self.url}; claims with {claim}"
+
+
+def _lenient_text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")

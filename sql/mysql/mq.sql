@@ -58,18 +58,24 @@ VALUES (%(queue)s, UTC_TIMESTAMP(6) + INTERVAL %(delay_us)s MICROSECOND, 0, UTC_
 -- so LIMIT stops the scan: under READ COMMITTED InnoDB releases at once any row that fails
 -- the WHERE, so the transaction keeps locks only on the rows it returns. FORCE INDEX: a
 -- filesort plan would lock every visible row before the LIMIT. Returns the values
--- mq_read_mark will write.
+-- mq_read_mark will write. JSON_CONTAINS also finds a filter's value inside an array of the
+-- message ({"k": 1} in {"k": [1, 2]}), which PostgreSQL's @> and SQLite's filter do not: so no
+-- node of the filter (where_paths: the path of each, the root first) may be an array in the
+-- message.
 SELECT id AS msg_id, read_ct + 1 AS read_ct, enqueued_at,
        UTC_TIMESTAMP(6) + INTERVAL %(vt_us)s MICROSECOND AS vt, message, headers
 FROM batchq_message FORCE INDEX (PRIMARY)
 WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
-  AND (%(where)s IS NULL OR JSON_CONTAINS(message, %(where)s))
+  AND (%(where)s IS NULL OR (JSON_CONTAINS(message, %(where)s) AND NOT EXISTS (
+      SELECT 1 FROM JSON_TABLE(%(where_paths)s, '$[*]' COLUMNS (path VARCHAR(4096) PATH '$')) AS f
+      WHERE JSON_TYPE(JSON_EXTRACT(message, f.path)) = 'ARRAY')))
 ORDER BY id
 LIMIT %(qty)s
 FOR UPDATE SKIP LOCKED;
 
 -- name: mq_read_no_skip
 -- mq_read for servers without SKIP LOCKED (MySQL < 8.0.1, MariaDB < 10.6): correct, but readers wait for each other.
+-- Those servers lack JSON_TABLE too, so here a filter's scalar also matches inside an array.
 SELECT id AS msg_id, read_ct + 1 AS read_ct, enqueued_at,
        UTC_TIMESTAMP(6) + INTERVAL %(vt_us)s MICROSECOND AS vt, message, headers
 FROM batchq_message FORCE INDEX (PRIMARY)

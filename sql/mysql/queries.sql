@@ -6,6 +6,14 @@
 -- The highest migration applied.
 SELECT MAX(version) AS version FROM batchq_schema;
 
+-- name: migration_lock
+-- init-db: one migrating session per database at a time; 1 when taken, 0 after 60 s of waiting.
+SELECT GET_LOCK(%(name)s, 60) AS acquired;
+
+-- name: migration_unlock
+-- init-db is done: let the next one in.
+SELECT RELEASE_LOCK(%(name)s) AS released;
+
 -- name: schema_version_set
 -- Record a migration as applied (a concurrent init-db may have done it already).
 INSERT IGNORE INTO batchq_schema (version, applied_at) VALUES (%(version)s, UTC_TIMESTAMP(6));
@@ -13,6 +21,10 @@ INSERT IGNORE INTO batchq_schema (version, applied_at) VALUES (%(version)s, UTC_
 -- name: server_info
 -- Version and packet limit, read once at connect.
 SELECT VERSION() AS version, @@max_allowed_packet AS max_allowed_packet;
+
+-- name: max_allowed_packet
+-- The packet limit of a connection batchq was given (enqueue(conn=...)), asked on that session.
+SELECT @@max_allowed_packet AS max_allowed_packet;
 
 -- name: enqueue
 -- One job; run_at is now plus the delay on the server's clock.
@@ -101,11 +113,12 @@ UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE claim_token = %(token)s AND id IN %(ids)s;
 -- name: job_error
--- Failure: count it; retry after the backoff, or fail for good once out of tries.
+-- Failure: count it (up to 65535, the column's top); retry after the backoff, or fail for good
+-- once out of tries.
 -- status is assigned first: MySQL evaluates SET left to right with updated values.
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
-    error_count = error_count + 1,
+    error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = %(error)s,
     run_at = UTC_TIMESTAMP(6) + INTERVAL %(delay_us)s MICROSECOND,
     processing_at = NULL, locked_by = NULL, claim_token = NULL
@@ -139,13 +152,23 @@ ORDER BY processing_at, id;
 
 -- name: requeue_abandoned
 -- A dead worker's job goes back at once, counted as an error (a poison job ends failed).
+-- The count stops at 65535, the column's top, and the token compares NULL-safely: a row
+-- written by hand with either is put back like any other, never stuck.
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
-    error_count = error_count + 1,
+    error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = %(error)s,
     run_at = UTC_TIMESTAMP(6),
     processing_at = NULL, locked_by = NULL, claim_token = NULL
-WHERE id = %(id)s AND status = 'processing' AND claim_token = %(token)s;
+WHERE id = %(id)s AND status = 'processing' AND claim_token <=> %(token)s;
+
+-- name: unrunnable_jobs
+-- Rows no worker will ever claim, for a human: a status outside the ENUM (stored as '' by a
+-- session without strict mode). SMALLINT keeps every priority claimable. Walks batchq_job_status.
+SELECT id, queue, task, status, priority
+FROM batchq_job
+WHERE status NOT IN ('ready', 'processing', 'failed')
+ORDER BY id;
 
 -- name: failed_jobs
 -- Jobs out of tries, for a human.

@@ -38,7 +38,9 @@ WHERE id = (
     ORDER BY run_at, id
     LIMIT 1
 )
-RETURNING id, queue, task, payload, serializer, error_count, max_errors;
+-- The payload as bytes whatever its storage class: a TEXT payload that is not UTF-8
+-- (written by hand) would fail the whole claim when decoded.
+RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, error_count, max_errors;
 
 
 -- name: claim_batch
@@ -54,7 +56,9 @@ WHERE id IN (
     ORDER BY run_at, id
     LIMIT :limit
 )
-RETURNING id, queue, task, payload, serializer, error_count, max_errors, priority, run_at;
+-- The payload as bytes whatever its storage class: a TEXT payload that is not UTF-8
+-- (written by hand) would fail the whole claim when decoded.
+RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, error_count, max_errors, priority, run_at;
 -- name: job_delete
 -- Success: the job is done. Zero rows when a sweep took the job back meanwhile.
 DELETE FROM batchq_job WHERE id = :id AND claim_token = :token;
@@ -70,10 +74,11 @@ UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE claim_token = :token AND id IN (SELECT value FROM json_each(:ids_json));
 -- name: job_error
--- Failure: count it; retry after the backoff, or fail for good once out of tries.
+-- Failure: count it (up to 65535, the column's top); retry after the backoff, or fail for good
+-- once out of tries.
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
-    error_count = error_count + 1,
+    error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = :error,
     run_at = strftime('%Y-%m-%d %H:%M:%f', 'now', :delay_modifier),
     processing_at = NULL, locked_by = NULL, claim_token = NULL
@@ -107,13 +112,24 @@ ORDER BY processing_at, id;
 
 -- name: requeue_abandoned
 -- A dead worker's job goes back at once, counted as an error (a poison job ends failed).
+-- The count stops at 65535, the column's top, and the token compares NULL-safely: a row
+-- written by hand with either is put back like any other, never stuck.
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
-    error_count = error_count + 1,
+    error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = :error,
     run_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
     processing_at = NULL, locked_by = NULL, claim_token = NULL
-WHERE id = :id AND status = 'processing' AND claim_token = :token;
+WHERE id = :id AND status = 'processing' AND claim_token IS :token;
+
+-- name: unrunnable_jobs
+-- Rows no worker will ever claim, for a human: a ready job whose priority (any type in SQLite)
+-- is not a whole number below 32768, where claims start walking the levels down. Reads the
+-- ready rows.
+SELECT id, queue, task, status, priority
+FROM batchq_job
+WHERE status = 'ready' AND (typeof(priority) <> 'integer' OR priority > 32767)
+ORDER BY id;
 
 -- name: failed_jobs
 -- Jobs out of tries, for a human.

@@ -293,12 +293,16 @@ def server_queue(server_url: str) -> Iterator[Queue]:
 def _kill_session_running(dialect: str, statement_prefix: str) -> None:
     """Wait for a worker's session to block in a statement starting so, and kill that session."""
     if dialect == "mysql":
-        find = "SELECT id FROM information_schema.processlist WHERE id <> CONNECTION_ID() AND info LIKE %s"
+        # Only this test database's sessions: other suites may share the server.
+        find = (
+            "SELECT id FROM information_schema.processlist WHERE id <> CONNECTION_ID() "
+            "AND db = DATABASE() AND info LIKE %s"
+        )
         kill = "KILL CONNECTION %s"
     else:
         find = (
             "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state = 'active' "
-            "AND query LIKE %s"
+            "AND datname = current_database() AND query LIKE %s"
         )
         kill = "SELECT pg_terminate_backend(%s)"
     monitor = _fresh_admin(dialect)

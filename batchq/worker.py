@@ -37,8 +37,10 @@ def retry_delay(
 
 
 def worker_name() -> str:
-    """What a claim writes into locked_by: host:pid."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """What a claim writes into locked_by, and what the liveness lock is named after:
+    host:pid:random. The random part tells apart processes that share a host name and a pid
+    (containers with the same hostname, each running batchq as PID 1)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
 
 
 @dataclass

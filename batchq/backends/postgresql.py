@@ -169,7 +169,7 @@ class PostgreSQLBackend(Backend):
 
 
 def liveness_key(worker: str) -> int:
-    """The advisory lock key of a worker: the first 64 bits of sha1("batchq:" + host:pid).
+    """The advisory lock key of a worker: the first 64 bits of sha1("batchq:" + worker name).
 
     The one-bigint form (objsubid 1 in pg_locks) rather than (namespace int4, hash int4): with a
     32-bit hash, two of 1,000 live workers would share a key about once in 10,000 fleets (and a

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sqlite3
 from pathlib import Path
@@ -58,8 +59,8 @@ class SQLiteBackend(Backend):
         """Nothing to hold: a SQLite worker is alive while its process is."""
 
     def is_alive(self, worker: str) -> bool | None:
-        host, _, pid = worker.rpartition(":")
-        if host != socket.gethostname() or not pid.isdigit():
+        host, pid = worker_host_and_pid(worker)
+        if host != socket.gethostname() or pid is None:
             return None  # another host's process: cannot be told from here
         try:
             os.kill(int(pid), 0)
@@ -76,3 +77,14 @@ class SQLiteBackend(Backend):
     def describe(self) -> str:
         claim = "BEGIN IMMEDIATE + UPDATE ... RETURNING"
         return f"SQLite {sqlite3.sqlite_version} at {self.url}; claims with {claim}"
+
+
+_WORKER_NAME = re.compile(r"(?P<host>.*?):(?P<pid>[0-9]+)(?::[0-9a-f]{8})?")
+
+
+def worker_host_and_pid(worker: str) -> tuple[str, int | None]:
+    """Host and pid of a worker name: host:pid:random, or host:pid as older versions wrote."""
+    match = _WORKER_NAME.fullmatch(worker)
+    if match is None:
+        return "", None
+    return match["host"], int(match["pid"])

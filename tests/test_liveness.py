@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import batchq_env, job_rows, ledger
+from conftest import (
+    batchq_env,
+    create_database,
+    job_rows,
+    ledger,
+    prepare_database,
+    run_batchq,
+    start_batchq,
+    wait_for,
+)
+from harness import FIGURES, Figures, account
+from servers import PrivateMariaDB, PrivatePostgreSQL
+from tcp_proxy import TcpProxy
 
 from batchq import Queue
+from batchq.backends import create_backend
 from batchq.backends.sqlite import worker_host_and_pid
+from batchq.config import parse_url
+from batchq.gc import gc_processing
 from batchq.worker import worker_name
 
 # `batchq` in a process that believes it is PID 1 on host "box", as in a container.
@@ -57,5 +78,185 @@ def test_two_containers_with_one_hostname_each_running_batchq_as_pid_1(
     results = [worker.communicate(timeout=60) for worker in workers]
     assert [worker.returncode for worker in workers] == [0, 0], results
     assert ledger(queue) == list(range(8))
+    assert job_rows(queue) == []
+    queue.close()
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+TASK_MODULES = "jobs,liveness_jobs"
+LONG_JOB = "liveness_jobs:record_then_sleep"
+
+
+class SweepLoop:
+    """`gc-processing` every 0.2 s on a connection of its own, as an eager cron would run it."""
+
+    def __init__(self, url: str, ghost_after: float | None = None) -> None:
+        self.url, self.ghost_after = url, ghost_after
+        self.requeued: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sweep, daemon=True)
+
+    def __enter__(self) -> SweepLoop:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sweep(self) -> None:
+        queue = Queue(self.url)
+        try:
+            while not self._stop.wait(0.2):
+                self.requeued += gc_processing(queue, ghost_after=self.ghost_after).requeued
+        finally:
+            queue.close()
+
+
+def _start_worker(url: str, *args: str, **env: str) -> subprocess.Popen[str]:
+    return start_batchq(url, "-v", "run", *args, BATCHQ_TASK_MODULES=TASK_MODULES, **env)
+
+
+def _fresh_look(url: str) -> tuple[list[int], list[dict[str, Any]]]:
+    """The ledger and the job rows, on a new connection (an idle one may have been cut)."""
+    queue = Queue(url)
+    try:
+        return ledger(queue), job_rows(queue)
+    finally:
+        queue.close()
+
+
+# -- item 4: idle timeouts -------------------------------------------------------------------
+
+
+@pytest.fixture
+def short_idle_server(server_name: str, tmp_path: Path) -> Iterator[str]:
+    """A private server that ends any session idle for 1 s (as managed servers do, in minutes).
+
+    Private, because the setting is server-wide. Yields a prepared database URL.
+    """
+    server = PrivateMariaDB(tmp_path / "mariadb") if server_name == "mysql" else PrivatePostgreSQL()
+    server.start()
+    try:
+        url = server.url.rsplit("/", 1)[0] + "/batchq_idle"
+        create_database(url)
+        prepare_database(server_name, url)
+        admin = create_backend(url)
+        with admin.errors():
+            cur = admin.conn.cursor()
+            if server_name == "mysql":
+                cur.execute("SET GLOBAL wait_timeout = 1")
+            else:
+                cur.execute("ALTER SYSTEM SET idle_session_timeout = '1s'")
+                cur.execute("SELECT pg_reload_conf()")
+        admin.close()
+        yield url
+    finally:
+        server.stop()
+        server.remove()
+
+
+def test_a_job_longer_than_the_server_idle_timeout_runs_once(
+    server_name: str, short_idle_server: str
+) -> None:
+    url = short_idle_server
+    queue = Queue(url, task_modules=["liveness_jobs"])
+    queue.enqueue(LONG_JOB, {"n": 0, "sleep": 2.5}, max_errors=3)
+    queue.close()
+    # The heartbeat is off: the session's own idle limit, raised by the worker, must hold.
+    with SweepLoop(url) as sweeps:
+        worker = _start_worker(url, "--heartbeat", "0", "--backoff", "0.1s", "--wait", "2s")
+        out, err = worker.communicate(timeout=60)
+    seen, rows = _fresh_look(url)
+    figures = Figures(server_name, "idle timeout 1s, a 2.5s job", 1, 1)
+    figures.lost, figures.duplicates = len({0} - set(seen)), len(seen) - len(set(seen))
+    FIGURES.append(figures)
+    assert worker.returncode == 0, err
+    assert sweeps.requeued == []
+    assert seen == [0]  # ran once
+    assert rows == []
+
+
+@pytest.mark.parametrize(("heartbeat", "cut"), [("0.3s", False), ("0", True)])
+def test_the_heartbeat_outlives_a_proxy_idle_timeout(
+    server_name: str, server_url: str, heartbeat: str, cut: bool
+) -> None:
+    """A load balancer that closes connections idle for 1 s: no session setting helps there."""
+    queue = Queue(server_url, task_modules=["liveness_jobs"])
+    queue.enqueue(LONG_JOB, {"n": 0, "sleep": 3}, max_errors=2)
+    with TcpProxy(_port(server_url), idle_cut=1.0) as proxy, SweepLoop(server_url) as sweeps:
+        worker = _start_worker(
+            proxy.url_for(server_url),
+            *("--heartbeat", heartbeat, "--backoff", "0.1s", "--wait", "1s", "--poll-interval", "0.2s"),
+            LEDGER_URL=server_url,
+        )
+        out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0, err
+    if cut:  # the control: without a heartbeat the job's session is cut and the job runs again
+        assert sweeps.requeued and len(ledger(queue)) > 1
+        return
+    row = account(queue, 1, Figures(server_name, "proxy idle cut 1s, heartbeat 0.3s, 3s job", 1, 1))
+    assert sweeps.requeued == []
+    assert (row.lost, row.duplicates) == (0, 0)
+    assert job_rows(queue) == []
+    queue.close()
+
+
+def _port(url: str) -> int:
+    return int(parse_url(url).port or {"mysql": 3306, "postgresql": 5432}[parse_url(url).dialect])
+
+
+# -- item 5: ghost sessions ------------------------------------------------------------------
+
+
+def test_a_worker_ends_its_ghost_session_and_finishes_its_job(server_name: str, server_url: str) -> None:
+    queue = Queue(server_url, task_modules=["liveness_jobs"])
+    queue.enqueue(LONG_JOB, {"n": 0, "sleep": 3})
+    with TcpProxy(_port(server_url)) as proxy, SweepLoop(server_url) as sweeps:
+        worker = _start_worker(proxy.url_for(server_url), "--heartbeat", "0.3s", LEDGER_URL=server_url)
+        wait_for(lambda: ledger(queue) == [0])  # the job runs
+        proxy.drop()  # the worker's connection is gone; the server keeps its session and lock
+        out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0, err
+    assert "previous database session" in err  # it ended its ghost to take its lock back
+    assert sweeps.requeued == []  # the lock was never free: the job was never taken back
+    row = account(queue, 1, Figures(server_name, "ghost session (connection dropped), worker lives", 1, 1))
+    assert (row.lost, row.duplicates) == (0, 0)
+    assert job_rows(queue) == []  # its finished job did not stay processing
+    queue.close()
+
+
+def test_gc_processing_puts_back_a_job_whose_worker_vanished_behind_a_ghost_session(
+    server_name: str, server_url: str, tmp_path: Path
+) -> None:
+    queue = Queue(server_url, task_modules=["liveness_jobs"])
+    hang_until = tmp_path / "go"
+    job_id = queue.enqueue(LONG_JOB, {"n": 0, "sleep": 60, "until": str(hang_until)})
+    with TcpProxy(_port(server_url)) as proxy:
+        worker = _start_worker(proxy.url_for(server_url), "--heartbeat", "0.3s", LEDGER_URL=server_url)
+        wait_for(lambda: ledger(queue) == [0])
+        # The worker's host goes away at the moment the middlebox forgets the connection.
+        worker.send_signal(signal.SIGSTOP)  # (frozen first, so that it cannot reconnect)
+        proxy.drop()
+        worker.kill()
+        worker.wait()
+        [owner] = [row["locked_by"] for row in job_rows(queue)]
+        assert queue.backend.is_alive(owner) is True  # to the server, the ghost holds the lock
+        assert gc_processing(queue).requeued == []  # without --ghost-after: taken for alive
+        time.sleep(2)  # the ghost sits idle; a live worker's heartbeat would have pinged
+        gc = run_batchq(server_url, "gc-processing", "--ghost-after", "1.5s")
+        assert gc.returncode == 3, gc.stderr
+        assert f"#{job_id}" in gc.stdout and "is gone" in gc.stdout
+        [row] = job_rows(queue)
+        assert (row["status"], row["error_count"]) == ("ready", 1)
+        assert "ghost session" in row["last_error"] and "ended" in row["last_error"]
+        wait_for(lambda: queue.backend.is_alive(owner) is False, timeout=5)  # the ghost was ended
+    hang_until.touch()
+    rerun = run_batchq(server_url, "run", BATCHQ_TASK_MODULES=TASK_MODULES)
+    assert rerun.returncode == 0, rerun.stderr
+    row = account(queue, 1, Figures(server_name, "ghost session, worker vanished", 1, 1, kills=1, bound=1))
+    assert row.lost == 0 and row.duplicates <= row.bound
     assert job_rows(queue) == []
     queue.close()

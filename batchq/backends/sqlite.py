@@ -17,6 +17,7 @@ MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING
 
 class SQLiteBackend(Backend):
     dialect = "sqlite"
+    has_sessions = False
 
     def _connect(self) -> Any:
         if sqlite3.sqlite_version_info < MIN_VERSION:
@@ -57,6 +58,12 @@ class SQLiteBackend(Backend):
 
     def _take_liveness(self, worker: str) -> None:
         """Nothing to hold: a SQLite worker is alive while its process is."""
+
+    def _keep_session_open(self) -> None:
+        """No server, no idle limit."""
+
+    def ghost_session(self, worker: str, idle_after: float) -> tuple[int, float] | None:
+        return None  # no sessions: a worker is its process
 
     def is_alive(self, worker: str) -> bool | None:
         host, pid = worker_host_and_pid(worker)

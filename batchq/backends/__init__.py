@@ -203,24 +203,29 @@ class Backend(ABC):
         if self._in_transaction:
             yield
             return
-        with self.session_lock:
+        self.session_lock.acquire()  # the whole transaction: a heartbeat ping waits for its end
+        try:
             with self.errors():
                 self._begin()
-            self._in_transaction = True
-            try:
-                yield
-                with self.errors():
-                    self._conn.commit()
-            except BaseException:
-                # Also after a failed COMMIT: never leave a transaction open on the connection.
-                if self._conn is not None:
-                    try:
-                        self._conn.rollback()
-                    except Exception:
-                        self._drop_connection()
-                raise
-            finally:
-                self._in_transaction = False
+        except BaseException:
+            self.session_lock.release()
+            raise
+        self._in_transaction = True
+        try:
+            yield
+            with self.errors():
+                self._conn.commit()
+        except BaseException:
+            # Also after a failed COMMIT: never leave a transaction open on the connection.
+            if self._conn is not None:
+                try:
+                    self._conn.rollback()
+                except Exception:
+                    self._drop_connection()
+            raise
+        finally:
+            self._in_transaction = False
+            self.session_lock.release()
 
     def _begin(self) -> None:
         self.conn.begin()

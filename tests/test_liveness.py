@@ -59,6 +59,7 @@ def test_worker_host_and_pid(name: str, expected: tuple[str, int | None]) -> Non
     assert worker_host_and_pid(name) == expected
 
 
+@pytest.mark.slow
 def test_two_containers_with_one_hostname_each_running_batchq_as_pid_1(
     server_name: str, server_url: str
 ) -> None:
@@ -158,6 +159,7 @@ def short_idle_server(server_name: str, tmp_path: Path) -> Iterator[str]:
         server.remove()
 
 
+@pytest.mark.slow
 def test_a_job_longer_than_the_server_idle_timeout_runs_once(
     server_name: str, short_idle_server: str
 ) -> None:
@@ -179,6 +181,7 @@ def test_a_job_longer_than_the_server_idle_timeout_runs_once(
     assert rows == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("heartbeat", "cut"), [("0.3s", False), ("0", True)])
 def test_the_heartbeat_outlives_a_proxy_idle_timeout(
     server_name: str, server_url: str, heartbeat: str, cut: bool
@@ -211,6 +214,7 @@ def _port(url: str) -> int:
 # -- item 5: ghost sessions ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_worker_ends_its_ghost_session_and_finishes_its_job(server_name: str, server_url: str) -> None:
     queue = Queue(server_url, task_modules=["liveness_jobs"])
     queue.enqueue(LONG_JOB, {"n": 0, "sleep": 3})
@@ -228,6 +232,7 @@ def test_a_worker_ends_its_ghost_session_and_finishes_its_job(server_name: str, 
     queue.close()
 
 
+@pytest.mark.slow
 def test_gc_processing_puts_back_a_job_whose_worker_vanished_behind_a_ghost_session(
     server_name: str, server_url: str, tmp_path: Path
 ) -> None:

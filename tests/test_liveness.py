@@ -7,7 +7,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +266,105 @@ def test_gc_processing_puts_back_a_job_whose_worker_vanished_behind_a_ghost_sess
     assert row.lost == 0 and row.duplicates <= row.bound
     assert job_rows(queue) == []
     queue.close()
+
+
+@pytest.mark.slow
+def test_gc_processing_sees_and_ends_ghosts_only_with_the_privileges_documented(
+    server_name: str, server_url: str, tmp_path: Path
+) -> None:
+    """Without PROCESS / pg_read_all_stats a ghost is taken for alive; without the right to
+    end it, its job is still put back and last_error says the session was left."""
+    queue = Queue(server_url, task_modules=["liveness_jobs"])
+    hang_until = tmp_path / "go"
+    queue.enqueue(LONG_JOB, {"n": 0, "sleep": 60, "until": str(hang_until)})
+    with TcpProxy(_port(server_url)) as proxy, _unprivileged_user(server_name, server_url) as (url, grant):
+        worker = _start_worker(proxy.url_for(server_url), "--heartbeat", "0.3s", LEDGER_URL=server_url)
+        wait_for(lambda: ledger(queue) == [0])
+        worker.send_signal(signal.SIGSTOP)
+        proxy.drop()
+        worker.kill()
+        worker.wait()
+        [owner] = [row["locked_by"] for row in job_rows(queue)]
+        time.sleep(2)
+        blind = run_batchq(url, "gc-processing", "--ghost-after", "1.5s")
+        assert (blind.returncode, blind.stdout, blind.stderr) == (0, "", "")
+        assert job_rows(queue)[0]["status"] == "processing"  # a session it cannot see: alive
+        grant()  # may see other users' sessions, may not end them
+        seeing = run_batchq(url, "gc-processing", "--ghost-after", "1.5s")
+        assert seeing.returncode == 3, seeing.stderr
+        [row] = job_rows(queue)
+        assert row["status"] == "ready" and "not permitted to end it" in row["last_error"]
+        assert queue.backend.is_alive(owner) is True  # the ghost was left to the server
+        hang_until.touch()
+    queue.close()
+
+
+@contextmanager
+def _unprivileged_user(server_name: str, server_url: str) -> Iterator[tuple[str, Callable[[], None]]]:
+    """A user with rights on batchq's tables only; and a function granting it the right to see
+    every session (MySQL PROCESS, PostgreSQL pg_read_all_stats), not to end them."""
+    name = "batchq_live_gc"
+    admin = create_backend(server_url)
+    database = parse_url(server_url).database
+
+    def run(*statements: str) -> None:
+        with admin.errors():
+            cur = admin.conn.cursor()
+            for statement in statements:
+                cur.execute(statement)
+            cur.close()
+
+    if server_name == "mysql":
+        run(
+            f"DROP USER IF EXISTS '{name}'@'%'",
+            f"CREATE USER '{name}'@'%' IDENTIFIED BY 'gc-pass'",
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON `{database}`.* TO '{name}'@'%'",
+        )
+        url = f"mysql://{name}:gc-pass@127.0.0.1:{_port(server_url)}/{database}"
+        grant = f"GRANT PROCESS ON *.* TO '{name}'@'%'"
+        drop = [f"DROP USER IF EXISTS '{name}'@'%'"]
+    else:
+        run(
+            f"DROP OWNED BY {name}" if _pg_role_exists(admin, name) else "SELECT 1",
+            f"DROP ROLE IF EXISTS {name}",
+            f"CREATE ROLE {name} LOGIN",
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {name}",
+        )
+        url = f"postgresql://{name}@127.0.0.1:{_port(server_url)}/{database}"
+        grant = f"GRANT pg_read_all_stats TO {name}"
+        drop = [f"DROP OWNED BY {name}", f"DROP ROLE IF EXISTS {name}"]
+    try:
+        yield url, lambda: run(grant)
+    finally:
+        _end_ghosts(admin, server_name)
+        run(*drop)
+        admin.close()
+
+
+def _pg_role_exists(admin: Any, name: str) -> bool:
+    with admin.errors():
+        cur = admin.conn.cursor()
+        cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,))
+        found = cur.fetchone() is not None
+        cur.close()
+    return found
+
+
+def _end_ghosts(admin: Any, server_name: str) -> None:
+    """End the sessions a test's proxy left behind (as root / postgres)."""
+    find = (
+        "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID() "
+        "AND COMMAND = 'Sleep'"
+        if server_name == "mysql"
+        else "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+        "AND pid <> pg_backend_pid() AND state = 'idle'"
+    )
+    with admin.errors():
+        cur = admin.conn.cursor()
+        cur.execute(find)
+        for (session,) in cur.fetchall():
+            cur.execute(
+                "KILL CONNECTION %s" if server_name == "mysql" else "SELECT pg_terminate_backend(%s)",
+                (session,),
+            )
+        cur.close()

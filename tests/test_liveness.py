@@ -31,6 +31,7 @@ from batchq import Queue
 from batchq.backends import create_backend
 from batchq.backends.sqlite import worker_host_and_pid
 from batchq.config import parse_url
+from batchq.errors import BackendUnavailable
 from batchq.gc import gc_processing
 from batchq.worker import worker_name
 
@@ -112,7 +113,10 @@ class SweepLoop:
         queue = Queue(self.url)
         try:
             while not self._stop.wait(0.2):
-                self.requeued += gc_processing(queue, ghost_after=self.ghost_after).requeued
+                try:
+                    self.requeued += gc_processing(queue, ghost_after=self.ghost_after).requeued
+                except BackendUnavailable:  # its own session cut (a 1 s idle timeout, a slow machine)
+                    queue.close()
         finally:
             queue.close()
 

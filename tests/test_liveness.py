@@ -95,8 +95,8 @@ LONG_JOB = "liveness_jobs:record_then_sleep"
 class SweepLoop:
     """`gc-processing` every 0.2 s on a connection of its own, as an eager cron would run it."""
 
-    def __init__(self, url: str, ghost_after: float | None = None) -> None:
-        self.url, self.ghost_after = url, ghost_after
+    def __init__(self, url: str) -> None:
+        self.url = url
         self.requeued: list[dict[str, Any]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sweep, daemon=True)
@@ -114,7 +114,7 @@ class SweepLoop:
         try:
             while not self._stop.wait(0.2):
                 try:
-                    self.requeued += gc_processing(queue, ghost_after=self.ghost_after).requeued
+                    self.requeued += gc_processing(queue).requeued
                 except BackendUnavailable:  # its own session cut (a 1 s idle timeout, a slow machine)
                     queue.close()
         finally:

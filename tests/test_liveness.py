@@ -220,18 +220,22 @@ def _port(url: str) -> int:
 
 
 @pytest.mark.slow
-def test_a_worker_ends_its_ghost_session_and_finishes_its_job(server_name: str, server_url: str) -> None:
+@pytest.mark.parametrize("heartbeat", ["0.3s", "0"])  # noticed by the heartbeat, or at the finish
+def test_a_worker_ends_its_ghost_session_and_finishes_its_job(
+    server_name: str, server_url: str, heartbeat: str
+) -> None:
     queue = Queue(server_url, task_modules=["liveness_jobs"])
     queue.enqueue(LONG_JOB, {"n": 0, "sleep": 3})
     with TcpProxy(_port(server_url)) as proxy, SweepLoop(server_url) as sweeps:
-        worker = _start_worker(proxy.url_for(server_url), "--heartbeat", "0.3s", LEDGER_URL=server_url)
+        worker = _start_worker(proxy.url_for(server_url), "--heartbeat", heartbeat, LEDGER_URL=server_url)
         wait_for(lambda: ledger(queue) == [0])  # the job runs
         proxy.drop()  # the worker's connection is gone; the server keeps its session and lock
         out, err = worker.communicate(timeout=60)
     assert worker.returncode == 0, err
     assert "previous database session" in err  # it ended its ghost to take its lock back
     assert sweeps.requeued == []  # the lock was never free: the job was never taken back
-    row = account(queue, 1, Figures(server_name, "ghost session (connection dropped), worker lives", 1, 1))
+    scenario = f"ghost session (connection dropped), worker lives, heartbeat {heartbeat}"
+    row = account(queue, 1, Figures(server_name, scenario, 1, 1))
     assert (row.lost, row.duplicates) == (0, 0)
     assert job_rows(queue) == []  # its finished job did not stay processing
     queue.close()

@@ -18,6 +18,7 @@ import click
 from . import gc
 from .config import URL_ENV, parse_duration
 from .errors import BatchqError
+from .heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from .queue import Queue
 from .slots import host_slot
 from .tasks import TASK_MODULES_ENV, load_trusted
@@ -166,6 +167,14 @@ def init_db(ctx: click.Context) -> None:
     show_default=True,
     help="Retry delay after a first failure; doubles with each further failure, up to 1h.",
 )
+@click.option(
+    "--heartbeat",
+    type=DURATION,
+    default=DEFAULT_HEARTBEAT_SECONDS,
+    show_default=True,
+    help="While a job runs, ping the worker's database session this often, so no idle "
+    "timeout cuts it (0: never).",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -179,6 +188,7 @@ def run(
     task_modules: str | None,
     backoff: float,
     batch: int,
+    heartbeat: float,
 ) -> None:
     """Process jobs until the queue is empty or a limit is reached.
 
@@ -196,6 +206,7 @@ def run(
         handler=load_trusted(handler) if handler else None,
         backoff_base=backoff,
         batch_size=batch,
+        heartbeat=heartbeat,
     )
     with host_slot(queue.url, max_procs_per_host) as slot:
         if slot is None:
@@ -221,16 +232,26 @@ def run(
     show_default="1h",
     help="Report jobs of live workers running longer than this.",
 )
+@click.option(
+    "--ghost-after",
+    type=DURATION,
+    default=None,
+    help="Also take a worker for gone when the database session holding its lock has sat idle "
+    "this long (a ghost left by a dropped connection); well above every worker's --heartbeat. "
+    "Default: off.",
+)
 @click.option("--hook", metavar="PATH", help="Call pkg.mod:func with the affected jobs (a list of dicts).")
 @click.option("--json", "as_json", is_flag=True, help="Print the affected jobs as JSON.")
 @click.pass_context
-def gc_processing(ctx: click.Context, older_than: float, hook: str | None, as_json: bool) -> None:
+def gc_processing(
+    ctx: click.Context, older_than: float, ghost_after: float | None, hook: str | None, as_json: bool
+) -> None:
     """Put back jobs of dead workers at once; report long runners of live ones.
 
     Quiet and exit 0 when nothing is stuck; a report and exit 3 otherwise.
     """
     hook_fn = load_trusted(hook) if hook else None
-    report = gc.gc_processing(_queue(ctx), older_than)
+    report = gc.gc_processing(_queue(ctx), older_than, ghost_after)
     jobs = (
         [dict(job, state="requeued") for job in report.requeued]
         + [dict(job, state="long_running") for job in report.long_running]

@@ -19,6 +19,7 @@ from typing import Any
 
 from .backends import Backend, Row, batch_ids, stored_count
 from .errors import BackendUnavailable
+from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
 from .queue import Queue
 from .serializers import loads
 from .tasks import call_task
@@ -48,8 +49,10 @@ def retry_delay(
 
 
 def worker_name() -> str:
-    """What a claim writes into locked_by: host:pid."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """What a claim writes into locked_by, and what the liveness lock is named after:
+    host:pid:random. The random part tells apart processes that share a host name and a pid
+    (containers with the same hostname, each running batchq as PID 1)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
 
 
 @dataclass
@@ -62,6 +65,7 @@ class RunOptions:
     handler: Callable[..., Any] | None = None
     batch_size: int = 1  # >1: claim that many per transaction and delete the successes together
     backoff_base: float = BACKOFF_BASE_SECONDS
+    heartbeat: float = DEFAULT_HEARTBEAT_SECONDS  # ping the idle session this often during a job
 
 
 @dataclass
@@ -101,24 +105,32 @@ class Worker:
     def run(self) -> RunSummary:
         with _stop_on_signals(self.stop):
             self.backend.hold_liveness(self.name)
-            self._started = time.monotonic()
-            idle_since: float | None = None
-            done: list[Row] = []  # succeeded jobs whose DELETE rides with the next claim
-            while not self._should_stop():
-                jobs = self._finish_and_claim(done)
-                done = []
-                if jobs:
-                    idle_since = None
-                    done = self._process(jobs)
-                    continue
-                idle_since = idle_since or time.monotonic()
-                if time.monotonic() - idle_since >= self.options.wait:
-                    break
-                self.backend.wait_for_jobs(self.options.queues, self.options.poll_interval, self._stop)
-            if done:
-                matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
-                self._check_done(done, matched)
+            heartbeat = Heartbeat(self.backend, self.options.heartbeat)
+            heartbeat.start()
+            try:
+                self._run_loop(heartbeat)
+            finally:
+                heartbeat.stop()
         return self.summary
+
+    def _run_loop(self, heartbeat: Heartbeat) -> None:
+        self._started = time.monotonic()
+        idle_since: float | None = None
+        done: list[Row] = []  # succeeded jobs whose DELETE rides with the next claim
+        while not self._should_stop():
+            jobs = self._finish_and_claim(done)
+            done = []
+            if jobs:
+                idle_since = None
+                done = self._process(jobs, heartbeat)
+                continue
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since >= self.options.wait:
+                break
+            self.backend.wait_for_jobs(self.options.queues, self.options.poll_interval, self._stop)
+        if done:
+            matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
+            self._check_done(done, matched)
 
     def _should_stop(self) -> bool:
         opts = self.options
@@ -166,7 +178,7 @@ class Worker:
 
     # -- process ------------------------------------------------------------------
 
-    def _process(self, jobs: list[Row]) -> list[Row]:
+    def _process(self, jobs: list[Row], heartbeat: Heartbeat) -> list[Row]:
         """Call each claimed job; failures are recorded one by one, the successes returned."""
         done: list[Row] = []
         for index, job in enumerate(jobs):
@@ -174,7 +186,11 @@ class Worker:
                 self._release(jobs[index:])
                 break
             self.summary.job_ids.append(int(job["id"]))
-            error = self._call(job)
+            heartbeat.in_job = True  # the session sits idle while the job runs
+            try:
+                error = self._call(job)
+            finally:
+                heartbeat.in_job = False
             if error is None:
                 self.summary.succeeded += 1
                 done.append(job)

@@ -125,29 +125,38 @@ class WorkerPool:
 
 def held_by(queue: Queue, pid: int) -> int:
     """Jobs a worker (by pid, on this host) holds claimed."""
-    owner = worker_name(pid)
-    placeholder = "?" if queue.backend.dialect == "sqlite" else "%s"
-    [(count,)] = sql(
-        queue,
-        f"SELECT COUNT(*) FROM batchq_job WHERE status = 'processing' AND locked_by = {placeholder}",
-        (owner,),
-    )
-    return int(count)
+    return sum(count for _, count in _owners(queue, worker_name(pid)))
 
 
 def sweep_after_crash(queue: Queue, worker: str) -> ProcessingReport:
     """One gc-processing once the killed worker's database session has ended.
 
+    ``worker`` is a worker name, or the host:pid: prefix of one (see worker_name).
     A server ends a dead client's session only when it reads the closed socket, a few
     milliseconds after the kill; until then the liveness lock is still held and gc-processing
     rightly treats the worker as alive (the next sweep would take the job back).
     """
-    wait_for(lambda: queue.backend.is_alive(worker) is not True, timeout=10, interval=0.002)
+    names = [name for name, _ in _owners(queue, worker)] if worker.endswith(":") else [worker]
+    for name in names:
+        wait_for(lambda name=name: queue.backend.is_alive(name) is not True, timeout=10, interval=0.002)
     return gc_processing(queue)
 
 
 def worker_name(pid: int) -> str:
-    return f"{socket.gethostname()}:{pid}"
+    """The prefix of the names a worker process of this host gives itself (host:pid:random)."""
+    return f"{socket.gethostname()}:{pid}:"
+
+
+def _owners(queue: Queue, prefix: str) -> list[tuple[str, int]]:
+    """Workers whose names start with ``prefix`` holding processing jobs, and how many each."""
+    placeholder = "?" if queue.backend.dialect == "sqlite" else "%s"
+    rows = sql(
+        queue,
+        "SELECT locked_by, COUNT(*) FROM batchq_job WHERE status = 'processing' "
+        f"AND SUBSTR(locked_by, 1, {len(prefix)}) = {placeholder} GROUP BY locked_by",
+        (prefix,),
+    )
+    return [(str(name), int(count)) for name, count in rows]
 
 
 def unfinished(queue: Queue) -> int:

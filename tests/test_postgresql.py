@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import statistics
 import time
 from collections.abc import Iterator
@@ -188,24 +187,19 @@ def test_waiting_worker_wakes_on_notify_not_on_its_poll(pg_queue: Queue, tmp_pat
 @pytest.mark.slow
 def test_waiting_worker_survives_a_terminated_session(pg_queue: Queue, tmp_path: Path) -> None:
     proc = start_batchq(URL, "run", "--wait", "30", "--poll-interval", "5")
-    name = f"{socket.gethostname()}:{proc.pid}"
+    # The worker's name has a random part: find its liveness lock (the only one in this database).
+    worker_locks = (
+        "SELECT pid, objid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted "
+        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+        "AND pid <> pg_backend_pid()"
+    )
     try:
-        wait_for(lambda: pg_queue.backend.is_alive(name), timeout=10)
-        [(pid,)] = sql(
-            pg_queue,
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = (%s::bigint & 4294967295)::oid",
-            (liveness_key(name),),
-        )
+        [(pid, objid)] = wait_for(lambda: sql(pg_queue, worker_locks), timeout=10)
         time.sleep(0.5)  # idle and listening
         sql(pg_queue, "SELECT pg_terminate_backend(%s)", (pid,))
         # It notices at once, reconnects, takes its liveness lock and LISTENs again.
         wait_for(
-            lambda: sql(
-                pg_queue,
-                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' "
-                "AND objid = (%s::bigint & 4294967295)::oid AND pid <> %s",
-                (liveness_key(name), pid),
-            ),
+            lambda: [row for row in sql(pg_queue, worker_locks) if row[1] == objid and row[0] != pid],
             timeout=5,
         )
         time.sleep(0.5)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import random
 import threading
 import time
@@ -25,6 +26,11 @@ from ..sql import queries as load_queries
 
 Row = dict[str, Any]
 T = TypeVar("T")
+
+log = logging.getLogger("batchq.backend")
+
+# After ending its own ghost session, how long a worker waits for the server to free its lock.
+GHOST_END_WAIT_SECONDS = 5.0
 
 
 PRIORITY_CEILING = 32768  # above every SMALLINT priority
@@ -42,14 +48,18 @@ class LivenessHeld(BackendUnavailable):
 class Backend(ABC):
     dialect: ClassVar[str]
     skip_locked: bool = True
+    has_sessions: ClassVar[bool] = True  # a server session that can idle out, be lost or linger
 
     def __init__(self, url: DatabaseURL) -> None:
         self.url = url
         self.queries = load_queries(self.dialect)
         self._conn: Any = None
         self._liveness_name: str | None = None  # set by hold_liveness: re-taken on every connect
+        self._own_sessions: set[int] = set()  # server sessions that have held our liveness lock
         self.transient_retries = 0  # deadlocks and lock waits retried, for reports
         self._in_transaction = False
+        # One user of the connection at a time: the worker's thread, or its heartbeat.
+        self.session_lock = threading.RLock()
 
     # -- connection ---------------------------------------------------------
 
@@ -70,6 +80,7 @@ class Backend(ABC):
                 self._conn = self._connect()
             if self._liveness_name is not None:
                 try:
+                    self._keep_session_open()
                     self._take_liveness(self._liveness_name)
                 except BaseException:
                     self._drop_connection()
@@ -146,28 +157,30 @@ class Backend(ABC):
         errors() and _cursor() spelled out: every statement of a job cycle comes through here,
         and their generator context managers cost a SQLite worker about a tenth of its CPU.
         """
-        try:
-            cur = self._new_cursor(conn)
+        with self.session_lock:
             try:
-                cur.execute(self.queries[name], params or ())
-                return read(cur)
-            finally:
-                cur.close()
-        except BackendError:
-            raise
-        except Exception as exc:
-            self._raise_translated(exc)
+                cur = self._new_cursor(conn)
+                try:
+                    cur.execute(self.queries[name], params or ())
+                    return read(cur)
+                finally:
+                    cur.close()
+            except BackendError:
+                raise
+            except Exception as exc:
+                self._raise_translated(exc)
 
     def _new_cursor(self, conn: Any = None) -> Any:
         return (conn if conn is not None else self.conn).cursor()
 
     @contextmanager
     def _cursor(self, conn: Any = None) -> Iterator[Any]:
-        cur = self._new_cursor(conn)
-        try:
-            yield cur
-        finally:
-            cur.close()
+        with self.session_lock:
+            cur = self._new_cursor(conn)
+            try:
+                yield cur
+            finally:
+                cur.close()
 
     def _first_row(self, cur: Any) -> Row | None:
         row = cur.fetchone()
@@ -192,8 +205,13 @@ class Backend(ABC):
         if self._in_transaction:
             yield
             return
-        with self.errors():
-            self._begin()
+        self.session_lock.acquire()  # the whole transaction: a heartbeat ping waits for its end
+        try:
+            with self.errors():
+                self._begin()
+        except BaseException:
+            self.session_lock.release()
+            raise
         self._in_transaction = True
         try:
             yield
@@ -209,6 +227,7 @@ class Backend(ABC):
             raise
         finally:
             self._in_transaction = False
+            self.session_lock.release()
 
     def _begin(self) -> None:
         self.conn.begin()
@@ -256,6 +275,7 @@ class Backend(ABC):
     def hold_liveness(self, worker: str) -> None:
         """Show this worker alive for as long as its connection lives, on every connection it opens."""
         if self._conn is not None:
+            self._keep_session_open()
             self._take_liveness(worker)
             self._liveness_name = worker
             return
@@ -266,13 +286,116 @@ class Backend(ABC):
             self._liveness_name = None
             raise
 
-    @abstractmethod
+    def _keep_session_open(self) -> None:
+        """Raise the server's idle limit for the worker's session, where the server lets us.
+
+        Only the worker's session: a job may leave it idle for hours. Where a server or proxy
+        still cuts idle sessions, the worker's heartbeat (ping) keeps it busy.
+        """
+        try:
+            self.execute("keep_session_open")
+        except BackendUnavailable:
+            raise
+        except BackendError as exc:
+            log.info("cannot raise this session's idle limit (%s); the heartbeat keeps it busy", exc)
+
+    def _liveness_params(self, worker: str) -> dict[str, Any]:
+        """The parameters naming the worker's lock in the liveness queries."""
+        raise NotImplementedError
+
     def _take_liveness(self, worker: str) -> None:
-        """Take the worker's liveness lock on the current connection, or raise LivenessHeld."""
+        """Take the worker's liveness lock on the current connection, or raise LivenessHeld.
+
+        The name is unique to this process, so a session holding it is one this worker opened
+        before: lost on our side (a middlebox dropped the connection) but not on the server's,
+        a ghost. We end it (MySQL KILL, PostgreSQL pg_terminate_backend) and take the lock.
+        """
+        if self._try_liveness(worker):
+            return
+        holder = self.fetchone("liveness_holder", self._liveness_params(worker))
+        session = holder["session"] if holder else None
+        if session is None:
+            if self._try_liveness(worker):  # freed meanwhile
+                return
+        elif int(session) in self._own_sessions:
+            self._end_ghost(worker, int(session))
+            return
+        raise LivenessHeld(f"worker name {worker!r} is already held by a live session")
+
+    def _try_liveness(self, worker: str) -> bool:
+        row = self.fetchone("liveness_lock", self._liveness_params(worker))
+        if not row or not row["acquired"]:
+            return False
+        self._own_sessions.add(int(row["session"]))
+        return True
+
+    def _end_ghost(self, worker: str, session: int) -> None:
+        """End our own previous session, which still holds the lock, and take the lock."""
+        log.warning(
+            "worker %s: its previous database session %d still holds its lock; ending it", worker, session
+        )
+        try:
+            self.execute("end_session", {"session": session})
+        except BackendUnavailable:
+            raise
+        except BackendError as exc:
+            raise LivenessHeld(
+                f"worker name {worker!r} is held by this worker's previous session {session}, "
+                f"which could not be ended ({exc}); the server frees it once it notices the "
+                "connection is gone"
+            ) from None
+        params = {**self._liveness_params(worker), "wait": GHOST_END_WAIT_SECONDS}
+        try:
+            row = self.fetchone("liveness_lock_wait", params)
+        except BackendUnavailable:
+            raise
+        except BackendError:
+            row = None  # PostgreSQL: lock_timeout ran out
+        if not row or not row["acquired"]:
+            raise LivenessHeld(f"worker name {worker!r} is still held by session {session} after ending it")
+        self._own_sessions.add(int(row["session"]))
+
+    def end_session(self, session: int) -> bool:
+        """End a server session (a ghost holding a worker's lock); False if not permitted."""
+        try:
+            self.execute("end_session", {"session": session})
+        except BackendUnavailable:
+            raise
+        except BackendError as exc:
+            log.info("cannot end session %d: %s", session, exc)
+            return False
+        return True
+
+    def ping(self) -> None:
+        """The heartbeat: keep the worker's session from sitting idle while a job runs.
+
+        Skipped while the worker itself uses the connection. A lost session is re-opened at
+        once, which re-takes the liveness lock (ending our ghost session if the server kept it).
+        """
+        if not self.session_lock.acquire(blocking=False):
+            return
+        try:
+            try:
+                self.fetchone("heartbeat")
+            except BackendUnavailable as exc:
+                log.warning("database connection lost during a job (%s); reconnecting", exc)
+                self.fetchone("heartbeat")  # connects and takes the liveness lock again
+        except BackendError as exc:
+            log.warning("heartbeat failed (%s); retrying at the next beat", exc)
+        finally:
+            self.session_lock.release()
 
     @abstractmethod
     def is_alive(self, worker: str) -> bool | None:
         """Is the worker that wrote ``locked_by = worker`` alive? None if this cannot be told."""
+
+    def ghost_session(self, worker: str, idle_after: float) -> tuple[int, float] | None:
+        """The session holding the worker's lock, and its idle seconds, if it has sat idle for
+        more than ``idle_after`` seconds: a working worker's heartbeat never lets it, so its
+        worker is gone and the server has not noticed. None otherwise, or if it cannot be seen."""
+        params = {**self._liveness_params(worker), "idle_after": idle_after}
+        row = self.fetchone("liveness_ghost", params)
+        return (int(row["session"]), float(row["idle_seconds"])) if row else None
 
     @abstractmethod
     def check_connection(self, conn: Any) -> None:

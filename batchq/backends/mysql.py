@@ -13,7 +13,7 @@ import pymysql
 from pymysql.constants import CLIENT
 
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
-from . import Backend, LivenessHeld, Row, TransientError, batch_ids
+from . import Backend, Row, TransientError, batch_ids
 
 _CONNECTION_LOST = {2003, 2006, 2013, 2055, 1927, 4031}  # 1927/4031: killed / idle-timeout
 _TRANSIENT = {1205, 1213}  # lock wait timeout, deadlock
@@ -191,10 +191,8 @@ class MySQLBackend(Backend):
                     self.execute("claim_batch_mark", {**ids, "worker": worker, "token": token})
         return jobs
 
-    def _take_liveness(self, worker: str) -> None:
-        row = self.fetchone("liveness_lock", {"name": liveness_lock_name(worker)})
-        if not row or row["acquired"] != 1:
-            raise LivenessHeld(f"worker name {worker!r} is already held by a live session")
+    def _liveness_params(self, worker: str) -> dict[str, Any]:
+        return {"name": liveness_lock_name(worker)}
 
     def is_alive(self, worker: str) -> bool | None:
         row = self.fetchone("liveness_free", {"name": liveness_lock_name(worker)})

@@ -17,9 +17,10 @@ try:
 except ImportError as exc:  # an optional extra
     raise ConfigError("a postgresql:// URL needs psycopg: pip install 'batchq[postgresql]'") from exc
 
-from . import Backend, LivenessHeld, Row, TransientError, in_claim_order
+from . import Backend, Row, TransientError, in_claim_order
 
 MIN_SERVER_VERSION = 120000
+IDLE_SESSION_TIMEOUT_VERSION = 140000
 # bytea holds up to 1 GiB, but a payload is held whole in the memory of the app, the server
 # backend and the worker (and hex-escaped when sent as text): 64 MiB keeps that sane.
 PAYLOAD_LIMIT = 64 * 1024 * 1024
@@ -107,10 +108,12 @@ class PostgreSQLBackend(Backend):
             self._drop_notifications()
         return jobs
 
-    def _take_liveness(self, worker: str) -> None:
-        row = self.fetchone("liveness_lock", {"key": liveness_key(worker)})
-        if not row or row["acquired"] is not True:
-            raise LivenessHeld(f"worker name {worker!r} is already held by a live session")
+    def _liveness_params(self, worker: str) -> dict[str, Any]:
+        return {"key": liveness_key(worker)}
+
+    def _keep_session_open(self) -> None:
+        if self.server_version >= IDLE_SESSION_TIMEOUT_VERSION:  # no idle limit before 14
+            super()._keep_session_open()
 
     def is_alive(self, worker: str) -> bool | None:
         row = self.fetchone("liveness_held", {"key": liveness_key(worker)})
@@ -169,7 +172,7 @@ class PostgreSQLBackend(Backend):
 
 
 def liveness_key(worker: str) -> int:
-    """The advisory lock key of a worker: the first 64 bits of sha1("batchq:" + host:pid).
+    """The advisory lock key of a worker: the first 64 bits of sha1("batchq:" + worker name).
 
     The one-bigint form (objsubid 1 in pg_locks) rather than (namespace int4, hash int4): with a
     32-bit hash, two of 1,000 live workers would share a key about once in 10,000 fleets (and a

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sqlite3
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ def _make_parent(path: str, url: object) -> None:
 
 class SQLiteBackend(Backend):
     dialect = "sqlite"
+    has_sessions = False
 
     def _connect(self) -> Any:
         if sqlite3.sqlite_version_info < MIN_VERSION:
@@ -80,9 +82,15 @@ class SQLiteBackend(Backend):
     def _take_liveness(self, worker: str) -> None:
         """Nothing to hold: a SQLite worker is alive while its process is."""
 
+    def _keep_session_open(self) -> None:
+        """No server, no idle limit."""
+
+    def ghost_session(self, worker: str, idle_after: float) -> tuple[int, float] | None:
+        return None  # no sessions: a worker is its process
+
     def is_alive(self, worker: str) -> bool | None:
-        host, _, pid = worker.rpartition(":")
-        if host != socket.gethostname() or not pid.isdigit():
+        host, pid = worker_host_and_pid(worker)
+        if host != socket.gethostname() or pid is None:
             return None  # another host's process: cannot be told from here
         try:
             os.kill(int(pid), 0)
@@ -103,3 +111,14 @@ class SQLiteBackend(Backend):
 
 def _lenient_text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
+
+
+_WORKER_NAME = re.compile(r"(?P<host>.*?):(?P<pid>[0-9]+)(?::[0-9a-f]{8})?")
+
+
+def worker_host_and_pid(worker: str) -> tuple[str, int | None]:
+    """Host and pid of a worker name: host:pid:random, or host:pid as older versions wrote."""
+    match = _WORKER_NAME.fullmatch(worker)
+    if match is None:
+        return "", None
+    return match["host"], int(match["pid"])

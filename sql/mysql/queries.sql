@@ -202,7 +202,36 @@ DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'failed')
 
 -- name: liveness_lock
 -- Held on the worker's connection for its whole life: free means the worker is gone.
-SELECT GET_LOCK(%(name)s, 0) AS acquired;
+-- The session id is the worker's to end, should a dropped connection leave it behind.
+SELECT GET_LOCK(%(name)s, 0) AS acquired, CONNECTION_ID() AS session;
+
+-- name: liveness_lock_wait
+-- Take the lock, waiting up to %(wait)s seconds for a session we just ended to let go of it:
+-- the server hands it straight over, so it is never seen free in between.
+SELECT GET_LOCK(%(name)s, %(wait)s) AS acquired, CONNECTION_ID() AS session;
+
+-- name: liveness_holder
+-- The session holding the worker's lock (NULL when free).
+SELECT IS_USED_LOCK(%(name)s) AS session;
+
+-- name: liveness_ghost
+-- The session holding the worker's lock if it has sat idle longer than a working worker's
+-- heartbeat allows. Sessions of other users show only with the PROCESS privilege.
+SELECT ID AS session, TIME AS idle_seconds
+FROM information_schema.PROCESSLIST
+WHERE ID = IS_USED_LOCK(%(name)s) AND COMMAND = 'Sleep' AND TIME > %(idle_after)s;
+
+-- name: end_session
+-- End a ghost session holding a worker's lock (one's own user's, or any with CONNECTION_ADMIN/SUPER).
+KILL CONNECTION %(session)s;
+
+-- name: keep_session_open
+-- The worker's session: no idle timeout (a job may run for hours); the server's maximum.
+SET SESSION wait_timeout = 31536000;
+
+-- name: heartbeat
+-- Keeps the worker's session from sitting idle while a job runs.
+SELECT 1 AS alive;
 
 -- name: liveness_free
 -- 1 when nobody holds the worker's lock.

@@ -183,7 +183,51 @@ DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'failed')
 
 -- name: liveness_lock
 -- A session-level advisory lock held on the worker's connection for its whole life.
-SELECT pg_try_advisory_lock(%(key)s::bigint) AS acquired;
+-- The backend pid is the worker's to end, should a dropped connection leave it behind.
+SELECT pg_try_advisory_lock(%(key)s::bigint) AS acquired, pg_backend_pid() AS session;
+
+-- name: liveness_lock_wait
+-- Take the lock, waiting up to %(wait)s seconds for a backend we just ended to let go of it:
+-- the server hands it straight over, so it is never seen free in between. lock_timeout is set
+-- for this statement's own transaction only (an error 55P03 when it runs out).
+SELECT true AS acquired, pg_backend_pid() AS session
+FROM (SELECT set_config('lock_timeout', (%(wait)s * 1000)::int::text, true)) AS wait_limit,
+     LATERAL (SELECT pg_advisory_lock(%(key)s::bigint)) AS taken;
+
+-- name: liveness_holder
+-- The backend holding the worker's lock, if any.
+SELECT pid AS session FROM pg_locks
+WHERE locktype = 'advisory' AND granted
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND classid = ((%(key)s::bigint >> 32) & 4294967295)::oid
+  AND objid = (%(key)s::bigint & 4294967295)::oid
+  AND objsubid = 1;
+
+-- name: liveness_ghost
+-- The backend holding the worker's lock if it has sat idle longer than a working worker's
+-- heartbeat allows. Other roles' backends show their state only to pg_read_all_stats.
+SELECT a.pid AS session,
+       EXTRACT(EPOCH FROM statement_timestamp() - a.state_change)::float8 AS idle_seconds
+FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted
+  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND l.classid = ((%(key)s::bigint >> 32) & 4294967295)::oid
+  AND l.objid = (%(key)s::bigint & 4294967295)::oid
+  AND l.objsubid = 1
+  AND a.state = 'idle'
+  AND a.state_change < statement_timestamp() - make_interval(secs => %(idle_after)s::float8);
+
+-- name: end_session
+-- End a ghost backend holding a worker's lock (same role, pg_signal_backend, or superuser).
+SELECT pg_terminate_backend(%(session)s::int) AS ended;
+
+-- name: keep_session_open
+-- The worker's session: no idle_session_timeout (PostgreSQL 14+); a job may run for hours.
+SET idle_session_timeout = 0;
+
+-- name: heartbeat
+-- Keeps the worker's session from sitting idle while a job runs.
+SELECT 1 AS alive;
 
 -- name: liveness_held
 -- Is the worker's lock held by some session of this database? Reads pg_locks: never takes it.

@@ -73,7 +73,7 @@ def task_path(fn: Callable[..., Any]) -> str:
 
 
 def check_task_name(name: str) -> str:
-    if not isinstance(name, str) or not (_PATH.match(name) or _NAME.match(name)) or len(name) > 255:
+    if not isinstance(name, str) or not (_PATH.fullmatch(name) or _NAME.fullmatch(name)) or len(name) > 255:
         raise TaskError(
             f"bad task name {name!r}: use 'package.module:function', 'package.module:Class.method' "
             "or a name registered with @batchq.task"
@@ -370,7 +370,7 @@ def _same_callable(resolved: Any, target: Any) -> bool:
 
 
 def _check_module_entry(entry: str) -> str:
-    if not isinstance(entry, str) or not _MODULE_ENTRY.match(entry):
+    if not isinstance(entry, str) or not _MODULE_ENTRY.fullmatch(entry):
         raise ConfigError(
             f"bad {TASK_MODULES_ENV} entry {entry!r}: use module names such as 'myapp.jobs' "
             "(exactly that module), or 'myapp.*' (every submodule of the package myapp)"
@@ -380,7 +380,7 @@ def _check_module_entry(entry: str) -> str:
 
 def load_trusted(path: str) -> Callable[..., Any]:
     """Resolve an operator-given path (--handler, --hook): no module restriction."""
-    if not _PATH.match(path):
+    if not _PATH.fullmatch(path):
         raise TaskError(f"bad callable path {path!r}: use 'package.module:function'")
     module_name, attr_path = path.split(":", 1)
     try:

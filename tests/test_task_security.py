@@ -19,7 +19,7 @@ import pytest
 from conftest import job_rows, run_batchq, sql
 
 from batchq import ConfigError, Queue, TaskError, TaskNotAllowed, task
-from batchq.tasks import Resolver
+from batchq.tasks import Resolver, check_task_name
 from batchq.worker import RunOptions, Worker, _describe_error
 
 ALLOWED = "hostile_app.jobs"
@@ -339,3 +339,14 @@ def test_reloading_a_module_re_registers_its_tasks() -> None:
 
     importlib.reload(reg_app.tasks)  # new function objects, same module and name
     assert Resolver(["reg_app.tasks"]).resolve("reg_touch") is reg_app.tasks.reg_touch
+
+
+@pytest.mark.parametrize("name", ["jobs:record\n", "send_mail\n", "jobs:record\r\n"])
+def test_task_names_with_a_trailing_newline_are_refused(name: str) -> None:
+    with pytest.raises(TaskError, match="bad task name"):
+        check_task_name(name)
+
+
+def test_module_entry_with_a_trailing_newline_is_refused() -> None:
+    with pytest.raises(ConfigError, match="bad BATCHQ_TASK_MODULES entry"):
+        Resolver(["jobs\n"])

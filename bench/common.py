@@ -1,6 +1,6 @@
 """Shared pieces of the benchmarks: URLs, raw-driver floors, resets, statistics, tables.
 
-Every floor statement comes from ``batchq.sql.queries(dialect)`` (the very text batchq
+Every floor statement comes from ``batchq.sqlfiles.queries(dialect)`` (the very text batchq
 runs); the only derived statement is the multi-row enqueue floor (the enqueue row repeated,
 one statement, as batchq's MySQL enqueue_many sends). Adding a backend
 means adding one ``Floor`` subclass and one entry in ``URLS`` / ``FLOORS``.
@@ -26,7 +26,7 @@ from typing import Any
 
 from batchq import Queue
 from batchq.config import parse_url
-from batchq.sql import queries
+from batchq.sqlfiles import queries
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent

@@ -24,7 +24,7 @@ from batchq import (
     QueueNotFound,
 )
 from batchq.backends import create_backend
-from batchq.sql import queries
+from batchq.sqlfiles import queries
 
 Q = "mail"
 

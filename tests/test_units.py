@@ -10,7 +10,7 @@ from freezegun import freeze_time
 from batchq import ConfigError, PayloadError, SignatureError, TaskError, TaskNotAllowed
 from batchq.config import parse_duration, parse_url
 from batchq.serializers import dumps, loads
-from batchq.sql import queries
+from batchq.sqlfiles import queries
 from batchq.tasks import Resolver
 from batchq.worker import retry_delay
 

@@ -21,8 +21,8 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 
 from ..config import DatabaseURL, parse_url, redact, resolve_url
 from ..errors import BackendError, BackendUnavailable
-from ..sql import migrations as load_migrations
-from ..sql import queries as load_queries
+from ..sqlfiles import migrations as load_migrations
+from ..sqlfiles import queries as load_queries
 
 Row = dict[str, Any]
 T = TypeVar("T")

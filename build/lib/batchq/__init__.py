@@ -1,0 +1,55 @@
+"""batchq: a job queue that lives in the database you already run."""
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    BackendError,
+    BackendUnavailable,
+    BatchqError,
+    ConfigError,
+    MessageHeld,
+    PayloadError,
+    QueueNotFound,
+    SchemaMissing,
+    SignatureError,
+    TaskError,
+    TaskNotAllowed,
+)
+from .queue import Queue, QueueStats
+from .tasks import task
+
+if TYPE_CHECKING:
+    from .mq import Message, MessageQueue, QueueInfo, QueueMetrics
+
+# The message-queue API loads on first use: `batchq run`, started by cron every minute, never needs it.
+_MQ_NAMES = {"Message", "MessageQueue", "QueueInfo", "QueueMetrics"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MQ_NAMES:
+        from . import mq
+
+        return getattr(mq, name)
+    raise AttributeError(f"module 'batchq' has no attribute {name!r}")
+
+
+__all__ = [
+    "BackendError",
+    "BackendUnavailable",
+    "BatchqError",
+    "ConfigError",
+    "Message",
+    "MessageHeld",
+    "MessageQueue",
+    "PayloadError",
+    "Queue",
+    "QueueInfo",
+    "QueueMetrics",
+    "QueueNotFound",
+    "QueueStats",
+    "SchemaMissing",
+    "SignatureError",
+    "TaskError",
+    "TaskNotAllowed",
+    "task",
+]

@@ -1,0 +1,192 @@
+"""PostgreSQL through psycopg 3: SKIP LOCKED claims, advisory-lock liveness, LISTEN/NOTIFY wake-up."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
+
+try:
+    import psycopg
+    from psycopg import pq
+    from psycopg.rows import tuple_row
+except ImportError as exc:  # an optional extra
+    raise ConfigError("a postgresql:// URL needs psycopg: pip install 'batchq[postgresql]'") from exc
+
+from . import Backend, Row, TransientError, in_claim_order
+
+MIN_SERVER_VERSION = 120000
+IDLE_SESSION_TIMEOUT_VERSION = 140000
+# bytea holds up to 1 GiB, but a payload is held whole in the memory of the app, the server
+# backend and the worker (and hex-escaped when sent as text): 64 MiB keeps that sane.
+PAYLOAD_LIMIT = 64 * 1024 * 1024
+# A waiting worker looks at its stop event this often, so SIGTERM is noticed within this time.
+STOP_CHECK_SECONDS = 0.05
+_TRANSIENT = {"40001", "40P01", "55P03"}  # serialization failure, deadlock, lock not available
+# Connection exceptions, shutdown/termination, too many clients, a session closed by
+# idle_in_transaction_session_timeout; and refused credentials or an unknown database.
+_UNAVAILABLE_PREFIXES = ("08", "57P", "53300", "25P03")
+_ACCESS_PREFIXES = ("28", "3D")
+
+
+class PostgreSQLBackend(Backend):
+    dialect = "postgresql"
+
+    server_version = 0
+    _listening_on: Any = None  # the connection that has run LISTEN (a reconnect forgets it)
+
+    def _connect(self) -> Any:
+        url = self.url
+        params: dict[str, Any] = {"connect_timeout": "10", "application_name": "batchq", **url.options}
+        conn = psycopg.connect(  # a failure is translated (and redacted) by errors()
+            host=url.host,
+            port=url.port or 5432,
+            user=url.user or None,
+            password=url.password or None,  # else libpq's PGPASSWORD / ~/.pgpass
+            dbname=url.database,
+            autocommit=True,  # no transaction left open between statements: never a stale snapshot
+            row_factory=tuple_row,
+            **params,
+        )
+        self.server_version = conn.info.server_version
+        if self.server_version < MIN_SERVER_VERSION:
+            conn.close()
+            version = _version(self.server_version)
+            raise ConfigError(f"PostgreSQL {version} is too old: batchq needs 12 or later")
+        conn.execute("SET TIME ZONE 'UTC'")  # timestamps come back as UTC datetimes
+        return conn
+
+    def _translate(self, exc: Exception) -> BackendError | None:
+        if not isinstance(exc, psycopg.Error):
+            return None
+        code = exc.sqlstate or ""
+        message = _message(exc)
+        if code == "42P01":
+            return SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
+        if code in _TRANSIENT:
+            return TransientError(f"PostgreSQL error {code}: {message}")
+        if code.startswith(_ACCESS_PREFIXES):
+            return BackendUnavailable(f"cannot use {self.url}: {message}")
+        lost = self._conn is not None and self._conn.closed
+        if (
+            code.startswith(_UNAVAILABLE_PREFIXES)
+            or lost
+            or (isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)) and not code)
+        ):
+            return BackendUnavailable(f"cannot reach {self.url}: {message or 'connection closed'}")
+        return BackendError(f"PostgreSQL error {code}: {message}")
+
+    def _new_cursor(self, conn: Any = None) -> Any:
+        # Tuples whatever row factory the application gave its own connection.
+        return (conn if conn is not None else self.conn).cursor(row_factory=tuple_row)
+
+    def _inserted_id(self, cur: Any) -> int:
+        return int(cur.fetchone()[0])  # enqueue ends with RETURNING id
+
+    def _begin(self) -> None:
+        self.conn.execute("BEGIN")  # an autocommit connection: commit()/rollback() end it
+
+    def _reset_after_error(self) -> None:
+        conn = self._conn
+        if conn is not None and conn.info.transaction_status == pq.TransactionStatus.INERROR:
+            conn.rollback()
+
+    def _claim_at(self, queue: str, priority: int, worker: str, token: str, limit: int) -> list[Row]:
+        # One UPDATE ... (SELECT ... FOR UPDATE SKIP LOCKED) is a transaction by itself: an
+        # explicit BEGIN/COMMIT around it would add two round trips and change nothing.
+        params = {"queue": queue, "priority": priority, "worker": worker, "token": token, "limit": limit}
+        if limit == 1:
+            job = self.fetchone("claim", params)
+            jobs = [job] if job is not None else []
+        else:
+            jobs = in_claim_order(self.fetchall("claim_batch", params))
+        if jobs:
+            self._drop_notifications()
+        return jobs
+
+    def _liveness_params(self, worker: str) -> dict[str, Any]:
+        return {"key": liveness_key(worker)}
+
+    def _keep_session_open(self) -> None:
+        if self.server_version >= IDLE_SESSION_TIMEOUT_VERSION:  # no idle limit before 14
+            super()._keep_session_open()
+
+    def is_alive(self, worker: str) -> bool | None:
+        row = self.fetchone("liveness_held", {"key": liveness_key(worker)})
+        return bool(row and row["held"])
+
+    def check_connection(self, conn: Any) -> None:
+        if not isinstance(conn, psycopg.Connection):
+            raise ConfigError(
+                f"conn= must be an open psycopg (3) connection for a PostgreSQL queue, not {conn!r}"
+            )
+
+    def describe(self) -> str:
+        self.conn  # noqa: B018 - connect to read the version
+        return (
+            f"PostgreSQL {_version(self.server_version)} at {self.url}; "
+            "claims with UPDATE ... (SELECT ... FOR UPDATE SKIP LOCKED)"
+        )
+
+    def payload_limit(self) -> int:
+        return PAYLOAD_LIMIT
+
+    # -- waiting for jobs: LISTEN/NOTIFY ------------------------------------------------
+
+    def wait_for_jobs(self, queues: Sequence[str], timeout: float, stop: threading.Event) -> None:
+        """Return when a job of ``queues`` is enqueued or put back, ``timeout`` passes or ``stop`` is set."""
+        conn = self._conn
+        try:
+            if conn is None or conn.closed:
+                stop.wait(timeout)  # poll; the next claim reconnects (and re-takes the liveness lock)
+                return
+            if self._listening_on is not conn:
+                conn.execute(self.sql("listen"))
+                self._listening_on = conn
+                return  # a job enqueued before LISTEN sent nothing we could see: claim once more
+            wanted = set(queues)
+            # Notifications that arrived while the worker was busy come first, without waiting.
+            if any(note.payload in wanted for note in list(conn.notifies(timeout=0))):
+                return
+            deadline = time.monotonic() + timeout
+            while not stop.is_set() and (remaining := deadline - time.monotonic()) > 0:
+                notes = list(conn.notifies(timeout=min(remaining, STOP_CHECK_SECONDS), stop_after=1))
+                if any(note.payload in wanted for note in notes):
+                    return
+        except psycopg.Error:
+            # Connection lost: not handled here, where a silent reconnect would skip the liveness
+            # lock; the next claim fails, and the worker reconnects the proper way.
+            return
+
+    def _drop_notifications(self) -> None:
+        """A busy worker drains its backlog: every job notified so far is visible to its next claim."""
+        if self._listening_on is self._conn and self._conn is not None:
+            try:
+                list(self._conn.notifies(timeout=0))
+            except psycopg.Error:
+                pass  # the next statement reports a lost connection
+
+
+def liveness_key(worker: str) -> int:
+    """The advisory lock key of a worker: the first 64 bits of sha1("batchq:" + worker name).
+
+    The one-bigint form (objsubid 1 in pg_locks) rather than (namespace int4, hash int4): with a
+    32-bit hash, two of 1,000 live workers would share a key about once in 10,000 fleets (and a
+    dead one could pass for alive); with 64 bits neither workers nor an application's own
+    advisory keys collide with it in practice.
+    """
+    digest = hashlib.sha1(f"batchq:{worker}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _message(exc: Exception) -> str:
+    """The driver's message on one line (libpq adds DETAIL/HINT lines and a trailing newline)."""
+    return " ".join(str(exc).split())
+
+
+def _version(number: int) -> str:
+    return f"{number // 10000}.{number % 10000}"

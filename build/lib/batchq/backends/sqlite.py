@@ -1,0 +1,124 @@
+"""SQLite: the embedded default, for one host."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
+from . import Backend, Row, TransientError, in_claim_order
+
+MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING
+
+
+def _make_parent(path: str, url: object) -> None:
+    """The database file's folder, made if missing; a path through a file is one line, not a traceback."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise BackendUnavailable(f"cannot open {url}: a part of its folder is not a directory") from None
+    except OSError as exc:
+        raise BackendUnavailable(f"cannot open {url}: cannot make its folder ({exc.strerror})") from None
+
+
+class SQLiteBackend(Backend):
+    dialect = "sqlite"
+    has_sessions = False
+
+    def _connect(self) -> Any:
+        if sqlite3.sqlite_version_info < MIN_VERSION:
+            raise ConfigError(f"SQLite {sqlite3.sqlite_version} is too old: batchq needs 3.35 or later")
+        path = self.url.database
+        if path != ":memory:":
+            _make_parent(path, self.url)
+        # isolation_level=None: autocommit; transactions are explicit BEGIN IMMEDIATE.
+        conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        # SQLite stores any bytes in a TEXT column: a row written by hand that is not UTF-8 must
+        # read as text with U+FFFD (its job then fails with the reason), never fail the claim or
+        # the sweep that reads it. Payloads are read as BLOBs (CAST in the claim).
+        conn.text_factory = _lenient_text
+        conn.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    def _translate(self, exc: Exception) -> BackendError | None:
+        if not isinstance(exc, sqlite3.Error):
+            return None
+        message = str(exc)
+        if "no such table" in message:
+            return SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
+        if "locked" in message or "busy" in message:
+            return TransientError(f"SQLite: {message}")
+        if "unable to open" in message or "disk I/O" in message:
+            return BackendUnavailable(f"cannot open {self.url}: {message}")
+        return BackendError(f"SQLite: {message}")
+
+    def _begin(self) -> None:
+        # Take the write lock up front: a deferred transaction that later writes can
+        # fail with SQLITE_BUSY_SNAPSHOT in WAL mode without waiting.
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    @contextmanager
+    def _migration_lock(self) -> Iterator[None]:
+        """The whole migration in one BEGIN IMMEDIATE transaction: concurrent init-db wait on
+        the write lock, and a migration that fails leaves nothing half done."""
+        with self.transaction():
+            yield
+
+    def _claim_at(self, queue: str, priority: int, worker: str, token: str, limit: int) -> list[Row]:
+        params = {"queue": queue, "priority": priority, "worker": worker, "token": token, "limit": limit}
+        with self.transaction():
+            if limit == 1:
+                job = self.fetchone("claim", params)
+                return [job] if job is not None else []
+            return in_claim_order(self.fetchall("claim_batch", params))
+
+    def _take_liveness(self, worker: str) -> None:
+        """Nothing to hold: a SQLite worker is alive while its process is."""
+
+    def _keep_session_open(self) -> None:
+        """No server, no idle limit."""
+
+    def ghost_session(self, worker: str, idle_after: float) -> tuple[int, float] | None:
+        return None  # no sessions: a worker is its process
+
+    def is_alive(self, worker: str) -> bool | None:
+        host, pid = worker_host_and_pid(worker)
+        if host != socket.gethostname() or pid is None:
+            return None  # another host's process: cannot be told from here
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def check_connection(self, conn: Any) -> None:
+        if not isinstance(conn, sqlite3.Connection):
+            raise ConfigError(f"conn= must be an open sqlite3 connection for a SQLite queue, not {conn!r}")
+
+    def describe(self) -> str:
+        claim = "BEGIN IMMEDIATE + UPDATE ... RETURNING"
+        return f"SQLite {sqlite3.sqlite_version} at {self.url}; claims with {claim}"
+
+
+def _lenient_text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+_WORKER_NAME = re.compile(r"(?P<host>.*?):(?P<pid>[0-9]+)(?::[0-9a-f]{8})?")
+
+
+def worker_host_and_pid(worker: str) -> tuple[str, int | None]:
+    """Host and pid of a worker name: host:pid:random, or host:pid as older versions wrote."""
+    match = _WORKER_NAME.fullmatch(worker)
+    if match is None:
+        return "", None
+    return match["host"], int(match["pid"])

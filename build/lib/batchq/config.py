@@ -1,0 +1,283 @@
+"""Database URLs, durations and names: parsed and validated before anything is written."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import os
+import re
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from urllib.parse import parse_qsl, quote, unquote
+
+from .errors import ConfigError
+
+URL_ENV = "BATCHQ_URL"
+SCHEMES = {
+    "sqlite": "sqlite",
+    "mysql": "mysql",
+    "mysql+pymysql": "mysql",
+    "mariadb": "mysql",
+    "postgresql": "postgresql",
+    "postgres": "postgresql",
+}
+QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")  # used with fullmatch: no "\n" at the end
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)", re.IGNORECASE)
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# 100 years: within every backend's timestamps from now, and within threading's timeout limit.
+MAX_DURATION_SECONDS = 36525 * 86400
+Duration = float | int | Decimal | str | timedelta
+PERCENT_ENCODE_HINT = (
+    "percent-encode special characters in the password (%40 for @, %2F for /, %3F for ?, %23 for #)"
+)
+_USER = re.compile(r"[^:/?#@]*")
+_AFTER_USERINFO = re.compile(
+    r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^/?#@:\[\]]+)(?::(?P<port>[^/?#@]*))?"
+    r"/(?P<database>[^/?#@]+)(?:\?(?P<query>[^#]*))?"
+)
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}")
+# connect_timeout in whole seconds; PyMySQL refuses 0, libpq takes it as "wait forever".
+CONNECT_TIMEOUT_RANGE = {"mysql": (1, 24 * 3600), "postgresql": (0, 24 * 3600)}
+# What the MySQL backend reads from a URL; anything else (a typo like sslmod=) is refused, not ignored.
+MYSQL_URL_OPTIONS = ("connect_timeout", "sslmode", "sslrootcert")
+_SSL_MODES = {
+    "mysql": ("disable", "prefer", "require", "verify-ca", "verify-full"),
+    "postgresql": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
+}
+
+
+def default_sqlite_path() -> Path:
+    data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+    return Path(data_home) / "batchq" / "batchq.db"
+
+
+@dataclass(frozen=True)
+class DatabaseURL:
+    """A parsed database URL. Its repr and str never show the password."""
+
+    dialect: str
+    host: str = ""
+    port: int | None = None
+    user: str = ""
+    password: str = field(default="", repr=False)
+    database: str = ""
+    options: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        if self.dialect == "sqlite":
+            return f"sqlite:///{self.database}"
+        auth = f"{self.user}:***@" if self.password else (f"{self.user}@" if self.user else "")
+        host = f"[{self.host}]" if ":" in self.host else self.host  # IPv6
+        port = f":{self.port}" if self.port else ""
+        return f"{self.dialect}://{auth}{host}{port}/{self.database}"
+
+
+def resolve_url(url: str | None) -> str:
+    """The URL to use: the argument, then $BATCHQ_URL, then the SQLite default."""
+    return url or os.environ.get(URL_ENV) or f"sqlite:///{default_sqlite_path()}"
+
+
+def parse_url(url: str) -> DatabaseURL:
+    """Parse a database URL; errors name the problem and never echo the password."""
+    scheme, sep, rest = url.strip().partition("://")  # a URL read from a file may end in "\n"
+    if not sep or scheme.lower() not in SCHEMES:
+        shown = f" scheme {scheme!r}" if sep and "@" not in scheme else ""
+        raise ConfigError(
+            f"bad database URL{shown}: expected sqlite:///path/to/file.db, "
+            "mysql://user:pass@host:3306/db or postgresql://user:pass@host:5432/db"
+        )
+    dialect = SCHEMES[scheme.lower()]
+    if dialect == "sqlite":
+        return _parse_sqlite(url, rest)
+    return _parse_server(dialect, rest)
+
+
+def _parse_sqlite(url: str, rest: str) -> DatabaseURL:
+    if not rest.startswith("/") or rest == "/":
+        raise ConfigError(f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////absolute/path.db")
+    path = rest[1:]
+    return DatabaseURL("sqlite", database=path if path == ":memory:" else str(Path(path)))
+
+
+def _parse_server(dialect: str, rest: str) -> DatabaseURL:
+    """scheme://[user[:password]@]host[:port]/database[?options] for MySQL and PostgreSQL.
+
+    A password may hold unencoded '/', '?', '#' and '@': the userinfo ends at the '@' after
+    which the rest reads as host[:port]/database[?options]. When no '@', or more than one,
+    gives such a reading, the URL is refused without echoing any of it.
+    """
+    readings = [match for start in _host_starts(rest) if (match := _reading(rest, start))]
+    if len(readings) != 1:
+        problem = "it cannot be read as" if not readings else "it reads more than one way as"
+        also = "" if not readings else ", and '@' in the options as %40"
+        raise ConfigError(
+            f"bad database URL {_shown(dialect, rest)}: {problem} "
+            f"{dialect}://user:password@host:port/database; {PERCENT_ENCODE_HINT}{also}"
+        )
+    start, parts = readings[0]
+    user, _, password = rest[: start - 1].partition(":") if start else ("", "", "")
+    parsed = DatabaseURL(
+        dialect,
+        host=_host(parts["host"]),
+        user=unquote(user),
+        password=unquote(password),
+        database=unquote(parts["database"]),
+    )
+    parsed = replace(parsed, port=_port(parts["port"], parsed))
+    options = _options(dialect, parts["query"] or "", parsed)
+    if "password" in options:  # libpq's form; one place for it, so it is masked like the other
+        if parsed.password:
+            raise ConfigError(f"two passwords for {parsed}: give it once, before the host")
+        parsed = replace(parsed, password=options.pop("password"))
+    return replace(parsed, options=options)
+
+
+def _host_starts(rest: str) -> list[int]:
+    """Where the host may begin: at the start (no userinfo), or after any '@'."""
+    return [0] + [index + 1 for index, char in enumerate(rest) if char == "@"]
+
+
+def _reading(rest: str, start: int) -> tuple[int, dict[str, str]] | None:
+    if start and not _USER.fullmatch(rest[: start - 1].partition(":")[0]):
+        return None
+    match = _AFTER_USERINFO.fullmatch(rest, start)
+    return (start, match.groupdict()) if match else None
+
+
+def _shown(dialect: str, rest: str) -> str:
+    """A refused URL as it may be shown: whole when it has no userinfo (so no password)."""
+    if "@" in rest:
+        return f"{dialect}://…"
+    return repr(f"{dialect}://{rest.partition('?')[0]}")
+
+
+def _host(text: str) -> str:
+    host = unquote(text)
+    if host.startswith("["):
+        try:
+            return str(ipaddress.IPv6Address(host[1:-1]))
+        except ValueError:
+            raise ConfigError(f"bad host {host!r} in the database URL: not an IPv6 address") from None
+    try:
+        ascii_host = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        ascii_host = ""
+    labels = ascii_host[:-1].split(".") if ascii_host.endswith(".") else ascii_host.split(".")
+    if len(ascii_host) > 253 or not all(_HOST_LABEL.fullmatch(label) for label in labels):
+        raise ConfigError(
+            f"bad host {host!r} in the database URL: use a host name (labels of 1-63 letters, "
+            "digits, '-' or '_', joined by single dots) or an IP address"
+        )
+    return host
+
+
+def _port(text: str | None, url: DatabaseURL) -> int | None:
+    if not text:
+        return None
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        hint = f"; {PERCENT_ENCODE_HINT}" if url.user or url.password else ""
+        raise ConfigError(f"bad port {text!r} in {url}: use a number from 1 to 65535{hint}")
+    return int(text)
+
+
+def _options(dialect: str, query: str, url: DatabaseURL) -> dict[str, str]:
+    """The URL's options, checked now rather than when the driver trips on them."""
+    try:
+        options = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)))
+    except ValueError:
+        raise ConfigError(f"bad options in the URL of {url}: use ?name=value&name=value") from None
+    if dialect == "mysql":
+        unknown = sorted(set(options) - set(MYSQL_URL_OPTIONS))
+        if unknown:
+            raise ConfigError(
+                f"unknown option {unknown[0]!r} in the URL of {url}: "
+                f"MySQL/MariaDB URLs take {', '.join(MYSQL_URL_OPTIONS)}"
+            )
+    timeout = options.get("connect_timeout")
+    low, high = CONNECT_TIMEOUT_RANGE[dialect]
+    if timeout is not None and not (timeout.isdigit() and low <= int(timeout) <= high):
+        raise ConfigError(
+            f"bad connect_timeout {timeout!r} in the URL of {url}: use whole seconds from {low} to {high}"
+        )
+    mode = options.get("sslmode")
+    if mode is not None and mode not in _SSL_MODES[dialect]:
+        raise ConfigError(
+            f"bad sslmode {mode!r} in the database URL: use one of {', '.join(_SSL_MODES[dialect])}"
+        )
+    return options
+
+
+def redact(text: str, url: DatabaseURL) -> str:
+    """Mask the URL's password where a driver's message echoes it, and nowhere else.
+
+    The URL as batchq prints it (already masked by position) is left whole; elsewhere only
+    whole occurrences of the password (raw or percent-encoded) are masked, not its letters
+    inside other words, so a short password cannot garble the message.
+    """
+    if not url.password:
+        return text
+    forms = sorted({url.password, quote(url.password, safe="")}, key=len, reverse=True)
+    echo = re.compile(r"(?<![A-Za-z0-9_])(?:" + "|".join(map(re.escape, forms)) + r")(?![A-Za-z0-9_])")
+    return str(url).join(echo.sub("***", piece) for piece in text.split(str(url)))
+
+
+def parse_duration(value: Duration | None, what: str = "duration") -> float:
+    """Seconds from 90, 2.5, '90', '90s', '15m', '1h30m', '2d', '250ms' or a timedelta; None is 0.
+
+    The one parser of durations: job delays, message delays and visibility timeouts, and the
+    CLI's options. ``what`` names the value in the error.
+    """
+    if value is None:
+        return 0.0
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+        seconds = _float(value)
+    elif isinstance(value, str):
+        seconds = _duration_text(value, what)
+    else:
+        raise ConfigError(
+            f"bad {what} {_brief(value)}: a duration is seconds, a timedelta or text as in 90s, 15m"
+        )
+    if math.isnan(seconds) or seconds < 0:
+        raise ConfigError(f"bad {what} {_brief(value)}: a duration is a number of seconds, 0 or more")
+    if seconds > MAX_DURATION_SECONDS:
+        raise ConfigError(
+            f"bad {what} {_brief(value)}: a duration is at most 100 years ({MAX_DURATION_SECONDS:,} seconds)"
+        )
+    return seconds or 0.0  # never -0.0
+
+
+def _brief(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _float(value: int | float | Decimal) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond any float: beyond the maximum too
+        return math.inf
+
+
+def _duration_text(value: str, what: str) -> float:
+    text = value.strip()
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text)
+    pieces = _DURATION.findall(text)
+    if not pieces or _DURATION.sub("", text).strip():
+        raise ConfigError(
+            f"bad {what} {_brief(value)}: a duration is seconds or units, as in 90s, 15m, 1h30m, 2d"
+        )
+    return sum(float(n) * _UNIT_SECONDS[unit.lower()] for n, unit in pieces)
+
+
+def check_queue_name(name: str) -> str:
+    if not isinstance(name, str) or not QUEUE_NAME.fullmatch(name):
+        raise ConfigError(
+            f"bad queue name {name!r}: use 1-64 letters, digits, '_', '-', '.', ':', "
+            "starting with a letter or digit"
+        )
+    return name

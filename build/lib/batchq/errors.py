@@ -1,0 +1,49 @@
+"""Every error batchq raises on purpose derives from BatchqError.
+
+The CLI turns these into a one-line message and exit status 1; anything
+else is a bug and keeps its traceback.
+"""
+
+
+class BatchqError(Exception):
+    """Base of every error batchq raises on purpose."""
+
+
+class ConfigError(BatchqError):
+    """A bad URL, duration, option or setting."""
+
+
+class BackendError(BatchqError):
+    """The database refused or failed a statement."""
+
+
+class BackendUnavailable(BackendError):
+    """The database could not be reached, or the connection was lost."""
+
+
+class SchemaMissing(BackendError):
+    """The batchq tables do not exist in this database."""
+
+
+class PayloadError(BatchqError, TypeError):
+    """A payload that cannot be serialised, is too large, or cannot be read back."""
+
+
+class SignatureError(PayloadError):
+    """A pickled payload whose signature is missing or wrong: never unpickled."""
+
+
+class TaskError(BatchqError):
+    """A task name that is malformed, unknown or cannot be called."""
+
+
+class TaskNotAllowed(TaskError):
+    """A task the allow-list refuses; a module it does not allow is never imported."""
+
+
+class QueueNotFound(BatchqError):
+    """A message queue that was never created (or was dropped)."""
+
+
+class MessageHeld(BatchqError):
+    """A message a consumer holds (its visibility has not run out): not cancelled."""

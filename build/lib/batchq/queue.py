@@ -1,0 +1,197 @@
+"""The Python API: enqueue jobs, cancel them, look at and manage queues."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .backends import BackendHandle, Row
+from .config import Duration, check_queue_name, parse_duration
+from .errors import ConfigError, PayloadError
+from .serializers import dumps, secret_from_env
+from .tasks import Resolver, modules_from_env, split_modules
+
+Task = str | Callable[..., Any]
+Delay = Duration | None
+PRIORITY_RANGE = (-32768, 32767)
+MAX_ERRORS_RANGE = (1, 65535)
+JOB_ID_RANGE = (1, 2**63 - 1)  # BIGINT / INTEGER ids on every backend
+
+
+@dataclass
+class QueueStats:
+    queue: str
+    ready: int = 0  # due now
+    delayed: int = 0  # ready but not yet due (delay or retry backoff)
+    processing: int = 0
+    oldest_processing_seconds: float | None = None
+    failed: int = 0
+    paused: bool = False
+
+
+class Queue(BackendHandle):
+    """A handle on the batchq tables of one database.
+
+    ``Queue()`` uses ``$BATCHQ_URL`` or the SQLite default. Each thread gets its
+    own connection, opened on first use.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        secret: str | bytes | None = None,
+        task_modules: str | Iterable[str] | None = None,
+    ) -> None:
+        super().__init__(url)
+        self.secret = secret.encode() if isinstance(secret, str) else secret or secret_from_env()
+        modules = modules_from_env() if task_modules is None else split_modules(task_modules)
+        self.resolver = Resolver(modules)
+
+    # -- enqueue --------------------------------------------------------------
+
+    def enqueue(
+        self,
+        task: Task,
+        payload: Any = None,
+        *,
+        queue: str = "default",
+        delay: Delay = None,
+        priority: int = 0,
+        max_errors: int = 10,
+        serializer: str = "json",
+        conn: Any = None,
+    ) -> int:
+        """Write one job and return its id. Bad input raises before anything is written.
+
+        With ``conn=`` (an open PyMySQL / sqlite3 / psycopg connection) the INSERT joins
+        that connection's transaction: the job exists only if the caller commits.
+        """
+        template = self._job_template(task, queue, delay, priority, max_errors, serializer)
+        row = self._job_row(template, payload)
+        backend = self.backend
+        if conn is not None:
+            backend.check_connection(conn)
+            return backend.insert("enqueue", row, conn=conn)
+        return backend.retrying(lambda: backend.insert("enqueue", row))
+
+    def enqueue_many(
+        self,
+        task: Task,
+        payloads: Iterable[Any],
+        *,
+        queue: str = "default",
+        delay: Delay = None,
+        priority: int = 0,
+        max_errors: int = 10,
+        serializer: str = "json",
+        conn: Any = None,
+    ) -> int:
+        """Write one job per payload in one statement batch; returns how many."""
+        template = self._job_template(task, queue, delay, priority, max_errors, serializer)
+        rows = [self._job_row(template, payload) for payload in payloads]
+        if not rows:
+            return 0
+        backend = self.backend
+        if conn is not None:
+            backend.check_connection(conn)
+            return backend.insert_many("enqueue", rows, conn=conn)
+
+        def insert_all() -> int:
+            with backend.transaction():
+                return backend.insert_many("enqueue", rows)
+
+        return backend.retrying(insert_all)
+
+    def _job_template(
+        self,
+        task: Task,
+        queue: str,
+        delay: Delay,
+        priority: int,
+        max_errors: int,
+        serializer: str,
+    ) -> dict[str, Any]:
+        """Everything of a job row but its payload, validated once per call."""
+        check_queue_name(queue)
+        _check_int("priority", priority, PRIORITY_RANGE)
+        _check_int("max_errors", max_errors, MAX_ERRORS_RANGE)
+        seconds = parse_duration(delay, "delay")
+        return {
+            "queue": queue,
+            "task": self.resolver.name_for(task),
+            "serializer": serializer,
+            "priority": priority,
+            "max_errors": max_errors,
+            "delay_us": round(seconds * 1_000_000),
+            "delay_modifier": f"+{seconds:.6f} seconds",
+        }
+
+    def _job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:
+        data = dumps(payload, template["serializer"], self.secret)
+        if data is not None:
+            self._check_size(data)
+        return {**template, "payload": data}
+
+    def _check_size(self, data: bytes) -> None:
+        """The column's limit; MySQL also measures the statement as sent (max_allowed_packet)."""
+        limit = self.backend.payload_limit()
+        if len(data) > limit:
+            raise PayloadError(
+                f"payload is {len(data):,} bytes, more than this database accepts "
+                f"({limit:,} bytes): store large data elsewhere and enqueue a reference to it"
+            )
+
+    # -- cancel and inspect -----------------------------------------------------
+
+    def cancel(self, job_id: int) -> bool:
+        """Delete a job nobody is running. False if it is claimed or gone (or could never exist)."""
+        if isinstance(job_id, bool) or not isinstance(job_id, int):
+            raise ConfigError(f"bad job id {job_id!r}: use a whole number")
+        if not JOB_ID_RANGE[0] <= job_id <= JOB_ID_RANGE[1]:
+            return False  # out of every backend's id range: no such job
+        return self.backend.retrying(lambda: self.backend.execute("job_cancel", {"id": job_id})) == 1
+
+    def stats(self) -> list[QueueStats]:
+        """Per-queue counts, ordered by queue name."""
+        by_queue: dict[str, QueueStats] = {}
+        for row in self.backend.fetchall("queue_stats"):
+            stats = by_queue.setdefault(row["queue"], QueueStats(row["queue"]))
+            jobs, due = int(row["jobs"]), int(row["due"] or 0)
+            if row["status"] == "ready":
+                stats.ready, stats.delayed = due, jobs - due
+            elif row["status"] == "processing":
+                stats.processing = jobs
+                oldest = row["oldest_seconds"]  # NULL when no processing_at is known
+                stats.oldest_processing_seconds = None if oldest is None else float(oldest)
+            else:
+                stats.failed = jobs
+        for name in self.paused_queues():
+            by_queue.setdefault(name, QueueStats(name)).paused = True
+        return [by_queue[name] for name in sorted(by_queue)]
+
+    # -- queue management -------------------------------------------------------
+
+    def pause(self, queue: str) -> None:
+        """Workers stop claiming from this queue until it is resumed; enqueue goes on."""
+        self.backend.execute("queue_set_paused", {"queue": check_queue_name(queue), "paused": 1})
+
+    def resume(self, queue: str) -> None:
+        self.backend.execute("queue_set_paused", {"queue": check_queue_name(queue), "paused": 0})
+
+    def paused_queues(self) -> list[str]:
+        return [row["name"] for row in self.backend.fetchall("paused_queues")]
+
+    def purge(self, queue: str) -> int:
+        """Delete a queue's ready and failed jobs; jobs being run are left alone."""
+        return self.backend.execute("purge_queue", {"queue": check_queue_name(queue)})
+
+    def failed_jobs(self) -> list[Row]:
+        return self.backend.fetchall("failed_jobs")
+
+
+def _check_int(name: str, value: Any, bounds: tuple[int, int]) -> None:
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"bad {name} {value!r}: use a whole number from {low} to {high}")

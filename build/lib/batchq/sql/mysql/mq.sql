@@ -1,0 +1,161 @@
+-- The message-queue API (batchq.MessageQueue) on MySQL/MariaDB, by name (PyMySQL paramstyle).
+-- Times are UTC DATETIME(6) against UTC_TIMESTAMP(6). A message is held by a consumer while
+-- vt > now; it is visible (readable, cancellable) once vt <= now.
+-- MySQL has no UPDATE ... RETURNING, so a read is two statements in one short transaction:
+-- mq_read (lock) then mq_read_mark; a pop is mq_pop (lock) then mq_pop_mark. The other
+-- dialects do each in one statement and have no *_mark queries. Servers without SKIP LOCKED
+-- lock with the *_no_skip variants instead.
+
+-- name: mq_queue_create
+-- Register a queue; 0 rows when it exists already.
+INSERT IGNORE INTO batchq_mq_meta (queue, created_at) VALUES (%(queue)s, UTC_TIMESTAMP(6));
+
+-- name: mq_sent_shard_create
+-- One shard of a queue's sent counter, created with the queue.
+INSERT IGNORE INTO batchq_mq_sent (queue, shard, sent) VALUES (%(queue)s, %(shard)s, 0);
+
+-- name: mq_queue_get
+-- One queue's registration.
+SELECT queue AS queue_name, created_at FROM batchq_mq_meta WHERE queue = %(queue)s;
+
+-- name: mq_queue_list
+-- Every queue, by name.
+SELECT queue AS queue_name, created_at FROM batchq_mq_meta ORDER BY queue;
+
+-- name: mq_queue_drop_messages
+-- drop_queue, 3/4: the queue's messages.
+DELETE FROM batchq_message WHERE queue = %(queue)s;
+
+-- name: mq_queue_drop_archive
+-- drop_queue, 4/4: its archive.
+DELETE FROM batchq_message_archive WHERE queue = %(queue)s;
+
+-- name: mq_queue_drop_sent
+-- drop_queue, 1/4: its sent counter (waits out sends in flight).
+DELETE FROM batchq_mq_sent WHERE queue = %(queue)s;
+
+-- name: mq_queue_drop_meta
+-- drop_queue, 2/4: the registration; 0 rows when there was no such queue.
+DELETE FROM batchq_mq_meta WHERE queue = %(queue)s;
+
+-- name: mq_purge
+-- Delete every message of a queue, held or not; the archive and the sent counter stay.
+DELETE FROM batchq_message WHERE queue = %(queue)s;
+
+-- name: mq_count_sent
+-- Add to one shard of the sent counter, in the send's transaction; 0 rows: no such queue.
+UPDATE batchq_mq_sent SET sent = sent + %(n)s WHERE queue = %(queue)s AND shard = %(shard)s;
+
+-- name: mq_send
+-- One message, visible after the delay.
+INSERT INTO batchq_message (queue, vt, read_ct, enqueued_at, message, headers)
+VALUES (%(queue)s, UTC_TIMESTAMP(6) + INTERVAL %(delay_us)s MICROSECOND, 0, UTC_TIMESTAMP(6),
+        %(message)s, %(headers)s);
+
+-- name: mq_read
+-- Lock up to qty visible messages, oldest id first, that match the optional JSON filter.
+-- The filter is in this WHERE, and the walk of the clustered (queue, id) key is in id order,
+-- so LIMIT stops the scan: under READ COMMITTED InnoDB releases at once any row that fails
+-- the WHERE, so the transaction keeps locks only on the rows it returns. FORCE INDEX: a
+-- filesort plan would lock every visible row before the LIMIT. Returns the values
+-- mq_read_mark will write. JSON_CONTAINS also finds a filter's value inside an array of the
+-- message ({"k": 1} in {"k": [1, 2]}), which PostgreSQL's @> and SQLite's filter do not: so no
+-- node of the filter (where_paths: the path of each, the root first) may be an array in the
+-- message.
+SELECT id AS msg_id, read_ct + 1 AS read_ct, enqueued_at,
+       UTC_TIMESTAMP(6) + INTERVAL %(vt_us)s MICROSECOND AS vt, message, headers
+FROM batchq_message FORCE INDEX (PRIMARY)
+WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
+  AND (%(where)s IS NULL OR (JSON_CONTAINS(message, %(where)s) AND NOT EXISTS (
+      SELECT 1 FROM JSON_TABLE(%(where_paths)s, '$[*]' COLUMNS (path VARCHAR(4096) PATH '$')) AS f
+      WHERE JSON_TYPE(JSON_EXTRACT(message, f.path)) = 'ARRAY')))
+ORDER BY id
+LIMIT %(qty)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: mq_read_no_skip
+-- mq_read for servers without SKIP LOCKED (MySQL < 8.0.1, MariaDB < 10.6): correct, but readers wait for each other.
+-- Those servers lack JSON_TABLE too, so here a filter's scalar also matches inside an array.
+SELECT id AS msg_id, read_ct + 1 AS read_ct, enqueued_at,
+       UTC_TIMESTAMP(6) + INTERVAL %(vt_us)s MICROSECOND AS vt, message, headers
+FROM batchq_message FORCE INDEX (PRIMARY)
+WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
+  AND (%(where)s IS NULL OR JSON_CONTAINS(message, %(where)s))
+ORDER BY id
+LIMIT %(qty)s
+FOR UPDATE;
+
+-- name: mq_read_mark
+-- Second half of a read: hide the locked messages until vt and count the read.
+UPDATE batchq_message SET vt = %(vt)s, read_ct = read_ct + 1 WHERE queue = %(queue)s AND id IN %(ids)s;
+
+-- name: mq_pop
+-- Lock the oldest visible message for deletion (see mq_read).
+SELECT id AS msg_id, read_ct, enqueued_at, vt, message, headers
+FROM batchq_message FORCE INDEX (PRIMARY)
+WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
+ORDER BY id
+LIMIT 1
+FOR UPDATE SKIP LOCKED;
+
+-- name: mq_pop_no_skip
+-- mq_pop for servers without SKIP LOCKED: correct, but poppers wait for each other.
+SELECT id AS msg_id, read_ct, enqueued_at, vt, message, headers
+FROM batchq_message FORCE INDEX (PRIMARY)
+WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
+ORDER BY id
+LIMIT 1
+FOR UPDATE;
+
+-- name: mq_pop_mark
+-- Second half of a pop: delete the locked message.
+DELETE FROM batchq_message WHERE queue = %(queue)s AND id = %(id)s;
+
+-- name: mq_message_get
+-- One message as it stands.
+SELECT id AS msg_id, read_ct, enqueued_at, vt, message, headers
+FROM batchq_message WHERE id = %(id)s AND queue = %(queue)s;
+
+-- name: mq_message_lock
+-- Lock one message before moving it to the archive, so two archivers cannot both copy it;
+-- with read_ct, only if nobody has read it since (the archiver's read is the receipt).
+SELECT id FROM batchq_message WHERE id = %(id)s AND queue = %(queue)s
+  AND (%(read_ct)s IS NULL OR read_ct = %(read_ct)s) FOR UPDATE;
+
+-- name: mq_archive_copy
+-- Copy one message into the archive, stamped with the time it was archived.
+INSERT INTO batchq_message_archive (id, queue, vt, read_ct, enqueued_at, archived_at, message, headers)
+SELECT id, queue, vt, read_ct, enqueued_at, UTC_TIMESTAMP(6), message, headers
+FROM batchq_message WHERE id = %(id)s AND queue = %(queue)s;
+
+-- name: mq_delete
+-- Delete one message; 0 rows when it is gone, or, with read_ct, read by someone since.
+DELETE FROM batchq_message WHERE id = %(id)s AND queue = %(queue)s
+  AND (%(read_ct)s IS NULL OR read_ct = %(read_ct)s);
+
+-- name: mq_set_vt
+-- Make a message invisible until now + vt (0: visible at once); read_ct fences as in mq_delete.
+UPDATE batchq_message SET vt = UTC_TIMESTAMP(6) + INTERVAL %(vt_us)s MICROSECOND
+WHERE id = %(id)s AND queue = %(queue)s
+  AND (%(read_ct)s IS NULL OR read_ct = %(read_ct)s);
+
+-- name: mq_cancel
+-- Delete a message no consumer holds: visible, or never read (only delayed).
+DELETE FROM batchq_message
+WHERE id = %(id)s AND queue = %(queue)s AND (vt <= UTC_TIMESTAMP(6) OR read_ct = 0);
+
+-- name: mq_hold
+-- Seconds a message stays held by its consumer (<= 0: free), after a cancel was refused.
+SELECT read_ct, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), vt) / 1e6 AS held_seconds
+FROM batchq_message WHERE id = %(id)s AND queue = %(queue)s;
+
+-- name: mq_metrics
+-- Length, visible length, ages in seconds and messages ever sent, on the server's clock.
+SELECT COUNT(*) AS queue_length,
+       COALESCE(SUM(vt <= UTC_TIMESTAMP(6)), 0) AS queue_visible_length,
+       TIMESTAMPDIFF(MICROSECOND, MIN(enqueued_at), UTC_TIMESTAMP(6)) / 1e6 AS oldest_msg_age_sec,
+       TIMESTAMPDIFF(MICROSECOND, MAX(enqueued_at), UTC_TIMESTAMP(6)) / 1e6 AS newest_msg_age_sec,
+       (SELECT COALESCE(SUM(sent), 0) FROM batchq_mq_sent WHERE queue = %(queue)s) AS total_messages,
+       UTC_TIMESTAMP(6) AS scrape_time
+FROM batchq_message
+WHERE queue = %(queue)s;

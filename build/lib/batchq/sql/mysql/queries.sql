@@ -1,0 +1,238 @@
+-- Every statement batchq runs on MySQL/MariaDB, by name (PyMySQL paramstyle).
+-- Times are UTC DATETIME(6) compared with UTC_TIMESTAMP(6): the server's clock, whatever
+-- the session time zone (enqueue may run on the application's own connection).
+
+-- name: schema_version
+-- The highest migration applied.
+SELECT MAX(version) AS version FROM batchq_schema;
+
+-- name: migration_lock
+-- init-db: one migrating session per database at a time; 1 when taken, 0 after 60 s of waiting.
+SELECT GET_LOCK(%(name)s, 60) AS acquired;
+
+-- name: migration_unlock
+-- init-db is done: let the next one in.
+SELECT RELEASE_LOCK(%(name)s) AS released;
+
+-- name: schema_version_set
+-- Record a migration as applied (a concurrent init-db may have done it already).
+INSERT IGNORE INTO batchq_schema (version, applied_at) VALUES (%(version)s, UTC_TIMESTAMP(6));
+
+-- name: server_info
+-- Version and packet limit, read once at connect.
+SELECT VERSION() AS version, @@max_allowed_packet AS max_allowed_packet;
+
+-- name: max_allowed_packet
+-- The packet limit of a connection batchq was given (enqueue(conn=...)), asked on that session.
+SELECT @@max_allowed_packet AS max_allowed_packet;
+
+-- name: enqueue
+-- One job; run_at is now plus the delay on the server's clock.
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, run_at, max_errors, created_at)
+VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
+        UTC_TIMESTAMP(6) + INTERVAL %(delay_us)s MICROSECOND, %(max_errors)s, UTC_TIMESTAMP(6));
+
+-- name: next_priority
+-- The highest priority level below a bound that has ready jobs: one index seek. Claims go
+-- level by level so that run_at <= now is an index range and never walks future-dated rows.
+SELECT priority FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND priority < %(below)s
+ORDER BY priority DESC
+LIMIT 1;
+
+-- name: claim_select_skip_locked
+-- The next due job of a queue that no other claimer holds; walks batchq_job_claim.
+SELECT id, queue, task, payload, serializer, error_count, max_errors
+FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused = 1)
+  AND priority = %(priority)s
+ORDER BY run_at, id
+LIMIT 1
+FOR UPDATE SKIP LOCKED;
+
+-- name: claim_select
+-- The same for servers without SKIP LOCKED: correct, but claimers wait for each other.
+SELECT id, queue, task, payload, serializer, error_count, max_errors
+FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused = 1)
+  AND priority = %(priority)s
+ORDER BY run_at, id
+LIMIT 1
+FOR UPDATE;
+
+-- name: claim_mark
+-- Mark the selected job as ours, with a fresh token that fences every later write.
+UPDATE batchq_job
+SET status = 'processing', processing_at = UTC_TIMESTAMP(6),
+    locked_by = %(worker)s, claim_token = %(token)s
+WHERE id = %(id)s;
+
+
+-- name: claim_batch_select_skip_locked
+-- Batch mode: the next due jobs of a queue, up to a limit, that no other claimer holds.
+SELECT id, queue, task, payload, serializer, error_count, max_errors
+FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused = 1)
+  AND priority = %(priority)s
+ORDER BY run_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: claim_batch_select
+-- Batch mode without SKIP LOCKED.
+SELECT id, queue, task, payload, serializer, error_count, max_errors
+FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused = 1)
+  AND priority = %(priority)s
+ORDER BY run_at, id
+LIMIT %(limit)s
+FOR UPDATE;
+
+-- name: claim_batch_mark
+-- Batch mode: mark the selected jobs as ours, all with one token (PyMySQL expands the id tuple).
+UPDATE batchq_job
+SET status = 'processing', processing_at = UTC_TIMESTAMP(6),
+    locked_by = %(worker)s, claim_token = %(token)s
+WHERE id IN %(ids)s;
+-- name: job_delete
+-- Success: the job is done. Zero rows when a sweep took the job back meanwhile.
+DELETE FROM batchq_job WHERE id = %(id)s AND claim_token = %(token)s;
+
+
+-- name: job_delete_batch
+-- Batch mode: the successes of a batch in one statement, fenced by the batch's token.
+DELETE FROM batchq_job WHERE claim_token = %(token)s AND id IN %(ids)s;
+
+-- name: release_batch
+-- Batch mode: claimed jobs the worker will not run (it was told to stop) go back, uncounted.
+UPDATE batchq_job
+SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE claim_token = %(token)s AND id IN %(ids)s;
+-- name: job_error
+-- Failure: count it (up to 65535, the column's top); retry after the backoff, or fail for good
+-- once out of tries.
+-- status is assigned first: MySQL evaluates SET left to right with updated values.
+UPDATE batchq_job
+SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
+    error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
+    last_error = %(error)s,
+    run_at = UTC_TIMESTAMP(6) + INTERVAL %(delay_us)s MICROSECOND,
+    processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = %(id)s AND claim_token = %(token)s;
+
+-- name: release_unknown_claims
+-- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
+UPDATE batchq_job
+SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE status = 'processing' AND locked_by = %(worker)s;
+
+-- name: job_cancel
+-- Remove a job nobody is running; a claimed job stays.
+DELETE FROM batchq_job WHERE id = %(id)s AND status IN ('ready', 'failed');
+
+-- name: queue_stats
+-- Per queue and status: counts, due counts and the oldest processing age, in seconds.
+SELECT queue, status, COUNT(*) AS jobs,
+       SUM(run_at <= UTC_TIMESTAMP(6)) AS due,
+       TIMESTAMPDIFF(MICROSECOND, MIN(processing_at), UTC_TIMESTAMP(6)) / 1e6 AS oldest_seconds
+FROM batchq_job
+GROUP BY queue, status;
+
+-- name: processing_jobs
+-- Every claimed job with its owner and age on the server's clock.
+SELECT id, queue, task, locked_by, claim_token, error_count, max_errors,
+       TIMESTAMPDIFF(MICROSECOND, processing_at, UTC_TIMESTAMP(6)) / 1e6 AS age_seconds
+FROM batchq_job
+WHERE status = 'processing'
+ORDER BY processing_at, id;
+
+-- name: requeue_abandoned
+-- A dead worker's job goes back at once, counted as an error (a poison job ends failed).
+-- The count stops at 65535, the column's top, and the token compares NULL-safely: a row
+-- written by hand with either is put back like any other, never stuck.
+UPDATE batchq_job
+SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
+    error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
+    last_error = %(error)s,
+    run_at = UTC_TIMESTAMP(6),
+    processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = %(id)s AND status = 'processing' AND claim_token <=> %(token)s;
+
+-- name: unrunnable_jobs
+-- Rows no worker will ever claim, for a human: a status outside the ENUM (stored as '' by a
+-- session without strict mode). SMALLINT keeps every priority claimable. Walks batchq_job_status.
+SELECT id, queue, task, status, priority
+FROM batchq_job
+WHERE status NOT IN ('ready', 'processing', 'failed')
+ORDER BY id;
+
+-- name: failed_jobs
+-- Jobs out of tries, for a human.
+SELECT id, queue, task, error_count, max_errors, last_error, created_at
+FROM batchq_job
+WHERE status = 'failed'
+ORDER BY id;
+
+-- name: requeue_failed
+-- Give a failed job a fresh set of tries, due now.
+UPDATE batchq_job
+SET status = 'ready', error_count = 0, run_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'failed';
+
+-- name: delete_failed
+-- Drop a failed job.
+DELETE FROM batchq_job WHERE id = %(id)s AND status = 'failed';
+
+-- name: queue_set_paused
+-- Pause or resume a queue.
+INSERT INTO batchq_queue (name, paused) VALUES (%(queue)s, %(paused)s)
+ON DUPLICATE KEY UPDATE paused = VALUES(paused);
+
+-- name: paused_queues
+-- Names of paused queues.
+SELECT name FROM batchq_queue WHERE paused = 1 ORDER BY name;
+
+-- name: purge_queue
+-- Delete a queue's jobs that nobody is running.
+DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'failed');
+
+-- name: liveness_lock
+-- Held on the worker's connection for its whole life: free means the worker is gone.
+-- The session id is the worker's to end, should a dropped connection leave it behind.
+SELECT GET_LOCK(%(name)s, 0) AS acquired, CONNECTION_ID() AS session;
+
+-- name: liveness_lock_wait
+-- Take the lock, waiting up to %(wait)s seconds for a session we just ended to let go of it:
+-- the server hands it straight over, so it is never seen free in between.
+SELECT GET_LOCK(%(name)s, %(wait)s) AS acquired, CONNECTION_ID() AS session;
+
+-- name: liveness_holder
+-- The session holding the worker's lock (NULL when free).
+SELECT IS_USED_LOCK(%(name)s) AS session;
+
+-- name: liveness_ghost
+-- The session holding the worker's lock if it has sat idle longer than a working worker's
+-- heartbeat allows. Sessions of other users show only with the PROCESS privilege.
+SELECT ID AS session, TIME AS idle_seconds
+FROM information_schema.PROCESSLIST
+WHERE ID = IS_USED_LOCK(%(name)s) AND COMMAND = 'Sleep' AND TIME > %(idle_after)s;
+
+-- name: end_session
+-- End a ghost session holding a worker's lock (one's own user's, or any with CONNECTION_ADMIN/SUPER).
+KILL CONNECTION %(session)s;
+
+-- name: keep_session_open
+-- The worker's session: no idle timeout (a job may run for hours); the server's maximum.
+SET SESSION wait_timeout = 31536000;
+
+-- name: heartbeat
+-- Keeps the worker's session from sitting idle while a job runs.
+SELECT 1 AS alive;
+
+-- name: liveness_free
+-- 1 when nobody holds the worker's lock.
+SELECT IS_FREE_LOCK(%(name)s) AS free;

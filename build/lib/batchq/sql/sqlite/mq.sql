@@ -1,0 +1,134 @@
+-- The message-queue API (batchq.MessageQueue) on SQLite, by name (sqlite3 named paramstyle).
+-- Times are UTC text from strftime('%Y-%m-%d %H:%M:%f', 'now'). A message is held by a
+-- consumer while vt > now; it is visible (readable, cancellable) once vt <= now.
+-- Writes run inside BEGIN IMMEDIATE: one writer at a time, so a read or pop is one
+-- UPDATE/DELETE ... RETURNING and needs no row locks.
+
+-- name: mq_queue_create
+-- Register a queue; 0 rows when it exists already.
+INSERT OR IGNORE INTO batchq_mq_meta (queue, created_at)
+VALUES (:queue, strftime('%Y-%m-%d %H:%M:%f', 'now'));
+
+-- name: mq_sent_shard_create
+-- One shard of a queue's sent counter, created with the queue.
+INSERT OR IGNORE INTO batchq_mq_sent (queue, shard, sent) VALUES (:queue, :shard, 0);
+
+-- name: mq_queue_get
+-- One queue's registration.
+SELECT queue AS queue_name, created_at FROM batchq_mq_meta WHERE queue = :queue;
+
+-- name: mq_queue_list
+-- Every queue, by name.
+SELECT queue AS queue_name, created_at FROM batchq_mq_meta ORDER BY queue;
+
+-- name: mq_queue_drop_messages
+-- drop_queue, 3/4: the queue's messages.
+DELETE FROM batchq_message WHERE queue = :queue;
+
+-- name: mq_queue_drop_archive
+-- drop_queue, 4/4: its archive.
+DELETE FROM batchq_message_archive WHERE queue = :queue;
+
+-- name: mq_queue_drop_sent
+-- drop_queue, 1/4: its sent counter (waits out sends in flight).
+DELETE FROM batchq_mq_sent WHERE queue = :queue;
+
+-- name: mq_queue_drop_meta
+-- drop_queue, 2/4: the registration; 0 rows when there was no such queue.
+DELETE FROM batchq_mq_meta WHERE queue = :queue;
+
+-- name: mq_purge
+-- Delete every message of a queue, held or not; the archive and the sent counter stay.
+DELETE FROM batchq_message WHERE queue = :queue;
+
+-- name: mq_count_sent
+-- Add to one shard of the sent counter, in the send's transaction; 0 rows: no such queue.
+UPDATE batchq_mq_sent SET sent = sent + :n WHERE queue = :queue AND shard = :shard;
+
+-- name: mq_send
+-- One message, visible after the delay.
+INSERT INTO batchq_message (queue, vt, read_ct, enqueued_at, message, headers)
+VALUES (:queue, strftime('%Y-%m-%d %H:%M:%f', 'now', :delay_modifier), 0,
+        strftime('%Y-%m-%d %H:%M:%f', 'now'), :message, :headers);
+
+-- name: mq_read
+-- Hide up to qty visible messages, oldest id first, matching the optional filter, and count
+-- the read. The filter is JSON containment restricted to objects and scalars: every node of
+-- the filter document must exist in the message at the same path with the same JSON type
+-- (integer and real both count as a number), and every scalar must be equal.
+UPDATE batchq_message
+SET vt = strftime('%Y-%m-%d %H:%M:%f', 'now', :vt_modifier), read_ct = read_ct + 1
+WHERE id IN (
+    SELECT m.id FROM batchq_message AS m INDEXED BY batchq_message_read
+    WHERE m.queue = :queue AND m.vt <= strftime('%Y-%m-%d %H:%M:%f', 'now')
+      AND (:where IS NULL OR NOT EXISTS (
+          SELECT 1 FROM json_tree(:where) AS w
+          WHERE (CASE WHEN w.type IN ('integer', 'real') THEN 'number' ELSE w.type END)
+                IS NOT (CASE WHEN json_type(m.message, w.fullkey) IN ('integer', 'real') THEN 'number'
+                             ELSE json_type(m.message, w.fullkey) END)
+             OR (w.type NOT IN ('object', 'array')
+                 AND json_extract(m.message, w.fullkey) IS NOT w.atom)))
+    ORDER BY m.id
+    LIMIT :qty
+)
+RETURNING id AS msg_id, read_ct, enqueued_at, vt, message, headers;
+
+-- name: mq_pop
+-- Delete the oldest visible message and return it.
+DELETE FROM batchq_message
+WHERE id = (
+    SELECT id FROM batchq_message INDEXED BY batchq_message_read
+    WHERE queue = :queue AND vt <= strftime('%Y-%m-%d %H:%M:%f', 'now')
+    ORDER BY id
+    LIMIT 1
+)
+RETURNING id AS msg_id, read_ct, enqueued_at, vt, message, headers;
+
+-- name: mq_message_get
+-- One message as it stands.
+SELECT id AS msg_id, read_ct, enqueued_at, vt, message, headers
+FROM batchq_message WHERE id = :id AND queue = :queue;
+
+-- name: mq_message_lock
+-- Before archiving: BEGIN IMMEDIATE already holds the database, so this only reads;
+-- with read_ct, only if nobody has read it since (the archiver's read is the receipt).
+SELECT id FROM batchq_message WHERE id = :id AND queue = :queue
+  AND (:read_ct IS NULL OR read_ct = :read_ct);
+
+-- name: mq_archive_copy
+-- Copy one message into the archive, stamped with the time it was archived.
+INSERT INTO batchq_message_archive (id, queue, vt, read_ct, enqueued_at, archived_at, message, headers)
+SELECT id, queue, vt, read_ct, enqueued_at, strftime('%Y-%m-%d %H:%M:%f', 'now'), message, headers
+FROM batchq_message WHERE id = :id AND queue = :queue;
+
+-- name: mq_delete
+-- Delete one message; 0 rows when it is gone, or, with read_ct, read by someone since.
+DELETE FROM batchq_message WHERE id = :id AND queue = :queue
+  AND (:read_ct IS NULL OR read_ct = :read_ct);
+
+-- name: mq_set_vt
+-- Make a message invisible until now + vt (0: visible at once); read_ct fences as in mq_delete.
+UPDATE batchq_message SET vt = strftime('%Y-%m-%d %H:%M:%f', 'now', :vt_modifier)
+WHERE id = :id AND queue = :queue
+  AND (:read_ct IS NULL OR read_ct = :read_ct);
+
+-- name: mq_cancel
+-- Delete a message no consumer holds: visible, or never read (only delayed).
+DELETE FROM batchq_message
+WHERE id = :id AND queue = :queue AND (vt <= strftime('%Y-%m-%d %H:%M:%f', 'now') OR read_ct = 0);
+
+-- name: mq_hold
+-- Seconds a message stays held by its consumer (<= 0: free), after a cancel was refused.
+SELECT read_ct, (julianday(vt) - julianday('now')) * 86400.0 AS held_seconds
+FROM batchq_message WHERE id = :id AND queue = :queue;
+
+-- name: mq_metrics
+-- Length, visible length, ages in seconds and messages ever sent.
+SELECT COUNT(*) AS queue_length,
+       COALESCE(SUM(vt <= strftime('%Y-%m-%d %H:%M:%f', 'now')), 0) AS queue_visible_length,
+       (julianday('now') - julianday(MIN(enqueued_at))) * 86400.0 AS oldest_msg_age_sec,
+       (julianday('now') - julianday(MAX(enqueued_at))) * 86400.0 AS newest_msg_age_sec,
+       (SELECT COALESCE(SUM(sent), 0) FROM batchq_mq_sent WHERE queue = :queue) AS total_messages,
+       strftime('%Y-%m-%d %H:%M:%f', 'now') AS scrape_time
+FROM batchq_message
+WHERE queue = :queue;

@@ -1,0 +1,318 @@
+"""`batchq run`: claim one job per short transaction, call it, record the outcome."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import socket
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from .backends import Backend, Row, batch_ids, stored_count
+from .errors import BackendUnavailable
+from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
+from .queue import Queue
+from .serializers import loads
+from .tasks import call_task
+
+log = logging.getLogger("batchq.worker")
+
+BACKOFF_BASE_SECONDS = 10.0
+BACKOFF_MAX_SECONDS = 3600.0
+LAST_ERROR_MAX_CHARS = 4000
+RECONNECT_ATTEMPTS = 8  # backoff 0.2s doubling, capped at 5s: about 16s for a server to come back
+
+
+def retry_delay(
+    error_count: int, base: float = BACKOFF_BASE_SECONDS, cap: float = BACKOFF_MAX_SECONDS
+) -> float:
+    """Seconds before the next try after the ``error_count``-th failure: base * 2^(n-1), capped.
+
+    error_count goes up to 65535 (and further in a row written by hand): the doublings past the
+    cap are never computed, so the power cannot overflow a float.
+    """
+    if base <= 0 or cap <= 0:
+        return max(min(base, cap), 0.0)
+    doublings = max(error_count - 1, 0)
+    if doublings >= math.log2(cap) - math.log2(base):
+        return cap
+    return min(math.ldexp(base, doublings), cap)
+
+
+def worker_name() -> str:
+    """What a claim writes into locked_by, and what the liveness lock is named after:
+    host:pid:random. The random part tells apart processes that share a host name and a pid
+    (containers with the same hostname, each running batchq as PID 1)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+@dataclass
+class RunOptions:
+    queues: tuple[str, ...] = ("default",)
+    max_jobs: int | None = None
+    max_seconds: float | None = None
+    wait: float = 0.0  # keep polling an empty queue this long before exiting
+    poll_interval: float = 1.0
+    handler: Callable[..., Any] | None = None
+    batch_size: int = 1  # >1: claim that many per transaction and delete the successes together
+    backoff_base: float = BACKOFF_BASE_SECONDS
+    heartbeat: float = DEFAULT_HEARTBEAT_SECONDS  # ping the idle session this often during a job
+
+
+@dataclass
+class RunSummary:
+    succeeded: int = 0
+    errors: int = 0
+    stale_finishes: int = 0  # finishes fenced off because a sweep had taken the job back
+    reconnects: int = 0
+    stopped_by_signal: bool = False
+    # The most recent job ids, in the order run (bounded: a --wait worker may run for months).
+    job_ids: deque[int] = field(default_factory=lambda: deque(maxlen=10_000))
+
+    @property
+    def processed(self) -> int:
+        return self.succeeded + self.errors
+
+
+class Worker:
+    def __init__(self, queue: Queue, options: RunOptions | None = None) -> None:
+        self.queue = queue
+        self.options = options or RunOptions()
+        self.name = worker_name()
+        self.summary = RunSummary()
+        self._stop = threading.Event()
+        self._release_pending = False  # a connection was lost between jobs: an unseen claim may exist
+        self._started = time.monotonic()
+
+    @property
+    def backend(self) -> Backend:
+        return self.queue.backend
+
+    def stop(self, *_: Any) -> None:
+        """Finish the current job, then exit (SIGTERM, SIGINT)."""
+        self.summary.stopped_by_signal = True
+        self._stop.set()
+
+    def run(self) -> RunSummary:
+        with _stop_on_signals(self.stop):
+            self.backend.hold_liveness(self.name)
+            heartbeat = Heartbeat(self.backend, self.options.heartbeat)
+            heartbeat.start()
+            try:
+                self._run_loop(heartbeat)
+            finally:
+                heartbeat.stop()
+        return self.summary
+
+    def _run_loop(self, heartbeat: Heartbeat) -> None:
+        self._started = time.monotonic()
+        idle_since: float | None = None
+        done: list[Row] = []  # succeeded jobs whose DELETE rides with the next claim
+        while not self._should_stop():
+            jobs = self._finish_and_claim(done)
+            done = []
+            if jobs:
+                idle_since = None
+                done = self._process(jobs, heartbeat)
+                continue
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since >= self.options.wait:
+                break
+            self.backend.wait_for_jobs(self.options.queues, self.options.poll_interval, self._stop)
+        if done:
+            matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
+            self._check_done(done, matched)
+
+    def _should_stop(self) -> bool:
+        opts = self.options
+        if self._stop.is_set():
+            return True
+        if opts.max_jobs is not None and self.summary.processed >= opts.max_jobs:
+            return True
+        return opts.max_seconds is not None and time.monotonic() - self._started >= opts.max_seconds
+
+    # -- finish and claim -------------------------------------------------------------
+
+    def _finish_and_claim(self, done: list[Row]) -> list[Row]:
+        """Delete the jobs that just succeeded and claim the next, in one short transaction.
+
+        One commit per job instead of two; a crash before it commits re-runs the finished job,
+        exactly as a crash before a DELETE of its own would.
+        """
+        jobs, matched = self._with_reconnect(partial(self._finish_and_claim_once, done), between_jobs=True)
+        self._check_done(done, matched)
+        return jobs
+
+    def _finish_and_claim_once(self, done: list[Row]) -> tuple[list[Row], int]:
+        with self.backend.transaction() if done else nullcontext():
+            matched = self._delete_done(done) if done else 0
+            if self._release_pending:
+                # A claim may have committed without us seeing it: put it back, uncounted.
+                self.backend.execute("release_unknown_claims", {"worker": self.name})
+            jobs = self._claim_next()
+        self._release_pending = False
+        return jobs, matched
+
+    def _claim_next(self) -> list[Row]:
+        """One job (or, in batch mode, up to batch_size jobs) of the first queue that has any."""
+        limit = self.options.batch_size
+        if self.options.max_jobs is not None:
+            limit = min(limit, self.options.max_jobs - self.summary.processed)
+        for queue_name in self.options.queues:
+            token = os.urandom(16).hex()
+            jobs = self.backend.claim_batch(queue_name, self.name, token, limit)
+            for job in jobs:
+                job["claim_token"] = token
+            if jobs:
+                return jobs
+        return []
+
+    # -- process ------------------------------------------------------------------
+
+    def _process(self, jobs: list[Row], heartbeat: Heartbeat) -> list[Row]:
+        """Call each claimed job; failures are recorded one by one, the successes returned."""
+        done: list[Row] = []
+        for index, job in enumerate(jobs):
+            if index and self._should_stop():
+                self._release(jobs[index:])
+                break
+            self.summary.job_ids.append(int(job["id"]))
+            heartbeat.in_job = True  # the session sits idle while the job runs
+            try:
+                error = self._call(job)
+            finally:
+                heartbeat.in_job = False
+            if error is None:
+                self.summary.succeeded += 1
+                done.append(job)
+                log.debug("job %s (%s) done", job["id"], job["task"])
+            else:
+                self.summary.errors += 1
+                self._record_error(job, error)
+        return done
+
+    def _delete_done(self, done: list[Row]) -> int:
+        """DELETE the jobs that succeeded, fenced by their claim; returns how many matched."""
+        token = done[0]["claim_token"]
+        if len(done) == 1:
+            return self.backend.execute("job_delete", {"id": done[0]["id"], "token": token})
+        ids = batch_ids([job["id"] for job in done])
+        return self.backend.execute("job_delete_batch", {**ids, "token": token})
+
+    def _check_done(self, done: list[Row], matched: int) -> None:
+        if matched < len(done):
+            self._stale(len(done) - matched, done)
+
+    def _record_error(self, job: Row, error: str) -> None:
+        delay = retry_delay(stored_count(job["error_count"]) + 1, self.options.backoff_base)
+        params = {
+            "id": job["id"],
+            "token": job["claim_token"],
+            "error": error,
+            "delay_us": round(delay * 1e6),
+            "delay_modifier": f"+{delay:.6f} seconds",
+        }
+        log.info("job %s (%s) failed: %s", job["id"], job["task"], error.splitlines()[0])
+        if self._finish("job_error", params) == 0:
+            self._stale(1, [job])
+
+    def _release(self, jobs: list[Row]) -> None:
+        """Claimed jobs this worker will not run (told to stop mid-batch) go back, uncounted."""
+        ids = batch_ids([job["id"] for job in jobs])
+        self._finish("release_batch", {**ids, "token": jobs[0]["claim_token"]})
+
+    def _stale(self, count: int, jobs: list[Row]) -> None:
+        self.summary.stale_finishes += count
+        log.warning(
+            "%d of jobs %s were taken back by gc-processing while they ran (this worker's "
+            "database session was lost); their outcome was not recorded",
+            count,
+            ", ".join(str(job["id"]) for job in jobs),
+        )
+
+    def _call(self, job: Row) -> str | None:
+        """Run the job's callable outside any transaction; None on success, else the error."""
+        try:
+            func = self.options.handler or self.queue.resolver.resolve(job["task"])
+            payload = loads(job["payload"], job["serializer"], self.queue.secret)
+            result = call_task(func, () if job["payload"] is None else (payload,))
+        except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a task too: the job's failure
+            return _describe_error(exc)
+        return "the task returned False" if result is False else None
+
+    def _finish(self, query: str, params: dict[str, Any]) -> int:
+        return self._with_reconnect(lambda: self.backend.execute(query, params), between_jobs=False)
+
+    # -- connection loss ------------------------------------------------------------
+
+    def _with_reconnect(self, action: Callable[[], Any], between_jobs: bool) -> Any:
+        """Run a statement; if the connection is lost, wait and retry on a new connection.
+
+        The backend re-takes the liveness lock on every connect. Every retried finish is fenced
+        by the claim token, so a retry after an unseen commit changes nothing; a claim lost
+        ``between_jobs`` may have committed unseen, and the next claim releases it first.
+        """
+        for attempt in range(RECONNECT_ATTEMPTS):
+            try:
+                return self.backend.retrying(action)
+            except BackendUnavailable as exc:
+                if attempt == RECONNECT_ATTEMPTS - 1:
+                    raise
+                self._release_pending = self._release_pending or between_jobs
+                self.summary.reconnects += 1
+                log.warning("database connection lost (%s); reconnecting", exc)
+                time.sleep(min(0.2 * 2**attempt, 5))
+        raise AssertionError("unreachable")
+
+
+def _describe_error(exc: BaseException) -> str:
+    """'Type: message' and the last frames; never raises, whatever the exception's methods do."""
+    try:
+        frames = "".join(traceback.format_tb(exc.__traceback__)[-5:])
+    except BaseException:
+        frames = ""
+    text = f"{_type_name(exc)}: {_message(exc)}\n{frames}"
+    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates cannot be stored
+    text = text.replace("\x00", "\\x00")  # nor can NUL in PostgreSQL text
+    return text[:LAST_ERROR_MAX_CHARS]
+
+
+def _message(exc: BaseException) -> str:
+    """str(exc); if its __str__ raises, its repr; if that raises too, say so."""
+    try:
+        return str(exc)
+    except BaseException as str_error:
+        problem = _type_name(str_error)
+    try:
+        return f"{exc!r} (its str() raised {problem})"
+    except BaseException:
+        return f"(its message could not be read: its str() raised {problem}, and so did its repr())"
+
+
+def _type_name(exc: BaseException) -> str:
+    try:
+        return str(type(exc).__name__)
+    except BaseException:  # a metaclass can make even this raise
+        return "an exception"
+
+
+@contextmanager
+def _stop_on_signals(handler: Callable[..., Any]) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

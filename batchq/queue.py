@@ -124,8 +124,7 @@ class Queue(BackendHandle):
             "serializer": serializer,
             "priority": priority,
             "max_errors": max_errors,
-            "delay_us": round(seconds * 1_000_000),
-            "delay_modifier": f"+{seconds:.6f} seconds",
+            "delay": seconds,
         }
 
     def _job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:
@@ -159,8 +158,9 @@ class Queue(BackendHandle):
         for row in self.backend.fetchall("queue_stats"):
             stats = by_queue.setdefault(row["queue"], QueueStats(row["queue"]))
             jobs, due = int(row["jobs"]), int(row["due"] or 0)
-            if row["status"] == "ready":
-                stats.ready, stats.delayed = due, jobs - due
+            if row["status"] in ("ready", "scheduled"):  # a due scheduled job awaits promotion
+                stats.ready += due
+                stats.delayed += jobs - due
             elif row["status"] == "processing":
                 stats.processing = jobs
                 oldest = row["oldest_seconds"]  # NULL when no processing_at is known
@@ -174,7 +174,8 @@ class Queue(BackendHandle):
     # -- queue management -------------------------------------------------------
 
     def pause(self, queue: str) -> None:
-        """Workers stop claiming from this queue until it is resumed; enqueue goes on."""
+        """Workers stop claiming from this queue until it is resumed (running workers notice within
+        a second); enqueue goes on."""
         self.backend.execute("queue_set_paused", {"queue": check_queue_name(queue), "paused": 1})
 
     def resume(self, queue: str) -> None:

@@ -12,14 +12,15 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .backends import Backend, Row, batch_ids, stored_count
+from .backends import Backend, stored_count
 from .errors import BackendUnavailable
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
+from .job import Job
 from .queue import Queue
 from .serializers import loads
 from .tasks import call_task
@@ -29,6 +30,7 @@ log = logging.getLogger("batchq.worker")
 BACKOFF_BASE_SECONDS = 10.0
 BACKOFF_MAX_SECONDS = 3600.0
 LAST_ERROR_MAX_CHARS = 4000
+TICK_SECONDS = 1.0  # how often a busy worker promotes due scheduled jobs and reads paused queues
 RECONNECT_ATTEMPTS = 8  # backoff 0.2s doubling, capped at 5s: about 16s for a server to come back
 
 
@@ -91,6 +93,8 @@ class Worker:
         self.summary = RunSummary()
         self._stop = threading.Event()
         self._release_pending = False  # a connection was lost between jobs: an unseen claim may exist
+        self._paused: set[str] = set()  # queues paused when last looked (_tick)
+        self._next_tick = 0.0  # monotonic time of the next _tick
         self._started = time.monotonic()
 
     @property
@@ -116,7 +120,7 @@ class Worker:
     def _run_loop(self, heartbeat: Heartbeat) -> None:
         self._started = time.monotonic()
         idle_since: float | None = None
-        done: list[Row] = []  # succeeded jobs whose DELETE rides with the next claim
+        done: list[Job] = []  # succeeded jobs whose DELETE rides with the next claim
         while not self._should_stop():
             jobs = self._finish_and_claim(done)
             done = []
@@ -129,7 +133,7 @@ class Worker:
                 break
             self.backend.wait_for_jobs(self.options.queues, self.options.poll_interval, self._stop)
         if done:
-            matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
+            matched = self._with_reconnect(partial(self.backend.delete_jobs, done), between_jobs=False)
             self._check_done(done, matched)
 
     def _should_stop(self) -> bool:
@@ -142,7 +146,7 @@ class Worker:
 
     # -- finish and claim -------------------------------------------------------------
 
-    def _finish_and_claim(self, done: list[Row]) -> list[Row]:
+    def _finish_and_claim(self, done: list[Job]) -> list[Job]:
         """Delete the jobs that just succeeded and claim the next, in one short transaction.
 
         One commit per job instead of two; a crash before it commits re-runs the finished job,
@@ -152,40 +156,58 @@ class Worker:
         self._check_done(done, matched)
         return jobs
 
-    def _finish_and_claim_once(self, done: list[Row]) -> tuple[list[Row], int]:
-        with self.backend.transaction() if done else nullcontext():
-            matched = self._delete_done(done) if done else 0
-            if self._release_pending:
-                # A claim may have committed without us seeing it: put it back, uncounted.
-                self.backend.execute("release_unknown_claims", {"worker": self.name})
-            jobs = self._claim_next()
-        self._release_pending = False
-        return jobs, matched
+    def _finish_and_claim_once(self, done: list[Job]) -> tuple[list[Job], int]:
+        deleted = 0
+        if self._release_pending:
+            # A claim may have committed without us seeing it: put it back, uncounted (after
+            # deleting the finished jobs, which are ours too).
+            deleted = self.backend.delete_jobs(done) if done else 0
+            done = []
+            self.backend.execute("release_unknown_claims", {"worker": self.name})
+            self._release_pending = False
+        ticked = time.monotonic() >= self._next_tick
+        if ticked:
+            self._tick()
+        claimed, jobs = self._claim_next(done)
+        if not jobs and not ticked and self._tick():  # nothing ready: due scheduled jobs may wait
+            jobs = self._claim_next([])[1]
+        return jobs, deleted + claimed
 
-    def _claim_next(self) -> list[Row]:
-        """One job (or, in batch mode, up to batch_size jobs) of the first queue that has any."""
+    def _tick(self) -> int:
+        """About once a second (and whenever a claim finds nothing): promote due scheduled jobs,
+        and learn which queues are paused. Returns how many jobs became ready."""
+        self._paused = {row["name"] for row in self.backend.fetchall("paused_queues")}
+        self._next_tick = time.monotonic() + TICK_SECONDS
+        return self.backend.promote_due()
+
+    def _claim_next(self, done: list[Job]) -> tuple[int, list[Job]]:
+        """Delete ``done`` and claim one job (in batch mode up to batch_size) of the first queue
+        that has any; returns (finished jobs deleted, jobs claimed)."""
         limit = self.options.batch_size
         if self.options.max_jobs is not None:
             limit = min(limit, self.options.max_jobs - self.summary.processed)
+        deleted = 0
         for queue_name in self.options.queues:
-            token = os.urandom(16).hex()
-            jobs = self.backend.claim_batch(queue_name, self.name, token, limit)
-            for job in jobs:
-                job["claim_token"] = token
-            if jobs:
-                return jobs
-        return []
+            if queue_name in self._paused:
+                continue
+            claim = self.backend.claim(queue_name, self.name, os.urandom(16).hex(), limit, done)
+            deleted, done = deleted + claim.deleted, []
+            if claim.jobs:
+                return deleted, claim.jobs
+        if done:  # every queue is paused: the finished jobs still go
+            deleted += self.backend.delete_jobs(done)
+        return deleted, []
 
     # -- process ------------------------------------------------------------------
 
-    def _process(self, jobs: list[Row], heartbeat: Heartbeat) -> list[Row]:
+    def _process(self, jobs: list[Job], heartbeat: Heartbeat) -> list[Job]:
         """Call each claimed job; failures are recorded one by one, the successes returned."""
-        done: list[Row] = []
+        done: list[Job] = []
         for index, job in enumerate(jobs):
             if index and self._should_stop():
-                self._release(jobs[index:])
+                self._with_reconnect(partial(self.backend.release_jobs, jobs[index:]), between_jobs=False)
                 break
-            self.summary.job_ids.append(int(job["id"]))
+            self.summary.job_ids.append(job.id)
             heartbeat.in_job = True  # the session sits idle while the job runs
             try:
                 error = self._call(job)
@@ -194,57 +216,38 @@ class Worker:
             if error is None:
                 self.summary.succeeded += 1
                 done.append(job)
-                log.debug("job %s (%s) done", job["id"], job["task"])
+                log.debug("job %s (%s) done", job.id, job.task)
             else:
                 self.summary.errors += 1
                 self._record_error(job, error)
         return done
 
-    def _delete_done(self, done: list[Row]) -> int:
-        """DELETE the jobs that succeeded, fenced by their claim; returns how many matched."""
-        token = done[0]["claim_token"]
-        if len(done) == 1:
-            return self.backend.execute("job_delete", {"id": done[0]["id"], "token": token})
-        ids = batch_ids([job["id"] for job in done])
-        return self.backend.execute("job_delete_batch", {**ids, "token": token})
-
-    def _check_done(self, done: list[Row], matched: int) -> None:
+    def _check_done(self, done: list[Job], matched: int) -> None:
         if matched < len(done):
             self._stale(len(done) - matched, done)
 
-    def _record_error(self, job: Row, error: str) -> None:
-        delay = retry_delay(stored_count(job["error_count"]) + 1, self.options.backoff_base)
-        params = {
-            "id": job["id"],
-            "token": job["claim_token"],
-            "error": error,
-            "delay_us": round(delay * 1e6),
-            "delay_modifier": f"+{delay:.6f} seconds",
-        }
-        log.info("job %s (%s) failed: %s", job["id"], job["task"], error.splitlines()[0])
+    def _record_error(self, job: Job, error: str) -> None:
+        delay = retry_delay(stored_count(job.error_count) + 1, self.options.backoff_base)
+        params = {"id": job.id, "token": job.claim_token, "error": error, "delay": delay}
+        log.info("job %s (%s) failed: %s", job.id, job.task, error.splitlines()[0])
         if self._finish("job_error", params) == 0:
             self._stale(1, [job])
 
-    def _release(self, jobs: list[Row]) -> None:
-        """Claimed jobs this worker will not run (told to stop mid-batch) go back, uncounted."""
-        ids = batch_ids([job["id"] for job in jobs])
-        self._finish("release_batch", {**ids, "token": jobs[0]["claim_token"]})
-
-    def _stale(self, count: int, jobs: list[Row]) -> None:
+    def _stale(self, count: int, jobs: list[Job]) -> None:
         self.summary.stale_finishes += count
         log.warning(
             "%d of jobs %s were taken back by gc-processing while they ran (this worker's "
             "database session was lost); their outcome was not recorded",
             count,
-            ", ".join(str(job["id"]) for job in jobs),
+            ", ".join(str(job.id) for job in jobs),
         )
 
-    def _call(self, job: Row) -> str | None:
+    def _call(self, job: Job) -> str | None:
         """Run the job's callable outside any transaction; None on success, else the error."""
         try:
-            func = self.options.handler or self.queue.resolver.resolve(job["task"])
-            payload = loads(job["payload"], job["serializer"], self.queue.secret)
-            result = call_task(func, () if job["payload"] is None else (payload,))
+            func = self.options.handler or self.queue.resolver.resolve(job.task)
+            payload = loads(job.payload, job.serializer, self.queue.secret)
+            result = call_task(func, () if job.payload is None else (payload,))
         except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a task too: the job's failure
             return _describe_error(exc)
         return "the task returned False" if result is False else None

@@ -8,6 +8,7 @@ import os
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import job_rows, sql
@@ -94,7 +95,7 @@ def test_failure_counts_and_backs_off(queue: Queue) -> None:
     worker = run_worker(queue, backoff_base=60)
     assert worker.summary.errors == 1
     [row] = job_rows(queue)
-    assert (row["status"], row["error_count"]) == ("ready", 1)
+    assert (row["status"], row["error_count"]) == ("scheduled", 1)  # waits out its backoff
     assert row["last_error"].startswith("ValueError: boom: 'x'")
     # Not due again before the backoff: a second run finds nothing.
     assert run_worker(queue).summary.processed == 0
@@ -163,7 +164,7 @@ def test_unresolvable_task_fails_the_job_with_the_reason(queue: Queue) -> None:
 def test_cancel_only_an_unclaimed_job(queue: Queue) -> None:
     free = queue.enqueue("jobs:noop")
     claimed = queue.enqueue("jobs:noop")
-    assert queue.backend.claim("default", "elsewhere:1", "t" * 32)["id"] == free
+    assert queue.backend.claim("default", "elsewhere:1", "t" * 32).jobs[0].id == free
     assert queue.cancel(free) is False  # claimed: stays
     assert queue.cancel(claimed) is True
     assert queue.cancel(claimed) is False  # gone
@@ -432,13 +433,13 @@ def _dead_pid() -> int:
 def test_late_finish_after_a_sweep_changes_nothing(queue: Queue) -> None:
     """Fencing: the old owner's DELETE after gc took the job back matches 0 rows."""
     job_id = queue.enqueue("jobs:noop")
-    job = queue.backend.claim("default", f"{socket.gethostname()}:{_dead_pid()}", "a" * 32)
+    [job] = queue.backend.claim("default", f"{socket.gethostname()}:{_dead_pid()}", "a" * 32).jobs
     assert gc_processing(queue).requeued[0]["id"] == job_id
-    new_owner = queue.backend.claim("default", "other:1", "b" * 32)
-    assert new_owner["id"] == job["id"]
-    assert queue.backend.execute("job_delete", {"id": job_id, "token": "a" * 32}) == 0
+    [new_owner] = queue.backend.claim("default", "other:1", "b" * 32).jobs
+    assert new_owner.id == job.id
+    assert queue.backend.delete_jobs([job]) == 0
     assert job_rows(queue)[0]["status"] == "processing"
-    assert queue.backend.execute("job_delete", {"id": job_id, "token": "b" * 32}) == 1
+    assert queue.backend.delete_jobs([new_owner]) == 1
 
 
 def test_two_sweeps_do_not_double_count(queue: Queue) -> None:
@@ -484,7 +485,7 @@ def test_batch_mode_claims_many_and_deletes_successes_together(queue: Queue) -> 
     assert list(worker.summary.job_ids) == [urgent, *ids, failing]  # claim order, batch after batch
     assert (worker.summary.succeeded, worker.summary.errors) == (8, 1)
     [row] = job_rows(queue)
-    assert (row["id"], row["status"], row["error_count"]) == (failing, "ready", 1)
+    assert (row["id"], row["status"], row["error_count"]) == (failing, "scheduled", 1)
 
 
 def test_a_success_is_deleted_in_the_transaction_that_claims_the_next(
@@ -493,22 +494,22 @@ def test_a_success_is_deleted_in_the_transaction_that_claims_the_next(
     """One commit per job: job k's DELETE commits with the claim of job k+1, the last one alone."""
     ids = [queue.enqueue("jobs:noop", i) for i in range(3)]
     seen: list[list[tuple[int, str]]] = []
-    deletes_in_transaction: list[bool] = []
-    execute = queue.backend.execute
+    claims: list[tuple[int, int]] = []  # (finished jobs handed to the claim, jobs it claimed)
+    claim = queue.backend.claim
 
-    def watched_execute(name: str, *args: object, **kwargs: object) -> int:
-        if name == "job_delete":
-            deletes_in_transaction.append(queue.backend._in_transaction)
-        return execute(name, *args, **kwargs)  # type: ignore[arg-type]
+    def watched_claim(*args: Any, **kwargs: Any) -> Any:
+        result = claim(*args, **kwargs)
+        claims.append((len(kwargs.get("done", args[4] if len(args) > 4 else ())), len(result.jobs)))
+        return result
 
-    monkeypatch.setattr(queue.backend, "execute", watched_execute)
+    monkeypatch.setattr(queue.backend, "claim", watched_claim)
     worker = run_worker(queue, handler=lambda payload: seen.append(_states(queue)))
     assert seen == [
         [(ids[0], "processing"), (ids[1], "ready"), (ids[2], "ready")],
         [(ids[1], "processing"), (ids[2], "ready")],  # job 0 went when job 1 was claimed
         [(ids[2], "processing")],
     ]
-    assert deletes_in_transaction == [True, True, True]  # the last with an empty claim
+    assert claims == [(0, 1), (1, 1), (1, 1), (1, 0)]  # the last DELETE with an empty claim
     assert worker.summary.succeeded == 3
     assert job_rows(queue) == []
 
@@ -525,11 +526,9 @@ def test_batch_mode_respects_max_jobs_and_releases_what_it_will_not_run(queue: Q
     worker = Worker(queue, RunOptions(batch_size=4))
     worker.stop()  # told to stop: claims nothing, leaves nothing claimed
     assert worker.run().processed == 0
-    jobs = queue.backend.claim_batch("default", "w:1", "t" * 32, 3)
+    jobs = queue.backend.claim("default", "w:1", "t" * 32, 3).jobs
     assert len(jobs) == 3
-    from batchq.backends import batch_ids
-
-    queue.backend.execute("release_batch", {**batch_ids([j["id"] for j in jobs]), "token": "t" * 32})
+    assert queue.backend.release_jobs(jobs) == 3
     assert [row["status"] for row in job_rows(queue)] == ["ready"] * 4
 
 

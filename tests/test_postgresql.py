@@ -121,10 +121,10 @@ def test_notify_when_a_job_becomes_due_now_and_only_then(pg_queue: Queue) -> Non
         pg_queue.enqueue("jobs:noop", delay="1h")
         pg_queue.enqueue_many("jobs:noop", range(50), queue="bulk")
         assert notified(conn) == ["bulk"]  # one per queue and transaction; none for the delayed job
-        job = pg_queue.backend.claim("mail", "w:1", "a" * 32)
+        [job] = pg_queue.backend.claim("mail", "w:1", "a" * 32).jobs
         assert notified(conn) == []  # a claim is not news
-        params = {"id": job["id"], "token": "a" * 32, "error": "x", "delay_us": 10**7}
-        assert pg_queue.backend.execute("job_error", {**params, "id": job["id"]}) == 1
+        params = {"id": job.id, "token": "a" * 32, "error": "x", "delay": 10}
+        assert pg_queue.backend.execute("job_error", params) == 1
         assert notified(conn) == []  # due in 10 s: pollers find it then
         sql(pg_queue, "UPDATE batchq_job SET status = 'failed' WHERE queue = 'mail'")
         assert notified(conn) == []
@@ -258,37 +258,43 @@ def test_claim_walks_the_claim_index(pg_queue: Queue) -> None:
     sql(
         pg_queue,
         """
-        INSERT INTO batchq_job (queue, task, priority, run_at, created_at)
+        INSERT INTO batchq_job (queue, task, priority, status, run_at, created_at)
         SELECT CASE WHEN mod(n, 10) = 0 THEN 'other' ELSE 'default' END, 'jobs:noop', mod(n, 3),
+               CASE WHEN n <= 5000 THEN 'ready' ELSE 'scheduled' END,
                CASE WHEN n <= 5000 THEN now() - interval '1 hour' ELSE now() + interval '1 hour' END
                  + n * interval '1 millisecond',
                now()
         FROM generate_series(1, 10000) AS n""",
     )
     sql(pg_queue, "ANALYZE batchq_job")
-    claim = pg_queue.backend.sql("claim")
+    claim = pg_queue.backend.sql("jobs_claim")
+    params = {"queue": "default", "limit": 1, "worker": "w:1", "token": "t" * 32}
     [(custom,)] = sql(
-        pg_queue,
-        f"EXPLAIN (FORMAT JSON) {claim}",
-        {"queue": "default", "priority": 2, "worker": "w:1", "token": "t" * 32},
+        pg_queue, f"EXPLAIN (FORMAT JSON) {claim}", {**params, "done_token": None, "done_ids": []}
     )
     # psycopg prepares a statement after 5 runs; the server may then switch to a generic plan.
-    numbered = (
-        claim.replace("%(queue)s", "$1").replace("%(worker)s", "$2").replace("%(token)s", "$3")
-    ).replace("%(priority)s", "$4")
-    sql(pg_queue, f"PREPARE claim_plan (text, text, text, smallint) AS {numbered}")
+    numbered = claim
+    for number, name in enumerate(("queue", "worker", "token", "limit", "done_token", "done_ids"), 1):
+        numbered = numbered.replace(f"%({name})s", f"${number}")
+    sql(pg_queue, f"PREPARE claim_plan (text, text, text, bigint, text, bigint[]) AS {numbered}")
     sql(pg_queue, "SET plan_cache_mode = force_generic_plan")
-    [(generic,)] = sql(pg_queue, "EXPLAIN (FORMAT JSON) EXECUTE claim_plan ('default', 'w:1', 't', 2)")
+    [(generic,)] = sql(
+        pg_queue, "EXPLAIN (FORMAT JSON) EXECUTE claim_plan ('default', 'w:1', 't', 1, NULL, '{}')"
+    )
     sql(pg_queue, "RESET plan_cache_mode")
     sql(pg_queue, "DEALLOCATE claim_plan")
     for plan in (custom, generic):
         nodes = list(_walk(plan[0]["Plan"]))
         scans = [node for node in nodes if node.get("Relation Name") == "batchq_job"]
-        assert any(node.get("Index Name") == "batchq_job_claim" for node in scans), plan
-        assert not any(node["Node Type"] in ("Sort", "Seq Scan", "Bitmap Heap Scan") for node in nodes), plan
-    job = pg_queue.backend.claim("default", "w:1", "t" * 32)
+        assert not any(node["Node Type"] in ("Seq Scan", "Bitmap Heap Scan") for node in scans), plan
+        # The locking pick walks the claim index in its order: no sort of the table's rows.
+        [picked] = [node for node in nodes if node.get("Subplan Name") == "CTE picked"]
+        inner = list(_walk(picked))
+        assert any(node.get("Index Name") == "batchq_job_claim" for node in inner), plan
+        assert not any(node["Node Type"] == "Sort" for node in inner), plan
+    [job] = pg_queue.backend.claim("default", "w:1", "t" * 32).jobs
     [(priority, overdue)] = sql(
-        pg_queue, "SELECT priority, run_at < now() FROM batchq_job WHERE id = %s", (job["id"],)
+        pg_queue, "SELECT priority, run_at < now() FROM batchq_job WHERE id = %s", (job.id,)
     )
     assert (priority, overdue) == (2, True)
 

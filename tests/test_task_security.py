@@ -254,13 +254,13 @@ def test_odd_failures_are_recorded_and_the_worker_goes_on(
 ) -> None:
     expected = {
         "hostile_app.jobs:exits": ("failed", "SystemExit: 3"),
-        "hostile_app.jobs:interrupts": ("ready", "KeyboardInterrupt"),
-        "hostile_app.jobs:raises_base_exception": ("ready", "Odd: not an Exception"),
+        "hostile_app.jobs:interrupts": ("scheduled", "KeyboardInterrupt"),
+        "hostile_app.jobs:raises_base_exception": ("scheduled", "Odd: not an Exception"),
         "hostile_app.jobs:raises_unprintable": (
-            "ready",
+            "scheduled",
             "Unprintable: Unprintable('hidden') (its str() raised",
         ),
-        "hostile_app.jobs:raises_unreadable": ("ready", "Unreadable: (its message could not be read"),
+        "hostile_app.jobs:raises_unreadable": ("scheduled", "Unreadable: (its message could not be read"),
     }
     for task_name, (status, _) in expected.items():
         app_queue.enqueue(task_name, max_errors=1 if status == "failed" else 10)

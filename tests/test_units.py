@@ -112,7 +112,9 @@ def test_query_names_match_across_dialects() -> None:
         "schema_version",
         "schema_version_set",
         "enqueue",
-        "job_delete",
+        "jobs_promote",
+        "jobs_claim",
+        "jobs_delete",
         "job_error",
         "release_unknown_claims",
         "job_cancel",
@@ -125,9 +127,7 @@ def test_query_names_match_across_dialects() -> None:
         "queue_set_paused",
         "paused_queues",
         "purge_queue",
-        "next_priority",
-        "job_delete_batch",
-        "release_batch",
+        "jobs_release",
     }
     for dialect in ("mysql", "sqlite", "postgresql"):
         missing = core - set(queries(dialect))

@@ -9,7 +9,6 @@ translate driver errors.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import random
 import threading
@@ -21,6 +20,7 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 
 from ..config import DatabaseURL, parse_url, redact, resolve_url
 from ..errors import BackendError, BackendUnavailable
+from ..job import Claim, Job
 from ..sqlfiles import migrations as load_migrations
 from ..sqlfiles import queries as load_queries
 
@@ -33,7 +33,6 @@ log = logging.getLogger("batchq.backend")
 GHOST_END_WAIT_SECONDS = 5.0
 
 
-PRIORITY_CEILING = 32768  # above every SMALLINT priority
 MIGRATION_LOCK_WAIT_SECONDS = 60  # as in MySQL's migration_lock (PostgreSQL waits for its turn)
 
 
@@ -151,6 +150,10 @@ class Backend(ABC):
     def fetchall(self, name: str, params: Any = None) -> list[Row]:
         return self._query(name, params, None, self._all_rows)
 
+    def rows(self, name: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """All rows as tuples: the job cycle's reads, without a dict per row."""
+        return self._query(name, params, None, _tuples)
+
     def _query(self, name: str, params: Any, conn: Any, read: Callable[[Any], T]) -> T:
         """Run a named statement on a fresh cursor and ``read`` its result.
 
@@ -161,7 +164,7 @@ class Backend(ABC):
             try:
                 cur = self._new_cursor(conn)
                 try:
-                    cur.execute(self.queries[name], params or ())
+                    cur.execute(self.queries[name], self._adapt(params) or ())
                     return read(cur)
                 finally:
                     cur.close()
@@ -169,6 +172,11 @@ class Backend(ABC):
                 raise
             except Exception as exc:
                 self._raise_translated(exc)
+
+    def _adapt(self, params: Any) -> Any:
+        """Parameters as the driver binds them: one shape in Python (seconds as numbers, ids as
+        lists), converted here where a driver needs another (SQLite: lists as JSON)."""
+        return params
 
     def _new_cursor(self, conn: Any = None) -> Any:
         return (conn if conn is not None else self.conn).cursor()
@@ -248,29 +256,29 @@ class Backend(ABC):
 
     # -- the dialect-specific parts ---------------------------------------------
 
-    def claim(self, queue: str, worker: str, token: str) -> Row | None:
-        """Mark the next due job of ``queue`` as processing by ``worker`` and return it."""
-        jobs = self.claim_batch(queue, worker, token, 1)
-        return jobs[0] if jobs else None
-
-    def claim_batch(self, queue: str, worker: str, token: str, limit: int) -> list[Row]:
-        """Mark up to ``limit`` due jobs of the highest priority level that has any as ours.
-
-        Level by level, each found with one index seek, so that within a level
-        ``run_at <= now`` is an index range: a claim never walks future-dated rows (delays,
-        backoffs), even when they sit at a higher priority or nothing is due.
-        """
-        below = PRIORITY_CEILING
-        while (level := self.fetchone("next_priority", {"queue": queue, "below": below})) is not None:
-            below = int(level["priority"])
-            jobs = self._claim_at(queue, below, worker, token, limit)
-            if jobs:
-                return jobs
-        return []
+    # -- the job cycle ------------------------------------------------------------
 
     @abstractmethod
-    def _claim_at(self, queue: str, priority: int, worker: str, token: str, limit: int) -> list[Row]:
-        """Claim up to ``limit`` due jobs of one priority level, in one transaction, in order."""
+    def claim(self, queue: str, worker: str, token: str, limit: int = 1, done: Sequence[Job] = ()) -> Claim:
+        """In one transaction: delete the jobs ``done`` (finished by this worker, fenced by their
+        claim's token) and claim up to ``limit`` due jobs of ``queue``, in the claim index's
+        order (priority, then due time, then id), marked ours with ``token``.
+
+        Every 'ready' row is due (jobs_promote moves 'scheduled' ones once their time comes), so
+        a claim takes the first unlocked rows of the claim index: it never walks the backlog.
+        """
+
+    def delete_jobs(self, jobs: Sequence[Job]) -> int:
+        """Delete finished jobs when no claim follows; returns how many matched their token."""
+        return self.execute("jobs_delete", {"token": jobs[0].claim_token, "ids": job_ids(jobs)})
+
+    def release_jobs(self, jobs: Sequence[Job]) -> int:
+        """Put back claimed jobs this worker will not run, uncounted."""
+        return self.execute("jobs_release", {"token": jobs[0].claim_token, "ids": job_ids(jobs)})
+
+    def promote_due(self) -> int:
+        """Make scheduled jobs whose time has come ready; returns how many."""
+        return self.execute("jobs_promote")
 
     def hold_liveness(self, worker: str) -> None:
         """Show this worker alive for as long as its connection lives, on every connection it opens."""
@@ -499,14 +507,13 @@ class BackendHandle:
         return self.backend.migrate()
 
 
-def batch_ids(ids: Sequence[int]) -> dict[str, Any]:
-    """The id list of a batch, as each dialect binds it (a list; SQLite: a JSON array)."""
-    return {"ids": list(ids), "ids_json": json.dumps(list(ids))}
+def job_ids(jobs: Sequence[Job]) -> list[int]:
+    return [job.id for job in jobs]
 
 
-def in_claim_order(rows: list[Row]) -> list[Row]:
-    """RETURNING gives no order: put a batch back in the claim index's order."""
-    return sorted(rows, key=lambda row: (-row["priority"], row["run_at"], row["id"]))
+def done_params(done: Sequence[Job]) -> dict[str, Any]:
+    """The finished jobs a claim deletes first: their token and ids (none: matches nothing)."""
+    return {"done_token": done[0].claim_token if done else None, "done_ids": job_ids(done)}
 
 
 def migration_lock_name(database: str) -> str:
@@ -542,6 +549,10 @@ def create_backend(url: str | DatabaseURL) -> Backend:
 
 def _column_names(cur: Any) -> list[str]:
     return [column[0] for column in cur.description]
+
+
+def _tuples(cur: Any) -> list[tuple[Any, ...]]:
+    return list(cur.fetchall())
 
 
 def _rowcount(cur: Any) -> int:

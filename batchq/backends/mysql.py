@@ -13,7 +13,8 @@ import pymysql
 from pymysql.constants import CLIENT
 
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
-from . import Backend, Row, TransientError, batch_ids
+from ..job import Claim, Job
+from . import Backend, TransientError, done_params
 
 _CONNECTION_LOST = {2003, 2006, 2013, 2055, 1927, 4031}  # 1927/4031: killed / idle-timeout
 _TRANSIENT = {1205, 1213}  # lock wait timeout, deadlock
@@ -77,7 +78,9 @@ class MySQLBackend(Backend):
             database=url.database,
             charset="utf8mb4",
             autocommit=True,  # explicit BEGIN for the short transactions; never a stale snapshot
-            client_flag=CLIENT.FOUND_ROWS,  # rowcount = matched rows, so fencing checks are exact
+            # FOUND_ROWS: rowcount = matched rows, so fencing checks are exact. MULTI_STATEMENTS:
+            # a claim is one round trip (every value in it is escaped by the driver).
+            client_flag=CLIENT.FOUND_ROWS | CLIENT.MULTI_STATEMENTS,
             connect_timeout=int(url.options.get("connect_timeout", 10)),
             **tls_arguments(url.options),
         )
@@ -173,23 +176,52 @@ class MySQLBackend(Backend):
             known = self._packets[conn] = (session, int(packet))
         return known[1] - PACKET_OVERHEAD
 
-    def _claim_at(self, queue: str, priority: int, worker: str, token: str, limit: int) -> list[Row]:
-        single, batch = ("claim_select", "claim_batch_select")
-        if self.skip_locked:
-            single, batch = single + "_skip_locked", batch + "_skip_locked"
-        params = {"queue": queue, "priority": priority, "limit": limit}
-        with self.transaction():
-            if limit == 1:
-                job = self.fetchone(single, params)
-                jobs = [job] if job is not None else []
-                if job is not None:
-                    self.execute("claim_mark", {"id": job["id"], "worker": worker, "token": token})
-            else:
-                jobs = self.fetchall(batch, params)
-                if jobs:
-                    ids = batch_ids([job["id"] for job in jobs])
-                    self.execute("claim_batch_mark", {**ids, "worker": worker, "token": token})
-        return jobs
+    def claim(self, queue: str, worker: str, token: str, limit: int = 1, done: Sequence[Job] = ()) -> Claim:
+        """Two round trips, one commit: jobs_claim (begin, delete what is done, lock the next
+        jobs) as one multi-statement query, then jobs_claim_mark (mark them, commit)."""
+        params = {"queue": queue, "limit": limit, **done_params(done)}
+        params["done_ids"] = params["done_ids"] or [None]  # IN (NULL): PyMySQL cannot send ()
+        with self.session_lock:
+            try:
+                (_, _), (deleted, _), (_, rows) = self._multi(
+                    "jobs_claim" if self.skip_locked else "jobs_claim_waiting", params
+                )
+                ids = [row[0] for row in rows]
+                if ids:
+                    self._multi("jobs_claim_mark", {"ids": ids, "worker": worker, "token": token})
+                else:
+                    with self.errors():
+                        self.conn.commit()
+            except BaseException:
+                self._rollback_after_error()
+                raise
+        return Claim(deleted, [Job.from_row(row, token) for row in rows])
+
+    def _multi(self, name: str, params: Any = None) -> list[tuple[int, list[tuple[Any, ...]]]]:
+        """Run a multi-statement query: (row count, rows) of each statement in turn."""
+        try:
+            cur = self.conn.cursor()
+            try:
+                cur.execute(self.queries[name], params)
+                results = []
+                while True:
+                    results.append((int(cur.rowcount), list(cur.fetchall()) if cur.description else []))
+                    if not cur.nextset():
+                        return results
+            finally:
+                cur.close()
+        except BackendError:
+            raise
+        except Exception as exc:
+            self._raise_translated(exc)
+
+    def _rollback_after_error(self) -> None:
+        """A failed statement of a multi-statement claim may leave its transaction open."""
+        if self._conn is not None:
+            try:
+                self._conn.rollback()
+            except Exception:
+                self._drop_connection()
 
     def _liveness_params(self, worker: str) -> dict[str, Any]:
         return {"name": liveness_lock_name(worker)}

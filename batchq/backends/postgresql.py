@@ -17,7 +17,8 @@ try:
 except ImportError as exc:  # an optional extra
     raise ConfigError("a postgresql:// URL needs psycopg: pip install 'batchq[postgresql]'") from exc
 
-from . import Backend, Row, TransientError, in_claim_order
+from ..job import Claim, Job
+from . import Backend, TransientError, done_params
 
 MIN_SERVER_VERSION = 120000
 IDLE_SESSION_TIMEOUT_VERSION = 140000
@@ -95,18 +96,15 @@ class PostgreSQLBackend(Backend):
         if conn is not None and conn.info.transaction_status == pq.TransactionStatus.INERROR:
             conn.rollback()
 
-    def _claim_at(self, queue: str, priority: int, worker: str, token: str, limit: int) -> list[Row]:
-        # One UPDATE ... (SELECT ... FOR UPDATE SKIP LOCKED) is a transaction by itself: an
-        # explicit BEGIN/COMMIT around it would add two round trips and change nothing.
-        params = {"queue": queue, "priority": priority, "worker": worker, "token": token, "limit": limit}
-        if limit == 1:
-            job = self.fetchone("claim", params)
-            jobs = [job] if job is not None else []
-        else:
-            jobs = in_claim_order(self.fetchall("claim_batch", params))
+    def claim(self, queue: str, worker: str, token: str, limit: int = 1, done: Sequence[Job] = ()) -> Claim:
+        """One statement, one round trip, its own transaction in autocommit: jobs_claim deletes
+        what is done, then locks and marks the next jobs; its first row carries the count."""
+        params = {"queue": queue, "limit": limit, "worker": worker, "token": token, **done_params(done)}
+        rows = self.rows("jobs_claim", params)
+        jobs = [Job.from_row(row, token) for row in rows if row[0] is not None]
         if jobs:
             self._drop_notifications()
-        return jobs
+        return Claim(int(rows[0][-1]), jobs)
 
     def _liveness_params(self, worker: str) -> dict[str, Any]:
         return {"key": liveness_key(worker)}

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
-from . import Backend, Row, TransientError, in_claim_order
+from ..job import Claim, Job
+from . import Backend, TransientError
 
 MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING
 
@@ -71,13 +73,21 @@ class SQLiteBackend(Backend):
         with self.transaction():
             yield
 
-    def _claim_at(self, queue: str, priority: int, worker: str, token: str, limit: int) -> list[Row]:
-        params = {"queue": queue, "priority": priority, "worker": worker, "token": token, "limit": limit}
+    def claim(self, queue: str, worker: str, token: str, limit: int = 1, done: Sequence[Job] = ()) -> Claim:
+        """BEGIN IMMEDIATE; jobs_delete (what is done); jobs_claim (UPDATE ... RETURNING); COMMIT."""
+        params = {"queue": queue, "limit": limit, "worker": worker, "token": token}
         with self.transaction():
-            if limit == 1:
-                job = self.fetchone("claim", params)
-                return [job] if job is not None else []
-            return in_claim_order(self.fetchall("claim_batch", params))
+            deleted = self.delete_jobs(done) if done else 0
+            rows = self.rows("jobs_claim", params)
+        if len(rows) > 1:
+            rows.sort(key=_claim_order)  # RETURNING gives no order
+        return Claim(deleted, [Job.from_row(row, token) for row in rows])
+
+    def _adapt(self, params: Any) -> Any:
+        """Lists (of ids) as JSON arrays, read back by json_each(): SQLite binds no lists."""
+        if isinstance(params, dict) and any(isinstance(value, list) for value in params.values()):
+            return {k: json.dumps(v) if isinstance(v, list) else v for k, v in params.items()}
+        return params
 
     def _take_liveness(self, worker: str) -> None:
         """Nothing to hold: a SQLite worker is alive while its process is."""
@@ -107,6 +117,15 @@ class SQLiteBackend(Backend):
     def describe(self) -> str:
         claim = "BEGIN IMMEDIATE + UPDATE ... RETURNING"
         return f"SQLite {sqlite3.sqlite_version} at {self.url}; claims with {claim}"
+
+
+def _claim_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The claim index's order (priority DESC, run_at, id) for a batch, whatever a row written by
+    hand holds: SQLite sorts text priorities above every number."""
+    priority, run_at, job_id = row[5], row[8], row[0]
+    if isinstance(priority, (int, float)):
+        return (1, -priority, str(run_at), job_id)
+    return (0, str(priority), str(run_at), job_id)
 
 
 def _lenient_text(data: bytes) -> str:

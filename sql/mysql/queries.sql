@@ -27,100 +27,78 @@ SELECT VERSION() AS version, @@max_allowed_packet AS max_allowed_packet;
 SELECT @@max_allowed_packet AS max_allowed_packet;
 
 -- name: enqueue
--- One job; run_at is now plus the delay on the server's clock.
-INSERT INTO batchq_job (queue, task, payload, serializer, priority, run_at, max_errors, created_at)
+-- One job, due after `delay` seconds on the server's clock: 'ready' when due now, else
+-- 'scheduled' until a worker promotes it (jobs_promote).
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
-        UTC_TIMESTAMP(6) + INTERVAL %(delay_us)s MICROSECOND, %(max_errors)s, UTC_TIMESTAMP(6));
+        IF(%(delay)s > 0, 'scheduled', 'ready'),
+        UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, %(max_errors)s,
+        UTC_TIMESTAMP(6));
 
--- name: next_priority
--- The highest priority level below a bound that has ready jobs: one index seek. Claims go
--- level by level so that run_at <= now is an index range and never walks future-dated rows.
-SELECT priority FROM batchq_job
-WHERE queue = %(queue)s AND status = 'ready' AND priority < %(below)s
-ORDER BY priority DESC
-LIMIT 1;
+-- name: jobs_promote
+-- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
+-- statement; workers run it about once a second and whenever a claim finds nothing.
+UPDATE batchq_job SET status = 'ready'
+WHERE status = 'scheduled' AND run_at <= UTC_TIMESTAMP(6)
+ORDER BY run_at
+LIMIT 1000;
 
--- name: claim_select_skip_locked
--- The next due job of a queue that no other claimer holds; walks batchq_job_claim.
-SELECT id, queue, task, payload, serializer, error_count, max_errors
+-- name: jobs_claim
+-- A worker's one round trip per job: open the transaction, delete the jobs it finished (fenced
+-- by their claim's token; ids (NULL) when there are none), and lock the next due jobs of a
+-- queue that no other claimer holds: the first rows of batchq_job_claim, every 'ready' row
+-- being due (run_at <= now only turns away a ready row written by hand with a future time).
+-- jobs_claim_mark then marks them and commits. Sent as one multi-statement query.
+START TRANSACTION;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
-  AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused = 1)
-  AND priority = %(priority)s
-ORDER BY run_at, id
-LIMIT 1
-FOR UPDATE SKIP LOCKED;
-
--- name: claim_select
--- The same for servers without SKIP LOCKED: correct, but claimers wait for each other.
-SELECT id, queue, task, payload, serializer, error_count, max_errors
-FROM batchq_job
-WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
-  AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused = 1)
-  AND priority = %(priority)s
-ORDER BY run_at, id
-LIMIT 1
-FOR UPDATE;
-
--- name: claim_mark
--- Mark the selected job as ours, with a fresh token that fences every later write.
-UPDATE batchq_job
-SET status = 'processing', processing_at = UTC_TIMESTAMP(6),
-    locked_by = %(worker)s, claim_token = %(token)s
-WHERE id = %(id)s;
-
-
--- name: claim_batch_select_skip_locked
--- Batch mode: the next due jobs of a queue, up to a limit, that no other claimer holds.
-SELECT id, queue, task, payload, serializer, error_count, max_errors
-FROM batchq_job
-WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
-  AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused = 1)
-  AND priority = %(priority)s
-ORDER BY run_at, id
+ORDER BY priority DESC, run_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
 
--- name: claim_batch_select
--- Batch mode without SKIP LOCKED.
-SELECT id, queue, task, payload, serializer, error_count, max_errors
+-- name: jobs_claim_waiting
+-- jobs_claim for servers without SKIP LOCKED (MySQL < 8.0.1, MariaDB < 10.6): correct, but
+-- claimers wait for each other.
+START TRANSACTION;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
-  AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused = 1)
-  AND priority = %(priority)s
-ORDER BY run_at, id
+ORDER BY priority DESC, run_at, id
 LIMIT %(limit)s
 FOR UPDATE;
 
--- name: claim_batch_mark
--- Batch mode: mark the selected jobs as ours, all with one token (PyMySQL expands the id tuple).
+-- name: jobs_claim_mark
+-- The second half of jobs_claim: mark the locked jobs ours, with a fresh token that fences every
+-- later write, and commit (ids (NULL) when nothing was claimed: the deletes still commit).
 UPDATE batchq_job
 SET status = 'processing', processing_at = UTC_TIMESTAMP(6),
     locked_by = %(worker)s, claim_token = %(token)s
 WHERE id IN %(ids)s;
--- name: job_delete
--- Success: the job is done. Zero rows when a sweep took the job back meanwhile.
-DELETE FROM batchq_job WHERE id = %(id)s AND claim_token = %(token)s;
+COMMIT;
 
-
--- name: job_delete_batch
--- Batch mode: the successes of a batch in one statement, fenced by the batch's token.
+-- name: jobs_delete
+-- Success, when no claim follows (the worker's last jobs): delete them, fenced by their token.
 DELETE FROM batchq_job WHERE claim_token = %(token)s AND id IN %(ids)s;
 
--- name: release_batch
--- Batch mode: claimed jobs the worker will not run (it was told to stop) go back, uncounted.
+-- name: jobs_release
+-- Claimed jobs the worker will not run (it was told to stop mid-batch) go back, uncounted.
 UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE claim_token = %(token)s AND id IN %(ids)s;
+
 -- name: job_error
--- Failure: count it (up to 65535, the column's top); retry after the backoff, or fail for good
--- once out of tries.
+-- Failure: count it (up to 65535, the column's top); retry after `delay` seconds, or fail for
+-- good once out of tries.
 -- status is assigned first: MySQL evaluates SET left to right with updated values.
 UPDATE batchq_job
-SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
+SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
+                  WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = %(error)s,
-    run_at = UTC_TIMESTAMP(6) + INTERVAL %(delay_us)s MICROSECOND,
+    run_at = UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND,
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND claim_token = %(token)s;
 
@@ -132,7 +110,7 @@ WHERE status = 'processing' AND locked_by = %(worker)s;
 
 -- name: job_cancel
 -- Remove a job nobody is running; a claimed job stays.
-DELETE FROM batchq_job WHERE id = %(id)s AND status IN ('ready', 'failed');
+DELETE FROM batchq_job WHERE id = %(id)s AND status IN ('ready', 'scheduled', 'failed');
 
 -- name: queue_stats
 -- Per queue and status: counts, due counts and the oldest processing age, in seconds.
@@ -164,10 +142,10 @@ WHERE id = %(id)s AND status = 'processing' AND claim_token <=> %(token)s;
 
 -- name: unrunnable_jobs
 -- Rows no worker will ever claim, for a human: a status outside the ENUM (stored as '' by a
--- session without strict mode). SMALLINT keeps every priority claimable. Walks batchq_job_status.
+-- session without strict mode). SMALLINT keeps every priority claimable. Walks batchq_job_due.
 SELECT id, queue, task, status, priority
 FROM batchq_job
-WHERE status NOT IN ('ready', 'processing', 'failed')
+WHERE status NOT IN ('ready', 'processing', 'failed', 'scheduled')
 ORDER BY id;
 
 -- name: failed_jobs
@@ -198,7 +176,7 @@ SELECT name FROM batchq_queue WHERE paused = 1 ORDER BY name;
 
 -- name: purge_queue
 -- Delete a queue's jobs that nobody is running.
-DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'failed');
+DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'failed');
 
 -- name: liveness_lock
 -- Held on the worker's connection for its whole life: free means the worker is gone.

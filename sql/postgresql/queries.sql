@@ -22,83 +22,78 @@ INSERT INTO batchq_schema (version, applied_at) VALUES (%(version)s, statement_t
 ON CONFLICT (version) DO NOTHING;
 
 -- name: enqueue
--- One job; run_at is now plus the delay on the server's clock. A trigger NOTIFYs waiting workers.
-INSERT INTO batchq_job (queue, task, payload, serializer, priority, run_at, max_errors, created_at)
+-- One job, due after `delay` seconds on the server's clock: 'ready' when due now, else
+-- 'scheduled' until a worker promotes it (jobs_promote). A trigger NOTIFYs waiting workers.
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
-        statement_timestamp() + %(delay_us)s * interval '1 microsecond', %(max_errors)s,
+        CASE WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
+        statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
         statement_timestamp())
 RETURNING id;
 
--- name: next_priority
--- The highest priority level below a bound that has ready jobs: one index seek. Claims go
--- level by level so that run_at <= now is an index range and never walks future-dated rows.
-SELECT priority FROM batchq_job
-WHERE queue = %(queue)s AND status = 'ready' AND priority < %(below)s
-ORDER BY priority DESC
-LIMIT 1;
-
--- name: claim
--- One statement, its own transaction: lock the next due job of a queue that no other claimer
--- holds (walks batchq_job_claim) and mark it ours, with a token that fences every later write.
-UPDATE batchq_job
-SET status = 'processing', processing_at = statement_timestamp(),
-    locked_by = %(worker)s, claim_token = %(token)s
-WHERE id = (
-    SELECT id FROM batchq_job
-    WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
-      AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused)
-      AND priority = %(priority)s
-    ORDER BY run_at, id
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
-)
-RETURNING id, queue, task, payload, serializer, error_count, max_errors;
-
-
--- name: claim_batch
--- Batch mode, one statement: lock up to a limit of due jobs no other claimer holds; mark them ours.
--- = ANY(ARRAY(...)): the locking subquery runs once (an InitPlan). With `id IN (...)` the planner
--- may pick a semi join that re-runs it for each row, and SKIP LOCKED then finds further rows:
--- seen after ANALYZE on a small table, 4 jobs claimed with a limit of 3.
-UPDATE batchq_job
-SET status = 'processing', processing_at = statement_timestamp(),
-    locked_by = %(worker)s, claim_token = %(token)s
+-- name: jobs_promote
+-- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
+-- statement, skipping rows another worker is promoting; workers run it about once a second and
+-- whenever a claim finds nothing. The NOTIFY trigger wakes waiting workers.
+UPDATE batchq_job SET status = 'ready'
 WHERE id = ANY(ARRAY(
     SELECT id FROM batchq_job
+    WHERE status = 'scheduled' AND run_at <= statement_timestamp()
+    ORDER BY run_at
+    LIMIT 1000
+    FOR UPDATE SKIP LOCKED
+));
+
+-- name: jobs_claim
+-- A worker's one statement per job, its own transaction: delete the jobs it finished (fenced by
+-- their claim's token), lock the next due jobs of a queue that no other claimer holds (the
+-- first rows of batchq_job_claim: every 'ready' row is due; run_at <= now only turns away a
+-- ready row written by hand with a future time) and mark them ours with a fresh token. One row
+-- back even when nothing was claimed, to carry the count deleted. MATERIALIZED: the locking
+-- subquery runs once, so SKIP LOCKED never finds more rows than the limit.
+WITH done AS (
+    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
+    RETURNING 1
+), picked AS MATERIALIZED (
+    SELECT id FROM batchq_job
     WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
-      AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s AND paused)
-      AND priority = %(priority)s
-    ORDER BY run_at, id
+    ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
-))
--- run_at comes back as epoch seconds, only to sort the batch: psycopg cannot load a timestamp
--- before year 1, after 9999 or infinite, which a row written by hand may hold.
-RETURNING id, queue, task, payload, serializer, error_count, max_errors, priority,
-          EXTRACT(EPOCH FROM run_at)::float8 AS run_at;
--- name: job_delete
--- Success: the job is done. Zero rows when a sweep took the job back meanwhile.
-DELETE FROM batchq_job WHERE id = %(id)s AND claim_token = %(token)s;
+), claimed AS (
+    UPDATE batchq_job
+    SET status = 'processing', processing_at = statement_timestamp(),
+        locked_by = %(worker)s, claim_token = %(token)s
+    -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
+    -- with picked may hash the whole table in a generic plan).
+    WHERE id = ANY(ARRAY(SELECT id FROM picked))
+    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, run_at
+)
+SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
+       claimed.priority, claimed.error_count, claimed.max_errors, (SELECT count(*) FROM done) AS deleted
+FROM (SELECT 1) AS one LEFT JOIN claimed ON true
+ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
+-- name: jobs_delete
+-- Success, when no claim follows (the worker's last jobs): delete them, fenced by their token.
+DELETE FROM batchq_job WHERE claim_token = %(token)s AND id = ANY(%(ids)s::bigint[]);
 
--- name: job_delete_batch
--- Batch mode: the successes of a batch in one statement, fenced by the batch's token.
-DELETE FROM batchq_job WHERE claim_token = %(token)s AND id = ANY(%(ids)s);
-
--- name: release_batch
--- Batch mode: claimed jobs the worker will not run (it was told to stop) go back, uncounted.
+-- name: jobs_release
+-- Claimed jobs the worker will not run (it was told to stop mid-batch) go back, uncounted.
 UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
-WHERE claim_token = %(token)s AND id = ANY(%(ids)s);
+WHERE claim_token = %(token)s AND id = ANY(%(ids)s::bigint[]);
+
 -- name: job_error
--- Failure: count it (up to 65535, the column's top); retry after the backoff, or fail for good
--- once out of tries.
+-- Failure: count it (up to 65535, the column's top); retry after `delay` seconds, or fail for
+-- good once out of tries.
 -- (PostgreSQL evaluates every SET expression against the old row.)
 UPDATE batchq_job
-SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
+SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
+                  WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = %(error)s,
-    run_at = statement_timestamp() + %(delay_us)s * interval '1 microsecond',
+    run_at = statement_timestamp() + %(delay)s::float8 * interval '1 second',
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND claim_token = %(token)s;
 
@@ -110,7 +105,7 @@ WHERE status = 'processing' AND locked_by = %(worker)s;
 
 -- name: job_cancel
 -- Remove a job nobody is running; a claimed job stays.
-DELETE FROM batchq_job WHERE id = %(id)s AND status IN ('ready', 'failed');
+DELETE FROM batchq_job WHERE id = %(id)s AND status IN ('ready', 'scheduled', 'failed');
 
 -- name: queue_stats
 -- Per queue and status: counts, due counts and the oldest processing age, in seconds (an
@@ -179,7 +174,7 @@ SELECT name FROM batchq_queue WHERE paused ORDER BY name;
 
 -- name: purge_queue
 -- Delete a queue's jobs that nobody is running.
-DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'failed');
+DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'failed');
 
 -- name: liveness_lock
 -- A session-level advisory lock held on the worker's connection for its whole life.

@@ -11,76 +11,63 @@ INSERT OR IGNORE INTO batchq_schema (version, applied_at)
 VALUES (:version, strftime('%Y-%m-%d %H:%M:%f', 'now'));
 
 -- name: enqueue
--- One job; run_at is now plus the delay.
-INSERT INTO batchq_job (queue, task, payload, serializer, priority, run_at, max_errors, created_at)
+-- One job, due after `delay` seconds: 'ready' when due now, else 'scheduled' until a worker
+-- promotes it (jobs_promote).
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at)
 VALUES (:queue, :task, :payload, :serializer, :priority,
-        strftime('%Y-%m-%d %H:%M:%f', 'now', :delay_modifier), :max_errors,
+        CASE WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
+        strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), :max_errors,
         strftime('%Y-%m-%d %H:%M:%f', 'now'));
 
--- name: next_priority
--- The highest priority level below a bound that has ready jobs: one index seek. Claims go
--- level by level so that run_at <= now is an index range and never walks future-dated rows.
-SELECT priority FROM batchq_job
-WHERE queue = :queue AND status = 'ready' AND priority < :below
-ORDER BY priority DESC
-LIMIT 1;
+-- name: jobs_promote
+-- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
+-- statement; workers run it about once a second and whenever a claim finds nothing.
+UPDATE batchq_job SET status = 'ready'
+WHERE id IN (
+    SELECT id FROM batchq_job INDEXED BY batchq_job_due
+    WHERE status = 'scheduled' AND run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
+    ORDER BY run_at
+    LIMIT 1000
+);
 
--- name: claim
--- Inside BEGIN IMMEDIATE: mark the next due job of a queue as ours; walks batchq_job_claim.
-UPDATE batchq_job
-SET status = 'processing', processing_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
-    locked_by = :worker, claim_token = :token
-WHERE id = (
-    SELECT id FROM batchq_job INDEXED BY batchq_job_claim
-    WHERE queue = :queue AND status = 'ready' AND run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
-      AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = :queue AND paused = 1)
-      AND priority = :priority
-    ORDER BY run_at, id
-    LIMIT 1
-)
--- The payload as bytes whatever its storage class: a TEXT payload that is not UTF-8
--- (written by hand) would fail the whole claim when decoded.
-RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, error_count, max_errors;
-
-
--- name: claim_batch
--- Batch mode, inside BEGIN IMMEDIATE: mark the next due jobs of a queue, up to a limit, as ours.
+-- name: jobs_claim
+-- Inside BEGIN IMMEDIATE, after jobs_delete: mark the next due jobs of a queue as ours, with a
+-- fresh token that fences every later write: the first rows of batchq_job_claim, every 'ready'
+-- row being due (run_at <= now only turns away a ready row written by hand with a future time).
+-- The payload comes back as bytes whatever its storage class: a TEXT payload that is not UTF-8
+-- (written by hand) would fail the whole claim when decoded. RETURNING gives no order: the
+-- backend sorts a batch by priority, run_at and id.
 UPDATE batchq_job
 SET status = 'processing', processing_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
     locked_by = :worker, claim_token = :token
 WHERE id IN (
     SELECT id FROM batchq_job INDEXED BY batchq_job_claim
     WHERE queue = :queue AND status = 'ready' AND run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
-      AND NOT EXISTS (SELECT 1 FROM batchq_queue WHERE name = :queue AND paused = 1)
-      AND priority = :priority
-    ORDER BY run_at, id
+    ORDER BY priority DESC, run_at, id
     LIMIT :limit
 )
--- The payload as bytes whatever its storage class: a TEXT payload that is not UTF-8
--- (written by hand) would fail the whole claim when decoded.
-RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, error_count, max_errors, priority, run_at;
--- name: job_delete
--- Success: the job is done. Zero rows when a sweep took the job back meanwhile.
-DELETE FROM batchq_job WHERE id = :id AND claim_token = :token;
+RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
+          max_errors, run_at;
 
+-- name: jobs_delete
+-- Success: the finished jobs, fenced by their token (ids as a JSON array: SQLite binds no lists).
+DELETE FROM batchq_job WHERE claim_token = :token AND id IN (SELECT value FROM json_each(:ids));
 
--- name: job_delete_batch
--- Batch mode: the successes of a batch in one statement; ids come as a JSON array.
-DELETE FROM batchq_job WHERE claim_token = :token AND id IN (SELECT value FROM json_each(:ids_json));
-
--- name: release_batch
--- Batch mode: claimed jobs the worker will not run (it was told to stop) go back, uncounted.
+-- name: jobs_release
+-- Claimed jobs the worker will not run (it was told to stop mid-batch) go back, uncounted.
 UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
-WHERE claim_token = :token AND id IN (SELECT value FROM json_each(:ids_json));
+WHERE claim_token = :token AND id IN (SELECT value FROM json_each(:ids));
+
 -- name: job_error
--- Failure: count it (up to 65535, the column's top); retry after the backoff, or fail for good
--- once out of tries.
+-- Failure: count it (up to 65535, the column's top); retry after `delay` seconds, or fail for
+-- good once out of tries.
 UPDATE batchq_job
-SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
+SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
+                  WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = :error,
-    run_at = strftime('%Y-%m-%d %H:%M:%f', 'now', :delay_modifier),
+    run_at = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)),
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = :id AND claim_token = :token;
 
@@ -92,7 +79,7 @@ WHERE status = 'processing' AND locked_by = :worker;
 
 -- name: job_cancel
 -- Remove a job nobody is running; a claimed job stays.
-DELETE FROM batchq_job WHERE id = :id AND status IN ('ready', 'failed');
+DELETE FROM batchq_job WHERE id = :id AND status IN ('ready', 'scheduled', 'failed');
 
 -- name: queue_stats
 -- Per queue and status: counts, due counts and the oldest processing age, in seconds.
@@ -123,13 +110,12 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' 
 WHERE id = :id AND status = 'processing' AND claim_token IS :token;
 
 -- name: unrunnable_jobs
--- Rows no worker will ever claim, for a human: a ready job whose priority (any type in SQLite)
--- is not a whole number below 32768, where claims start walking the levels down. Reads the
--- ready rows.
+-- Rows no worker will ever claim, for a human: none here. A priority of any type (SQLite lets a
+-- row written by hand hold one) still sorts in the claim's ORDER BY, and the CHECK on status
+-- keeps out statuses no statement looks for.
 SELECT id, queue, task, status, priority
 FROM batchq_job
-WHERE status = 'ready' AND (typeof(priority) <> 'integer' OR priority > 32767)
-ORDER BY id;
+WHERE false;
 
 -- name: failed_jobs
 -- Jobs out of tries, for a human.
@@ -159,4 +145,4 @@ SELECT name FROM batchq_queue WHERE paused = 1 ORDER BY name;
 
 -- name: purge_queue
 -- Delete a queue's jobs that nobody is running.
-DELETE FROM batchq_job WHERE queue = :queue AND status IN ('ready', 'failed');
+DELETE FROM batchq_job WHERE queue = :queue AND status IN ('ready', 'scheduled', 'failed');

@@ -1,0 +1,43 @@
+"""The shape of a job as the worker sees it: what a claim returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# The columns every dialect's `jobs_claim` returns, in this order.
+CLAIM_COLUMNS = ("id", "queue", "task", "payload", "serializer", "priority", "error_count", "max_errors")
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A claimed job. ``claim_token`` fences every later write: once a sweep has taken the job
+    back, a late finish with the old token changes nothing.
+
+    Counts are kept as stored: SQLite lets a row written by hand hold any type in any column,
+    so callers read them with ``stored_count``.
+    """
+
+    id: int
+    queue: str
+    task: str
+    payload: bytes | None
+    serializer: str
+    priority: Any
+    error_count: Any
+    max_errors: Any
+    claim_token: str = field(default="", repr=False)
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...], claim_token: str) -> Job:
+        """A job from the first columns of a claim's result row (CLAIM_COLUMNS order)."""
+        job_id, queue, task, payload, serializer, priority, error_count, max_errors = row[:8]
+        return cls(job_id, queue, task, payload, serializer, priority, error_count, max_errors, claim_token)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What one claim transaction did: how many finished jobs it deleted, and what it claimed."""
+
+    deleted: int = 0
+    jobs: list[Job] = field(default_factory=list)

@@ -4,6 +4,7 @@ database session explains it. Each scenario adds a row to the figures table prin
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
@@ -126,7 +127,7 @@ def _crash_before_delete(queue: Queue, db_url: str, tmp: Path) -> subprocess.Pop
     if queue.backend.dialect != "sqlite":
         # A server finishes a statement it was sent even after the client died, unless the
         # session dies too (as when the worker's host goes down): end it, as such a crash would.
-        _kill_session_running(queue.backend.dialect, "DELETE FROM batchq_job")
+        _kill_session_running(queue.backend.dialect, CLAIM_STATEMENT[queue.backend.dialect])
     blocker.rollback()
     blocker.close()
     return worker
@@ -290,26 +291,34 @@ def server_queue(server_url: str) -> Iterator[Queue]:
     q.close()
 
 
-def _kill_session_running(dialect: str, statement_prefix: str) -> None:
+# The statements of a worker's cycle as the server shows them: the claim, which first deletes the
+# job just finished (MySQL shows the statement of its multi-statement query that is running), and
+# the promotion of due scheduled jobs.
+CLAIM_STATEMENT = {"mysql": "DELETE FROM batchq_job WHERE claim_token", "postgresql": "WITH done AS"}
+PROMOTE_STATEMENT = "UPDATE batchq_job SET status = 'ready'"
+
+
+def _kill_session_running(dialect: str, *statement_prefixes: str) -> None:
     """Wait for a worker's session to block in a statement starting so, and kill that session."""
     if dialect == "mysql":
         # Only this test database's sessions: other suites may share the server.
         find = (
             "SELECT id FROM information_schema.processlist WHERE id <> CONNECTION_ID() "
-            "AND db = DATABASE() AND info LIKE %s"
+            "AND db = DATABASE() AND (info LIKE %s OR info LIKE %s)"
         )
         kill = "KILL CONNECTION %s"
     else:
         find = (
             "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state = 'active' "
-            "AND datname = current_database() AND query LIKE %s"
+            "AND datname = current_database() AND (query LIKE %s OR query LIKE %s)"
         )
         kill = "SELECT pg_terminate_backend(%s)"
     monitor = _fresh_admin(dialect)
     cur = monitor.cursor()
 
     def blocked_session() -> Any:
-        cur.execute(find, (statement_prefix + "%",))
+        first, second = (*statement_prefixes, *statement_prefixes)[:2]
+        cur.execute(find, (first + "%", second + "%"))
         row = cur.fetchone()
         return row and row[0]
 
@@ -334,18 +343,28 @@ def test_connection_killed_during_claim(
     server_queue: Queue, server_url: str, server_name: str, admin: Any
 ) -> None:
     queue = server_queue
-    queue.enqueue_many("jobs:record", [{"n": n} for n in range(20)])
+    # An idle worker polls: a claim, then (finding nothing) a promotion, every 50 ms. The jobs
+    # arrive under a table lock, so its next claim (or, rarely, promotion) waits for the lock.
+    worker = start_batchq(
+        server_url, "-v", "run", "--wait", "60", "--max-jobs", "20", "--poll-interval", "0.05"
+    )
+    time.sleep(1.5)  # started, connected and polling
     cur = admin.cursor()
     cur.execute(
         "LOCK TABLES batchq_job WRITE"
         if server_name == "mysql"
         else "LOCK TABLE batchq_job IN ACCESS EXCLUSIVE MODE"
     )
-    worker = start_batchq(server_url, "-v", "run")
-    _kill_session_running(
-        server_name,
-        "SELECT priority FROM batchq_job",  # a claim's first statement: the level lookup
-    )
+    for n in range(20):
+        values = "('default', 'jobs:record', %s, 'json', 'ready', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))"
+        if server_name == "postgresql":
+            values = values.replace("UTC_TIMESTAMP(6)", "statement_timestamp()")
+        cur.execute(
+            "INSERT INTO batchq_job (queue, task, payload, serializer, status, run_at, created_at) VALUES "
+            + values,
+            (json.dumps({"n": n}).encode(),),
+        )
+    _kill_session_running(server_name, CLAIM_STATEMENT[server_name], PROMOTE_STATEMENT)
     cur.execute("UNLOCK TABLES" if server_name == "mysql" else "COMMIT")
     out, err = worker.communicate(timeout=60)
     assert worker.returncode == 0, err
@@ -363,7 +382,7 @@ def test_connection_killed_during_finalize(
     worker = start_batchq(server_url, "-v", "run")
     wait_for(lambda: job_rows(queue)[0]["status"] == "processing")
     admin.cursor().execute(f"SELECT id FROM batchq_job WHERE id = {int(job_id)} FOR UPDATE")
-    _kill_session_running(server_name, "DELETE FROM batchq_job")
+    _kill_session_running(server_name, CLAIM_STATEMENT[server_name])
     admin.rollback()
     out, err = worker.communicate(timeout=60)
     assert worker.returncode == 0, err

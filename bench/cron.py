@@ -19,25 +19,16 @@ On PostgreSQL `batchq run` also takes its advisory liveness lock, like every wor
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
 import time
 
-from common import (
-    BACKENDS,
-    BATCHQ,
-    PYTHON,
-    REPO_DIR,
-    bench_env,
-    command_line,
-    compile_batchq,
-    emit,
-    med_range,
-    reset,
-    table,
-    url_for,
-)
+from loads import reset
+from options import parse, parser
+from procs import compile_batchq
+from report import command_line, emit, table
+from settings import BATCHQ, PYTHON, REPO_DIR, bench_env, url_for
+from stats import med_range
 
 RAW = {
     "mysql": "import pymysql; c = pymysql.connect(host='127.0.0.1', user='root', database='batchq_bench'); "
@@ -58,13 +49,7 @@ def wall(cmd: list[str], env: dict[str, str]) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", choices=BACKENDS, required=True)
-    ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--quick", action="store_true", help="--repeat 5")
-    args = ap.parse_args()
-    if args.quick:
-        args.repeat = 5
+    args = parse(parser(__doc__, repeat=20, quick={"repeat": 5}))
     reset(args.backend)
     compile_batchq()
     env = bench_env(args.backend)

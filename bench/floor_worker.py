@@ -14,20 +14,18 @@ batch:  claim up to N jobs per transaction (SKIP LOCKED on MySQL/MariaDB and Pos
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 
-from common import BACKENDS, floor_for
+from floors import floor_for
 from noop_jobs import noop
+from options import parse, parser
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--backend", choices=BACKENDS, required=True)
+    ap = parser(__doc__, repeat=None, batch=100)
     ap.add_argument("--mode", choices=("single", "fused", "batch"), default="single")
-    ap.add_argument("--batch", type=int, default=100)
-    args = ap.parse_args()
+    args = parse(ap)
     floor = floor_for(args.backend)
     worker = f"{socket.gethostname()}:{os.getpid()}"
     done = 0

@@ -19,26 +19,18 @@ role granted pg_checkpoint: without it the step is skipped with a note on stderr
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import sys
 import time
 
-from common import (
-    BACKENDS,
-    bulk_load,
-    command_line,
-    emit,
-    floor_for,
-    med_range,
-    median,
-    percentile,
-    reset,
-    server_info,
-    table,
-    url_for,
-)
+from floors import floor_for
+from loads import bulk_load, reset
+from machine import server_info
+from options import parse, parser
+from report import command_line, emit, table
+from settings import url_for
+from stats import med_range, median, percentile
 
 
 def scenarios(big: int) -> list[tuple[str, dict]]:
@@ -224,18 +216,13 @@ def batchq_claims(backend: str, n: int, empty: bool = False) -> list[float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", choices=BACKENDS, required=True)
+    ap = parser(__doc__, quick={"big": 200_000, "claims": 300, "repeat": 1})
     ap.add_argument("--claims", type=int, default=1000, help="timed claims per system per repetition")
-    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--big", type=int, default=1_000_000, help="the large ready backlog")
     ap.add_argument(
         "--only", default="", help="comma-separated words: run only scenarios whose label has one"
     )
-    ap.add_argument("--quick", action="store_true", help="--big 200000 --claims 300 --repeat 1")
-    args = ap.parse_args()
-    if args.quick:
-        args.big, args.claims, args.repeat = 200_000, 300, 1
+    args = parse(ap)
     if 2 * args.claims * args.repeat > 10_000:
         raise SystemExit("--claims x --repeat x 2 must stay below the 10,000 ready jobs")
     # The rolled-back claims take nothing, so only floor and batchq claims consume ready jobs.

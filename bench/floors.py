@@ -2,10 +2,9 @@
 
 Every statement comes from ``batchq.sql.queries(dialect)`` (the very text batchq runs), and so
 does the session setup: each floor runs its backend's ``SESSION_QUERIES`` by name, as batchq's
-backend does on connect. The only derived statements are the multi-row enqueue (the enqueue
-row repeated, one statement, as batchq's MySQL enqueue_many sends) and, on MariaDB, the batch
-claim. Adding a backend means adding one ``Floor`` subclass and one entry in ``FLOORS`` (and
-its URL in settings.URLS).
+backend does on connect. The only derived statement is the multi-row enqueue (the enqueue
+row repeated, one statement, as batchq's MySQL enqueue_many sends). Adding a backend means
+adding one ``Floor`` subclass and one entry in ``FLOORS`` (and its URL in settings.URLS).
 
 Drivers are imported by the floor that uses them (PyMySQL for MySQL/MariaDB, psycopg for
 PostgreSQL), so a missing driver only breaks its own backend.

@@ -15,33 +15,35 @@ batchq: K x `batchq run --batch N`, which claims and deletes with the same state
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from common import BACKENDS, command_line, compile_batchq, emit, med_range, median, ratio, server_info, table
+from machine import server_info
+from options import parse, parser
 from process import drain_batchq, drain_floor
+from procs import compile_batchq
+from report import command_line, emit, table
+from stats import med_range, median, ratio
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", choices=BACKENDS, required=True)
-    ap.add_argument("--jobs", type=int, default=20000)
-    ap.add_argument("--batch", type=int, default=100)
-    ap.add_argument("--procs", default="1,2,4")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap = parser(
+        __doc__,
+        jobs=20000,
+        jobs_help="jobs per batch-floor and batchq drain",
+        procs="1,2,4",
+        batch=100,
+        quick={"jobs": 5000, "single_jobs": 1000, "repeat": 1},
+    )
     ap.add_argument(
         "--single-jobs",
         type=int,
         default=None,
         help="jobs for the one-row-per-transaction reference (default: --jobs)",
     )
-    ap.add_argument("--quick", action="store_true", help="--jobs 5000 --single-jobs 1000 --repeat 1")
-    args = ap.parse_args()
+    args = parse(ap)
     compile_batchq()
-    if args.quick:
-        args.jobs, args.single_jobs, args.repeat = 5000, 1000, 1
     single_jobs = args.single_jobs or args.jobs
-    procs_list = [int(p) for p in args.procs.split(",")]
+    procs_list = args.procs
     rates: dict[tuple[str, int], list[float]] = {}
     for rep in range(args.repeat):
         for procs in procs_list:

@@ -11,7 +11,6 @@ SQL work alone. The Worker is batchq's own (`batchq.worker.Worker`, as `batchq r
 
 from __future__ import annotations
 
-import argparse
 import resource
 import time
 from collections.abc import Callable
@@ -19,18 +18,13 @@ from collections.abc import Callable
 from batchq import Queue
 from batchq.worker import RunOptions, Worker
 
-from common import (
-    BACKENDS,
-    bulk_load,
-    command_line,
-    emit,
-    floor_for,
-    med_range,
-    reset,
-    table,
-    url_for,
-)
+from floors import floor_for
+from loads import bulk_load, reset
 from noop_jobs import noop
+from options import parse, parser
+from report import command_line, emit, table
+from settings import url_for
+from stats import med_range
 
 
 def measure(drain: Callable[[], None], jobs: int) -> tuple[float, float, float]:
@@ -47,7 +41,7 @@ def floor_drain(backend: str, synchronous: str | None) -> Callable[[], None]:
         floor.execute(f"PRAGMA synchronous = {synchronous}")
 
     def drain() -> None:
-        floor.drain_fused("bench:0", noop)
+        floor.drain("bench:0", noop)
         floor.close()
 
     return drain
@@ -67,12 +61,9 @@ def batchq_drain(backend: str, synchronous: str | None) -> Callable[[], None]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", choices=BACKENDS, required=True)
-    ap.add_argument("--jobs", type=int, default=10000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap = parser(__doc__, jobs=10000, quick={"jobs": 2000, "repeat": 1})
     ap.add_argument("--synchronous", choices=("OFF", "NORMAL", "FULL"), help="SQLite only")
-    args = ap.parse_args()
+    args = parse(ap)
     if args.synchronous and args.backend != "sqlite":
         raise SystemExit("--synchronous is a SQLite setting")
     results: dict[str, list[tuple[float, float, float]]] = {"floor": [], "batchq": []}
@@ -81,7 +72,7 @@ def main() -> None:
             reset(args.backend)
             bulk_load(args.backend, args.jobs)
             results[name].append(measure(make(args.backend, args.synchronous), args.jobs))
-    labels = {"floor": "fused floor loop (`Floor.drain_fused`)", "batchq": "`Worker.run()`"}
+    labels = {"floor": "fused floor loop (`Floor.drain`)", "batchq": "`Worker.run()`"}
     rows = [
         [
             labels[name],

@@ -19,36 +19,35 @@ On PostgreSQL `batchq run` also takes its advisory liveness lock, like every wor
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
 import time
 
-from common import (
-    BACKENDS,
-    BATCHQ,
-    PYTHON,
-    REPO_DIR,
-    bench_env,
-    command_line,
-    compile_batchq,
-    emit,
-    med_range,
-    reset,
-    table,
-    url_for,
-)
+from batchq.config import parse_url
 
-RAW = {
-    "mysql": "import pymysql; c = pymysql.connect(host='127.0.0.1', user='root', database='batchq_bench'); "
-    "c.cursor().execute('SELECT 1'); c.close()",
-    "sqlite": "import sqlite3; c = sqlite3.connect('/tmp/batchq_bench/bench.db'); "
-    "c.execute('SELECT 1'); c.close()",
-    # psycopg takes the URL as it is (libpq's URI form).
-    "postgresql": "import psycopg; c = psycopg.connect({url!r}); c.execute('SELECT 1'); c.close()",
-}
-RAW_NO_TLS = RAW["mysql"].replace("database='batchq_bench'", "database='batchq_bench', ssl_disabled=True")
+from loads import reset
+from options import parse, parser
+from procs import compile_batchq
+from report import command_line, emit, table
+from settings import BATCHQ, PYTHON, REPO_DIR, bench_env, url_for
+from stats import med_range
+
 DRIVERS = {"mysql": "pymysql", "sqlite": "sqlite3", "postgresql": "psycopg"}
+
+
+def raw_driver(backend: str, url: str, no_tls: bool = False) -> str:
+    """The raw driver one-liner for the benchmark URL: import, connect, SELECT 1, close."""
+    if backend == "postgresql":  # psycopg takes the URL as it is (libpq's URI form)
+        return f"import psycopg; c = psycopg.connect({url!r}); c.execute('SELECT 1'); c.close()"
+    u = parse_url(url)
+    if backend == "sqlite":
+        return f"import sqlite3; c = sqlite3.connect({u.database!r}); c.execute('SELECT 1'); c.close()"
+    tls = ", ssl_disabled=True" if no_tls else ""
+    where = f"host={u.host!r}, port={u.port or 3306}, user={u.user or 'root'!r}, password={u.password!r}"
+    return (
+        f"import pymysql; c = pymysql.connect({where}, database={u.database!r}{tls}); "
+        "c.cursor().execute('SELECT 1'); c.close()"
+    )
 
 
 def wall(cmd: list[str], env: dict[str, str]) -> float:
@@ -58,18 +57,12 @@ def wall(cmd: list[str], env: dict[str, str]) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", choices=BACKENDS, required=True)
-    ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--quick", action="store_true", help="--repeat 5")
-    args = ap.parse_args()
-    if args.quick:
-        args.repeat = 5
+    args = parse(parser(__doc__, repeat=20, quick={"repeat": 5}))
     reset(args.backend)
     compile_batchq()
     env = bench_env(args.backend)
     driver = DRIVERS[args.backend]
-    raw = RAW[args.backend].format(url=url_for(args.backend))
+    raw = raw_driver(args.backend, url_for(args.backend))
     refs = ["pymysql", "sqlite3"] + (["psycopg"] if driver == "psycopg" else [])
     cmds = {
         "`python -c pass`": [PYTHON, "-c", "pass"],
@@ -79,7 +72,7 @@ def main() -> None:
     }
     no_tls = "`batchq run`, URL with `?sslmode=disable`"
     if args.backend == "mysql":
-        cmds["raw driver, `ssl_disabled=True`"] = [PYTHON, "-c", RAW_NO_TLS]
+        cmds["raw driver, `ssl_disabled=True`"] = [PYTHON, "-c", raw_driver("mysql", url_for("mysql"), True)]
         cmds[no_tls] = [BATCHQ, "run"]
     envs = {name: env for name in cmds}
     if no_tls in cmds:

@@ -26,31 +26,19 @@ schema: floor and batchq alike); procrastinate and pgqueuer NOTIFY per job too.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
 
+from floors import floor_for
+from loads import reset
+from machine import server_info
+from options import parse, parser
 from peers import ENQUEUE_PEERS
-
-from common import (
-    BACKENDS,
-    BENCH_DIR,
-    TASK,
-    bench_env,
-    command_line,
-    emit,
-    floor_for,
-    med_range,
-    median,
-    percentile,
-    ratio,
-    reset,
-    server_info,
-    table,
-    url_for,
-)
+from report import command_line, emit, table
+from settings import BENCH_DIR, TASK, bench_env, url_for
+from stats import med_range, median, percentile, ratio
 
 HUEY_KINDS = {"mysql": ["mysql-sql"], "sqlite": ["sqlite", "sqlite-sql"], "postgresql": ["postgresql-sql"]}
 PEER_KINDS = {"postgresql": list(ENQUEUE_PEERS)}
@@ -172,17 +160,11 @@ def huey_single(kind: str, n: int):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", choices=BACKENDS, required=True)
+    ap = parser(__doc__, peers=True, quick={"n": 300, "batches": 20, "repeat": 1})
     ap.add_argument("--n", type=int, default=2000, help="single enqueues per repetition")
     ap.add_argument("--batches", type=int, default=100, help="batches of --size per repetition")
     ap.add_argument("--size", type=int, default=100)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--no-peers", action="store_true", help="skip huey (and procrastinate, pgqueuer)")
-    ap.add_argument("--quick", action="store_true", help="--n 300 --batches 20 --repeat 1")
-    args = ap.parse_args()
-    if args.quick:
-        args.n, args.batches, args.repeat = 300, 20, 1
+    args = parse(ap)
     kinds = [] if args.no_peers else HUEY_KINDS.get(args.backend, [])
     peers = [] if args.no_peers else PEER_KINDS.get(args.backend, [])
     multi_row = args.backend == "postgresql"

@@ -1,57 +1,34 @@
 """A raw-SQL worker: the floor of `batchq run`. Drains the queue, then exits.
 
-single: claim one job per short transaction (batchq's claim statements), call the no-op,
-        ack with one DELETE (job_delete) in autocommit: two commits per job. On PostgreSQL
-        the claim is next_priority then the one claim UPDATE, each in autocommit (no BEGIN).
-fused:  batchq run's cycle: claim, call the no-op, then DELETE it and claim the next in one
-        transaction (job_delete, then the claim statements): one commit per job. On
-        PostgreSQL: BEGIN; job_delete; next_priority; claim; COMMIT.
-batch:  claim up to N jobs per transaction (SKIP LOCKED on MySQL/MariaDB and PostgreSQL),
-        call each no-op, ack them with one DELETE ... WHERE id IN (...) (= ANY on PostgreSQL).
+Every cycle runs batchq's own statements on the bare driver (floors.py): jobs_claim (MySQL: one
+multi-statement query, then jobs_claim_mark; PostgreSQL: one statement; SQLite: BEGIN IMMEDIATE,
+jobs_delete, jobs_claim, COMMIT), up to --batch jobs per claim, the no-op for each.
+fused:  batchq run's cycle: the finished jobs are deleted by the next claim, one commit per claim.
+single: the finished jobs are deleted by a jobs_delete of their own in autocommit before the
+        next claim: two commits per claim.
+batch:  fused, --batch jobs per claim (`batchq run --batch N`).
 
-    python bench/floor_worker.py --backend mysql --mode single     (or sqlite, postgresql)
+    python bench/floor_worker.py --backend mysql --mode fused     (or sqlite, postgresql)
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 
-from common import BACKENDS, floor_for
+from floors import floor_for
 from noop_jobs import noop
+from options import parse, parser
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--backend", choices=BACKENDS, required=True)
+    ap = parser(__doc__, repeat=None, batch=100)
     ap.add_argument("--mode", choices=("single", "fused", "batch"), default="single")
-    ap.add_argument("--batch", type=int, default=100)
-    args = ap.parse_args()
+    args = parse(ap)
     floor = floor_for(args.backend)
     worker = f"{socket.gethostname()}:{os.getpid()}"
-    done = 0
-    if args.mode == "single":
-        while True:
-            token = os.urandom(16).hex()
-            job = floor.claim(worker, token)
-            if job is None:
-                break
-            noop(job[3])  # payload, as stored (the floor does not decode it)
-            floor.ack(job[0], token)
-            done += 1
-    elif args.mode == "fused":
-        done = floor.drain_fused(worker, noop)
-    else:
-        while True:
-            token = os.urandom(16).hex()
-            jobs = floor.claim_batch(args.batch, worker, token)
-            if not jobs:
-                break
-            for job in jobs:
-                noop(job[3])
-            floor.ack_batch([job[0] for job in jobs], token)
-            done += len(jobs)
+    limit = args.batch if args.mode == "batch" else 1
+    floor.drain(worker, noop, limit, fused=args.mode != "single")
     floor.close()
 
 

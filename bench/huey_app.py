@@ -21,7 +21,7 @@ from huey.contrib.sql_huey import SqlHuey
 from peewee import MySQLDatabase, PostgresqlDatabase, SqliteDatabase
 
 import noop_jobs
-from common import url_for
+from settings import url_for
 
 KIND = os.environ.get("BENCH_HUEY", "sqlite")
 DIR = os.environ.get("BENCH_HUEY_DIR", "/tmp/batchq_bench")
@@ -77,7 +77,7 @@ def preload(n: int) -> None:
                     [{"queue": storage.name, "data": b, "priority": 0} for b in blobs[lo : lo + 1000]]
                 ).execute()
         if KIND == "postgresql-sql":
-            # As bench/common.py's bulk_load does for batchq's table on the same server.
+            # As bench/loads.py's bulk_load does for batchq's table on the same server.
             storage.database.execute_sql("VACUUM (ANALYZE) task")
 
 

@@ -17,7 +17,6 @@ one claim, whatever P (P only bounds a wait that no notification ends).
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import subprocess
@@ -25,19 +24,11 @@ import sys
 import tempfile
 import time
 
-from common import (
-    BACKENDS,
-    BATCHQ,
-    REPO_DIR,
-    bench_env,
-    command_line,
-    emit,
-    med_range,
-    percentile,
-    reset,
-    table,
-    url_for,
-)
+from loads import reset
+from options import floats, parse, parser
+from report import command_line, emit, table
+from settings import BATCHQ, REPO_DIR, bench_env, url_for
+from stats import med_range, percentile
 
 
 def one_run(backend: str, jobs: int, poll: float) -> list[float]:
@@ -72,16 +63,12 @@ def one_run(backend: str, jobs: int, poll: float) -> list[float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", choices=BACKENDS, required=True)
-    ap.add_argument("--jobs", type=int, default=15)
-    ap.add_argument("--poll", default="1,0.1", help="poll intervals, seconds (1 is batchq's default)")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--quick", action="store_true", help="--jobs 8 --repeat 1")
-    args = ap.parse_args()
-    if args.quick:
-        args.jobs, args.repeat = 8, 1
-    polls = [float(p) for p in args.poll.split(",")]
+    ap = parser(__doc__, jobs=15, jobs_help="jobs per run", quick={"jobs": 8, "repeat": 1})
+    ap.add_argument(
+        "--poll", type=floats, default="1,0.1", help="poll intervals, seconds (1 is batchq's default)"
+    )
+    args = parse(ap)
+    polls = args.poll
     res: dict[float, list[list[float]]] = {p: [] for p in polls}
     for rep in range(args.repeat):
         for poll in polls:

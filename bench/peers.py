@@ -55,7 +55,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import noop_jobs
-from common import BIN_DIR, REPO_DIR, bench_env, url_for
+from settings import BIN_DIR, REPO_DIR, bench_env, url_for
 
 POLL = 0.02  # seconds between "is the queue empty yet" checks while draining
 

@@ -21,7 +21,6 @@ Sessions are the drivers' defaults apart from autocommit (and WAL on SQLite, as 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from collections.abc import Sequence
@@ -29,13 +28,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from noop_jobs import noop
-
-URLS = {
-    "mysql": os.environ.get("BENCH_MYSQL_URL", "mysql://root@127.0.0.1:3306/batchq_bench"),
-    "sqlite": os.environ.get("BENCH_SQLITE_URL", "sqlite:////tmp/batchq_bench/bench.db"),
-    "postgresql": os.environ.get("BENCH_POSTGRESQL_URL", "postgresql://postgres@127.0.0.1:5432/batchq_bench"),
-}
-TASK = "noop_jobs:noop"
+from options import parse, parser
+from settings import TASK, URLS
 
 SCHEMA = {
     "mysql": [
@@ -194,10 +188,7 @@ def connect(backend: str) -> Any:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", choices=tuple(URLS), required=True)
-    ap.add_argument("--batch", type=int, default=1, help="jobs claimed per transaction")
-    args = ap.parse_args()
+    args = parse(parser(__doc__, repeat=None, batch=1))
     cycle = PlainCycle(args.backend)
     cycle.drain(args.batch)
     cycle.close()

@@ -29,7 +29,6 @@ Process start-up (interpreter, imports, connect) is inside the wall time for eve
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import signal
@@ -37,29 +36,14 @@ import subprocess
 import sys
 import time
 
+from loads import bulk_load, count_jobs, reset
+from machine import server_info
+from options import parse, parser
 from peers import DRAIN_PEERS
-
-from common import (
-    BACKENDS,
-    BATCHQ,
-    BENCH_DIR,
-    BIN_DIR,
-    PYTHON,
-    REPO_DIR,
-    bench_env,
-    bulk_load,
-    command_line,
-    compile_batchq,
-    count_jobs,
-    emit,
-    med_range,
-    median,
-    ratio,
-    reset,
-    run_procs,
-    server_info,
-    table,
-)
+from procs import compile_batchq, run_procs
+from report import command_line, emit, table
+from settings import BATCHQ, BENCH_DIR, BIN_DIR, PYTHON, REPO_DIR, bench_env
+from stats import med_range, median, ratio
 
 HUEY_KINDS = {"mysql": ["mysql-sql"], "sqlite": ["sqlite", "sqlite-sql"], "postgresql": ["postgresql-sql"]}
 PEER_KINDS = {"postgresql": list(DRAIN_PEERS)}
@@ -164,17 +148,8 @@ def label(name: str) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", choices=BACKENDS, required=True)
-    ap.add_argument("--jobs", type=int, default=20000)
-    ap.add_argument("--procs", default="1,2,4")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--no-peers", action="store_true", help="skip huey (and procrastinate, pgqueuer)")
-    ap.add_argument("--quick", action="store_true", help="--jobs 2000 --repeat 1")
-    args = ap.parse_args()
-    if args.quick:
-        args.jobs, args.repeat = 2000, 1
-    procs_list = [int(p) for p in args.procs.split(",")]
+    args = parse(parser(__doc__, jobs=20000, procs="1,2,4", peers=True, quick={"jobs": 2000, "repeat": 1}))
+    procs_list = args.procs
     compile_batchq()
     kinds = [] if args.no_peers else HUEY_KINDS.get(args.backend, []) + PEER_KINDS.get(args.backend, [])
     walls: dict[tuple[str, int], list[float]] = {}

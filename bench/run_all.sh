@@ -13,7 +13,7 @@ mysql -uroot -h127.0.0.1 -e 'CREATE DATABASE IF NOT EXISTS batchq_bench' 2>/dev/
 # PostgreSQL: batchq's database and the peers' (from BENCH_POSTGRESQL_URL), created if missing.
 $PY - <<'PY' || true
 import sys; sys.path.insert(0, "bench")
-from common import url_for
+from settings import url_for
 from peers import ensure_database, peer_url
 for url in (url_for("postgresql"), peer_url("procrastinate"), peer_url("pgqueuer")):
     ensure_database(url)
@@ -39,7 +39,7 @@ start=$(date +%s)
   echo
   $PY - <<'PY'
 import sys; sys.path.insert(0, "bench")
-from common import machine_info, server_info
+from machine import machine_info, server_info
 for k, v in machine_info().items(): print(f"- {k}: {v}")
 for b in ("mysql", "sqlite", "postgresql"):
     print(f"- {b}: " + ", ".join(f"{k}={v}" for k, v in server_info(b).items()))

@@ -19,26 +19,19 @@ role granted pg_checkpoint: without it the step is skipped with a note on stderr
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import sys
 import time
+from typing import Any
 
-from common import (
-    BACKENDS,
-    bulk_load,
-    command_line,
-    emit,
-    floor_for,
-    med_range,
-    median,
-    percentile,
-    reset,
-    server_info,
-    table,
-    url_for,
-)
+from floors import floor_for
+from loads import bulk_load, reset
+from machine import server_info
+from options import parse, parser
+from report import command_line, emit, table
+from settings import url_for
+from stats import med_range, median, percentile
 
 
 def scenarios(big: int) -> list[tuple[str, dict]]:
@@ -122,29 +115,39 @@ def checkpoint() -> float:
     return time.perf_counter() - t0
 
 
+# The claim's parameters with nothing finished to delete (PostgreSQL and SQLite ignore extras).
+CLAIM_PARAMS = {
+    "queue": "default",
+    "limit": 1,
+    "worker": "w",
+    "token": "t",
+    "done_token": None,
+    "done_ids": [],
+}
+
+
+def mysql_claim_select(f: Any) -> str:
+    """The locking SELECT of MySQL's multi-statement claim (after START TRANSACTION and DELETE)."""
+    return str(f.q["jobs_claim"].split(";")[2])
+
+
 def explain(backend: str) -> str:
     f = floor_for(backend)
     if backend == "postgresql":
         # The claim is an UPDATE: EXPLAIN ANALYZE runs it, so it is rolled back.
         f.begin()
-        rows = f.execute(
-            "EXPLAIN (ANALYZE, BUFFERS) " + f.q["claim"],
-            {"queue": "default", "priority": 0, "worker": "w", "token": "t"},
-        )
+        rows = f.execute("EXPLAIN (ANALYZE, BUFFERS) " + f.q["jobs_claim"], CLAIM_PARAMS)
         f.conn.rollback()
         out = "\n".join(f"    {r[0]}" for r in rows)
     elif backend == "mysql":
-        sql = f.cur.mogrify(f.q["claim_select_skip_locked"], {"queue": "default", "priority": 0})
+        sql = f.cur.mogrify(mysql_claim_select(f), {"queue": "default", "limit": 1})
         f.conn.begin()
         rows = f.execute("ANALYZE " + sql)
         f.conn.rollback()
         cols = [d[0] for d in f.cur.description]
         out = table(cols, rows)
     else:
-        rows = f.execute(
-            "EXPLAIN QUERY PLAN " + f.q["claim"],
-            {"queue": "default", "priority": 0, "worker": "w", "token": "t"},
-        )
+        rows = f.execute("EXPLAIN QUERY PLAN " + f.q["jobs_claim"], CLAIM_PARAMS)
         out = "\n".join(f"    {r[3]}" for r in rows)
     f.close()
     return out
@@ -158,13 +161,13 @@ def floor_claims(backend: str, n: int, empty: bool = False) -> list[float]:
     for _ in range(n):
         token = os.urandom(16).hex()
         s = pc()
-        job = f.claim(worker, token)
+        _, jobs = f.claim(worker, token)
         lat.append(pc() - s)
-        if empty and job is None:
+        if empty and not jobs:
             continue
-        if job is None:
+        if not jobs:
             raise RuntimeError("queue ran dry")
-        f.ack(job[0], token)
+        f.ack(jobs, token)
     f.close()
     return lat
 
@@ -179,15 +182,14 @@ def select_only(backend: str, n: int, empty: bool = False) -> list[float]:
         if backend == "mysql":
             f.conn.begin()
             s = pc()
-            f.cur.execute(f.q["claim_select_skip_locked"], {"queue": "default", "priority": 0})
+            f.cur.execute(mysql_claim_select(f), {"queue": "default", "limit": 1})
             job = f.cur.fetchone()
             lat.append(pc() - s)
             f.conn.rollback()
-        else:  # SQLite, PostgreSQL: the claim is one UPDATE ... RETURNING
+        else:  # SQLite, PostgreSQL: the claim is one statement
             f.begin()
             s = pc()
-            params = {"queue": "default", "priority": 0, "worker": "w", "token": "t"}
-            rows = f.execute(f.q["claim"], params)
+            rows = [row for row in f.execute(f.q["jobs_claim"], CLAIM_PARAMS) if row[0] is not None]
             lat.append(pc() - s)
             f.conn.rollback()
             job = rows[0] if rows else None
@@ -212,30 +214,25 @@ def batchq_claims(backend: str, n: int, empty: bool = False) -> list[float]:
     for _ in range(n):
         token = uuid.uuid4().hex
         s = pc()
-        job = backend_.claim("default", name, token)
+        claim = backend_.claim("default", name, token)
         lat.append(pc() - s)
-        if empty and job is None:
+        if empty and not claim.jobs:
             continue
-        if job is None:
+        if not claim.jobs:
             raise RuntimeError("queue ran dry")
-        backend_.execute("job_delete", {"id": job["id"], "token": token})
+        backend_.delete_jobs(claim.jobs)
     q.close()
     return lat
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", choices=BACKENDS, required=True)
+    ap = parser(__doc__, quick={"big": 200_000, "claims": 300, "repeat": 1})
     ap.add_argument("--claims", type=int, default=1000, help="timed claims per system per repetition")
-    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--big", type=int, default=1_000_000, help="the large ready backlog")
     ap.add_argument(
         "--only", default="", help="comma-separated words: run only scenarios whose label has one"
     )
-    ap.add_argument("--quick", action="store_true", help="--big 200000 --claims 300 --repeat 1")
-    args = ap.parse_args()
-    if args.quick:
-        args.big, args.claims, args.repeat = 200_000, 300, 1
+    args = parse(ap)
     if 2 * args.claims * args.repeat > 10_000:
         raise SystemExit("--claims x --repeat x 2 must stay below the 10,000 ready jobs")
     # The rolled-back claims take nothing, so only floor and batchq claims consume ready jobs.

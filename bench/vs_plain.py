@@ -18,35 +18,20 @@ on both sides (`sslmode=disable`), so connection set-up is not what is compared.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Callable
 
 from batchq import Queue
 
-from common import (
-    BACKENDS,
-    BATCHQ,
-    BENCH_DIR,
-    PYTHON,
-    TASK,
-    bench_env,
-    bulk_load,
-    command_line,
-    compile_batchq,
-    count_jobs,
-    emit,
-    med_range,
-    median,
-    ratio,
-    reset,
-    run_procs,
-    server_info,
-    table,
-    url_for,
-)
+from loads import bulk_load, count_jobs, reset
+from machine import server_info
+from options import parse, parser
 from plain_cycle import PlainCycle
+from procs import compile_batchq, run_procs
+from report import command_line, emit, table
+from settings import BATCHQ, BENCH_DIR, PYTHON, TASK, bench_env, url_for
+from stats import med_range, median, ratio
 
 
 def batchq_url(backend: str) -> str:
@@ -118,21 +103,20 @@ def _payloads(batch: int, size: int) -> list[dict[str, int]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", choices=BACKENDS, required=True)
-    ap.add_argument("--jobs", type=int, default=20000, help="jobs per drain and per enqueue_many row")
+    ap = parser(
+        __doc__,
+        jobs=20000,
+        jobs_help="jobs per drain and per enqueue_many row",
+        procs="1,4",
+        quick={"jobs": 2000, "enqueue": 300, "repeat": 1},
+    )
     ap.add_argument("--enqueue", type=int, default=2000, help="single-row enqueues per repetition")
-    ap.add_argument("--procs", default="1,4")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--quick", action="store_true", help="--jobs 2000 --enqueue 300 --repeat 1")
-    args = ap.parse_args()
-    if args.quick:
-        args.jobs, args.enqueue, args.repeat = 2000, 300, 1
+    args = parse(ap)
     compile_batchq()
     sys.path.insert(0, str(BENCH_DIR))
     b = args.backend
     cases: list[tuple[str, Callable[[], float], Callable[[], float]]] = []
-    for procs in [int(p) for p in args.procs.split(",")]:
+    for procs in args.procs:
         cases.append(
             (
                 f"`run`, {procs} process{'es' if procs > 1 else ''}",
@@ -140,7 +124,7 @@ def main() -> None:
                 lambda p=procs: batchq_drain(b, args.jobs, p, 1),
             )
         )
-    for procs in [int(p) for p in args.procs.split(",")]:
+    for procs in args.procs:
         cases.append(
             (
                 f"`run --batch 100`, {procs} process{'es' if procs > 1 else ''}",

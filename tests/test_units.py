@@ -109,6 +109,7 @@ def test_backoff_does_not_read_the_app_clock() -> None:
 
 def test_query_names_match_across_dialects() -> None:
     core = {
+        "session_setup",
         "schema_version",
         "schema_version_set",
         "enqueue",

@@ -27,6 +27,8 @@ MEDIUMBLOB_BYTES = 16 * 1024 * 1024 - 1  # the payload column's capacity
 # max_allowed_packet, and drops the connection: measured on MariaDB 10.11, with 1 MiB and 16 MiB,
 # a statement of max_allowed_packet - 2 bytes passes and one of max_allowed_packet - 1 does not.
 PACKET_OVERHEAD = 2
+# Run once on every new connection, in this order (bench/'s raw-driver floors run them too).
+SESSION_QUERIES = ("session_setup", "session_isolation")
 
 
 SSL_MODES = ("disable", "prefer", "require", "verify-ca", "verify-full")
@@ -85,13 +87,8 @@ class MySQLBackend(Backend):
             **tls_arguments(url.options),
         )
         with conn.cursor() as cur:
-            # Once per session: UTC, strict (nothing silently truncated), READ COMMITTED
-            # (no gap locks between claimers and enqueuers).
-            cur.execute(
-                "SET SESSION time_zone = '+00:00', "
-                "SESSION sql_mode = CONCAT_WS(',', @@SESSION.sql_mode, 'STRICT_TRANS_TABLES')"
-            )
-            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            for name in SESSION_QUERIES:  # UTC, strict, READ COMMITTED
+                cur.execute(self.sql(name))
             cur.execute(self.sql("server_info"))
             version, packet = cur.fetchone()
         self.server_version = str(version)

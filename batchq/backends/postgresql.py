@@ -32,6 +32,8 @@ _TRANSIENT = {"40001", "40P01", "55P03"}  # serialization failure, deadlock, loc
 # idle_in_transaction_session_timeout; and refused credentials or an unknown database.
 _UNAVAILABLE_PREFIXES = ("08", "57P", "53300", "25P03")
 _ACCESS_PREFIXES = ("28", "3D")
+# Run once on every new connection, in this order (bench/'s raw-driver floors run them too).
+SESSION_QUERIES = ("session_setup",)
 
 
 class PostgreSQLBackend(Backend):
@@ -58,7 +60,8 @@ class PostgreSQLBackend(Backend):
             conn.close()
             version = _version(self.server_version)
             raise ConfigError(f"PostgreSQL {version} is too old: batchq needs 12 or later")
-        conn.execute("SET TIME ZONE 'UTC'")  # timestamps come back as UTC datetimes
+        for name in SESSION_QUERIES:  # UTC
+            conn.execute(self.sql(name))
         return conn
 
     def _translate(self, exc: Exception) -> BackendError | None:

@@ -17,6 +17,8 @@ from ..job import Claim, Job
 from . import Backend, TransientError
 
 MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING
+# Run once on every new connection, in this order (bench/'s raw-driver floors run them too).
+SESSION_QUERIES = ("session_setup", "session_foreign_keys")
 
 
 def _make_parent(path: str, url: object) -> None:
@@ -45,8 +47,8 @@ class SQLiteBackend(Backend):
         # read as text with U+FFFD (its job then fails with the reason), never fail the claim or
         # the sweep that reads it. Payloads are read as BLOBs (CAST in the claim).
         conn.text_factory = _lenient_text
-        conn.execute("PRAGMA journal_mode = WAL")  # readers never block the writer
-        conn.execute("PRAGMA foreign_keys = ON")
+        for name in SESSION_QUERIES:  # WAL, foreign keys
+            conn.execute(self.sql(name))
         return conn
 
     def _translate(self, exc: Exception) -> BackendError | None:

@@ -18,6 +18,15 @@ SELECT RELEASE_LOCK(%(name)s) AS released;
 -- Record a migration as applied (a concurrent init-db may have done it already).
 INSERT IGNORE INTO batchq_schema (version, applied_at) VALUES (%(version)s, UTC_TIMESTAMP(6));
 
+-- name: session_setup
+-- Run first on every connection (bench/ floors too): UTC, strict (nothing silently truncated).
+SET SESSION time_zone = '+00:00',
+    SESSION sql_mode = CONCAT_WS(',', @@SESSION.sql_mode, 'STRICT_TRANS_TABLES');
+
+-- name: session_isolation
+-- Then READ COMMITTED: no gap locks between claimers and enqueuers (MySQL's extra session query).
+SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;
+
 -- name: server_info
 -- Version and packet limit, read once at connect.
 SELECT VERSION() AS version, @@max_allowed_packet AS max_allowed_packet;

@@ -3,6 +3,10 @@
 -- the statement. now() would be the start of the transaction (stale in an application's long
 -- transaction); clock_timestamp() is volatile, so the planner could not use it in an index scan.
 
+-- name: session_setup
+-- Run first on every connection (bench/ floors too): timestamps come back as UTC datetimes.
+SET TIME ZONE 'UTC';
+
 -- name: schema_version
 -- The highest migration applied.
 SELECT MAX(version) AS version FROM batchq_schema;

@@ -1,6 +1,14 @@
 -- Every statement batchq runs on SQLite, by name (sqlite3 named paramstyle).
 -- Times are UTC text from strftime('%Y-%m-%d %H:%M:%f', 'now'): they sort as they compare.
 
+-- name: session_setup
+-- Run first on every connection (bench/ floors too): WAL, so readers never block the writer.
+PRAGMA journal_mode = WAL;
+
+-- name: session_foreign_keys
+-- Then foreign keys on (SQLite's extra session query).
+PRAGMA foreign_keys = ON;
+
 -- name: schema_version
 -- The highest migration applied.
 SELECT MAX(version) AS version FROM batchq_schema;

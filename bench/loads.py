@@ -41,12 +41,15 @@ def bulk_load(
     priority: int = 0,
     start: int = 0,
 ) -> None:
-    """Insert n jobs server-side (setup only, never timed). Due ones get run_at in the past.
-    Job i (start < i <= start + n) has the payload {"i": i}; then the table is analysed."""
+    """Insert n jobs server-side (setup only, never timed). Due ones get run_at in the past;
+    delayed ones are 'scheduled', as enqueue() writes them. Job i (start < i <= start + n) has
+    the payload {"i": i}; then the table is analysed."""
     if n <= 0:
         return
     floor = floor_for(backend)
     insert = {"mysql": _insert_mysql, "postgresql": _insert_postgresql, "sqlite": _insert_sqlite}[backend]
+    if status == "ready" and delay_seconds > 0:
+        status = "scheduled"
     columns = {"priority": priority, "status": status, "errors": 10 if status == "failed" else 0}
     for lo in range(start, start + n, CHUNK):
         insert(floor, lo + 1, min(lo + CHUNK, start + n), delay_seconds, columns)

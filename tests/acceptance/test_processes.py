@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import job_rows, ledger, run_batchq, start_batchq, wait_for
 
 from batchq import Queue
+from tests.support.db import job_rows, ledger
+from tests.support.processes import run_batchq, start_batchq, wait_for
 
 pytestmark = pytest.mark.slow
 

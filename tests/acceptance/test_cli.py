@@ -6,17 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SERVER_URLS, job_rows, run_batchq
 
 from batchq import Queue
-
-
-def assert_one_line_error(result, *needles: str) -> None:  # type: ignore[no-untyped-def]
-    assert result.returncode == 1, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    assert result.stderr.startswith("batchq: error: ") and result.stderr.count("\n") == 1, result.stderr
-    for needle in needles:
-        assert needle in result.stderr
+from tests.support.db import job_rows
+from tests.support.processes import assert_one_line_error, run_batchq
 
 
 @pytest.mark.parametrize("url", ["nosuch://x", "mysql://", "sqlite://relative.db", "mysql://h:99999/db"])
@@ -97,35 +90,8 @@ def test_handler_runs_every_job(queue: Queue, db_url: str, tmp_path: Path) -> No
     assert (tmp_path / "a").exists() and (tmp_path / "b").exists()
 
 
-def test_server_urls_are_reachable() -> None:
-    """CI must never pass by skipping: every configured server answers."""
-    from conftest import selected_backends
-
-    for name in selected_backends():
-        if name != "sqlite":
-            Queue(SERVER_URLS[name]).backend.conn  # noqa: B018 - raises if unreachable
-
-
 def test_run_batch_option(queue: Queue, db_url: str) -> None:
     queue.enqueue_many("jobs:noop", list(range(25)))
     result = run_batchq(db_url, "-v", "run", "--batch", "10")
     assert result.returncode == 0 and "processed 25 jobs (25 ok, 0 errors)" in result.stderr
     assert job_rows(queue) == []
-
-
-@pytest.mark.backends("mysql")
-def test_mysql_sslmode_in_the_url(queue: Queue, db_url: str) -> None:
-    """libpq's sslmode names on MySQL too: disable skips TLS, require insists on it."""
-    separator = "&" if "?" in db_url else "?"
-    assert run_batchq(f"{db_url}{separator}sslmode=disable", "stats").returncode == 0
-    assert_one_line_error(run_batchq(f"{db_url}{separator}sslmode=bogus", "stats"), "bad sslmode 'bogus'")
-    missing_ca = f"{db_url}{separator}sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem"
-    assert_one_line_error(run_batchq(missing_ca, "stats"), "cannot read sslrootcert '/nonexistent/ca.pem'")
-    with queue.backend.conn.cursor() as cur:
-        cur.execute("SELECT @@have_ssl")
-        (have_ssl,) = cur.fetchone()
-    required = run_batchq(f"{db_url}{separator}sslmode=require", "stats")
-    if have_ssl == "YES":
-        assert required.returncode == 0, required.stderr
-    else:
-        assert_one_line_error(required, "sslmode=")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import sys
 
 import pytest
 from freezegun import freeze_time
@@ -10,9 +11,8 @@ from freezegun import freeze_time
 from batchq import ConfigError, PayloadError, SignatureError, TaskError, TaskNotAllowed
 from batchq.config import parse_duration, parse_url
 from batchq.serializers import dumps, loads
-from batchq.sql import queries
 from batchq.tasks import Resolver
-from batchq.worker import retry_delay
+from batchq.worker import BACKOFF_MAX_SECONDS, retry_delay
 
 
 def test_urls() -> None:
@@ -78,8 +78,6 @@ def test_json_and_signed_pickle() -> None:
 
 
 def test_refused_modules_are_never_imported() -> None:
-    import sys
-
     resolver = Resolver(["jobs"])
     for name in ("antigravity:x", "this:x", "os:system"):
         with pytest.raises(TaskNotAllowed):
@@ -107,28 +105,10 @@ def test_backoff_does_not_read_the_app_clock() -> None:
     assert retry_delay(2) == 20
 
 
-def test_query_names_match_across_dialects() -> None:
-    core = {
-        "schema_version",
-        "schema_version_set",
-        "enqueue",
-        "job_delete",
-        "job_error",
-        "release_unknown_claims",
-        "job_cancel",
-        "queue_stats",
-        "processing_jobs",
-        "requeue_abandoned",
-        "failed_jobs",
-        "requeue_failed",
-        "delete_failed",
-        "queue_set_paused",
-        "paused_queues",
-        "purge_queue",
-        "next_priority",
-        "job_delete_batch",
-        "release_batch",
-    }
-    for dialect in ("mysql", "sqlite", "postgresql"):
-        missing = core - set(queries(dialect))
-        assert not missing, f"{dialect} lacks {missing}"
+def test_backoff_never_overflows() -> None:
+    for count in (1025, 1100, 65534, 65535, 65536, 10**9):
+        assert retry_delay(count) == BACKOFF_MAX_SECONDS
+    assert retry_delay(65535, base=1e-300) == BACKOFF_MAX_SECONDS  # a tiny base still reaches the cap
+    assert retry_delay(60, base=1e-15) == pytest.approx(1e-15 * 2**59)
+    assert retry_delay(65535, base=0) == 0
+    assert [retry_delay(n) for n in range(1, 6)] == [10, 20, 40, 80, 160]

@@ -10,11 +10,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import job_rows, sql
 
 from batchq import ConfigError, PayloadError, Queue, SchemaMissing, TaskError, TaskNotAllowed
 from batchq.gc import gc_error, gc_processing
 from batchq.worker import RunOptions, Worker
+from tests.support.db import (
+    SERVER_URLS,
+    app_connection,
+    create_database,
+    job_rows,
+    run_query,
+    selected_backends,
+    sql,
+)
 
 
 def run_worker(queue: Queue, **options: object) -> Worker:
@@ -104,24 +112,12 @@ def test_failure_counts_and_backs_off(queue: Queue) -> None:
 
 
 def _seconds_until_due(queue: Queue, job_id: int) -> float:
-    dialect = queue.backend.dialect
-    expression = {
-        "mysql": "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), run_at) / 1e6",
-        "sqlite": "(julianday(run_at) - julianday('now')) * 86400.0",
-        "postgresql": "EXTRACT(EPOCH FROM run_at - now())",
-    }[dialect]
-    placeholder = "?" if dialect == "sqlite" else "%s"
-    [(seconds,)] = sql(queue, f"SELECT {expression} FROM batchq_job WHERE id = {placeholder}", (job_id,))
+    [(seconds,)] = run_query(queue, "job_seconds_until_due", {"id": job_id})
     return float(seconds)
 
 
 def _make_due(queue: Queue) -> None:
-    now = {
-        "mysql": "UTC_TIMESTAMP(6)",
-        "sqlite": "strftime('%Y-%m-%d %H:%M:%f', 'now')",
-        "postgresql": "now()",
-    }[queue.backend.dialect]
-    sql(queue, f"UPDATE batchq_job SET run_at = {now}")
+    run_query(queue, "jobs_make_due")
 
 
 def test_fails_for_good_after_max_errors_and_gc_error_requeues(queue: Queue) -> None:
@@ -234,8 +230,7 @@ def test_forged_pickle_is_never_unpickled(queue: Queue, tmp_path: Path) -> None:
 
     queue.enqueue("jobs:noop", "x", serializer="pickle")
     forged = b"\0" * 32 + pickle.dumps(Exploit())
-    placeholder = "?" if queue.backend.dialect == "sqlite" else "%s"
-    sql(queue, f"UPDATE batchq_job SET payload = {placeholder}", (forged,))
+    run_query(queue, "jobs_set_payload", {"payload": forged})
     run_worker(queue)
     assert not marker.exists()
     [row] = job_rows(queue)
@@ -245,12 +240,7 @@ def test_forged_pickle_is_never_unpickled(queue: Queue, tmp_path: Path) -> None:
 def test_corrupt_json_payload_fails_the_job_and_the_worker_goes_on(queue: Queue) -> None:
     queue.enqueue("jobs:noop", {"a": 1})
     good = queue.enqueue("jobs:noop", {"b": 2})
-    placeholder = "?" if queue.backend.dialect == "sqlite" else "%s"
-    sql(
-        queue,
-        f"UPDATE batchq_job SET payload = {placeholder} WHERE id < {placeholder}",
-        (b"\xff{not json", good),
-    )
+    run_query(queue, "jobs_set_payload_before", {"payload": b"\xff{not json", "id": good})
     worker = run_worker(queue)
     assert (worker.summary.errors, worker.summary.succeeded) == (1, 1)
     [row] = job_rows(queue)
@@ -323,8 +313,6 @@ def test_missing_schema_is_a_clear_error(backend_name: str, tmp_path: Path) -> N
     if backend_name == "sqlite":
         url = f"sqlite:///{tmp_path / 'empty.db'}"
     else:
-        from conftest import SERVER_URLS, create_database
-
         url = SERVER_URLS[backend_name].rsplit("/", 1)[0] + "/batchq_test_empty"
         create_database(url)
     queue = Queue(url, task_modules=["jobs"])
@@ -339,7 +327,7 @@ def test_init_db_is_idempotent(queue: Queue) -> None:
 
 
 def test_transactional_enqueue_commit_and_rollback(queue: Queue, db_url: str) -> None:
-    app = _app_connection(db_url)
+    app = app_connection(db_url)
     kept = queue.enqueue("jobs:noop", "kept", conn=app)
     app.commit()
     queue.enqueue("jobs:noop", "rolled back", conn=app)
@@ -355,38 +343,6 @@ def test_transactional_enqueue_refuses_a_foreign_connection(queue: Queue, tmp_pa
     other = object() if queue.backend.dialect == "sqlite" else sqlite3.connect(tmp_path / "x.db")
     with pytest.raises(ConfigError, match="conn= must be"):
         queue.enqueue("jobs:noop", conn=other)
-
-
-def _app_connection(db_url: str):  # type: ignore[no-untyped-def]
-    """The application's own connection, with a transaction open."""
-    from batchq.config import parse_url
-
-    url = parse_url(db_url)
-    if url.dialect == "sqlite":
-        import sqlite3
-
-        conn = sqlite3.connect(url.database)  # default: implicit transactions around DML
-        return conn
-    if url.dialect == "mysql":
-        import pymysql
-
-        return pymysql.connect(
-            host=url.host,
-            port=url.port or 3306,
-            user=url.user,
-            password=url.password,
-            database=url.database,
-            autocommit=False,
-        )
-    import psycopg
-
-    return psycopg.connect(
-        host=url.host,
-        port=url.port or 5432,
-        user=url.user,
-        password=url.password or None,
-        dbname=url.database,
-    )
 
 
 def test_gc_processing_requeues_a_dead_owner_and_reports_a_live_one(queue: Queue) -> None:
@@ -416,8 +372,6 @@ def test_gc_processing_requeues_a_dead_owner_and_reports_a_live_one(queue: Queue
 
 
 def _url_with_password(queue: Queue) -> str:
-    from conftest import SERVER_URLS
-
     return SERVER_URLS[queue.backend.dialect]
 
 
@@ -539,14 +493,17 @@ def test_lock_wait_timeouts_are_retried_and_counted(queue: Queue, db_url: str) -
     import threading
 
     job_id = queue.enqueue("jobs:noop")
-    short_wait = {
-        "mysql": "SET SESSION innodb_lock_wait_timeout = 1",
-        "postgresql": "SET lock_timeout = '300ms'",
-    }[queue.backend.dialect]
-    sql(queue, short_wait)
-    holder = _app_connection(db_url)
+    run_query(queue, "lock_wait_short")
+    holder = app_connection(db_url)
     holder.cursor().execute(f"SELECT id FROM batchq_job WHERE id = {job_id} FOR UPDATE")
     threading.Timer(2.5, holder.rollback).start()
     assert queue.cancel(job_id) is True  # waited out the lock through retries
     assert queue.backend.transient_retries >= 1
     holder.close()
+
+
+def test_server_urls_are_reachable() -> None:
+    """CI must never pass by skipping: every configured server answers."""
+    for name in selected_backends():
+        if name != "sqlite":
+            Queue(SERVER_URLS[name]).backend.conn  # noqa: B018 - raises if unreachable

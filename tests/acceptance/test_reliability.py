@@ -14,17 +14,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (
-    TESTS_DIR,
-    batchq_env,
+
+from batchq import Queue
+from batchq.gc import gc_processing
+from tests.support.db import (
+    SERVER_URLS,
+    app_connection,
     create_database,
     job_rows,
     ledger,
-    run_batchq,
-    start_batchq,
-    wait_for,
+    prepare_database,
+    run_query,
+    run_query_on,
 )
-from harness import (
+from tests.support.harness import (
     FIGURES,
     Figures,
     WorkerPool,
@@ -34,10 +37,8 @@ from harness import (
     unfinished,
     worker_name,
 )
-from servers import PrivateMariaDB, PrivatePostgreSQL
-
-from batchq import Queue
-from batchq.gc import gc_processing
+from tests.support.processes import APPS_DIR, batchq_env, run_batchq, start_batchq, wait_for
+from tests.support.servers import PrivateMariaDB, PrivatePostgreSQL
 
 pytestmark = pytest.mark.slow
 
@@ -63,7 +64,7 @@ def test_contention_4_enqueuers_4_workers(queue: Queue, db_url: str, backend_nam
         subprocess.Popen(
             [
                 sys.executable,
-                str(TESTS_DIR / "enqueuer.py"),
+                str(APPS_DIR / "enqueuer.py"),
                 db_url,
                 str(i * per_enqueuer),
                 str(per_enqueuer),
@@ -133,29 +134,20 @@ def _crash_before_delete(queue: Queue, db_url: str, tmp: Path) -> subprocess.Pop
 
 
 def _set_task(queue: Queue, task: str) -> None:
-    from conftest import sql
-
-    placeholder = "?" if queue.backend.dialect == "sqlite" else "%s"
-    sql(queue, f"UPDATE batchq_job SET task = {placeholder}", (task,))
+    run_query(queue, "jobs_set_task", {"task": task})
 
 
 def _lock_row(queue: Queue, job_id: int) -> Any:
     """A second connection holding a write lock that the worker's DELETE must wait for."""
-    from test_contract import _app_connection
-
-    conn = _app_connection(str(queue.url) if queue.backend.dialect == "sqlite" else _server_url(queue))
-    cur = conn.cursor()
-    if queue.backend.dialect == "sqlite":
-        conn.isolation_level = None
-        cur.execute("BEGIN IMMEDIATE")
-    else:
-        cur.execute(f"SELECT id FROM batchq_job WHERE id = {int(job_id)} FOR UPDATE")
+    dialect = queue.backend.dialect
+    conn = app_connection(str(queue.url) if dialect == "sqlite" else _server_url(queue))
+    if dialect == "sqlite":
+        conn.isolation_level = None  # the transaction is job_row_lock's own BEGIN IMMEDIATE
+    run_query_on(conn, dialect, "job_row_lock", {"id": job_id})
     return conn
 
 
 def _server_url(queue: Queue) -> str:
-    from conftest import SERVER_URLS
-
     return SERVER_URLS[queue.backend.dialect]
 
 
@@ -276,9 +268,7 @@ def test_poison_job_that_kills_its_worker_ends_failed(queue: Queue, db_url: str,
 @pytest.fixture
 def admin(server_url: str) -> Iterator[Any]:
     """A raw connection with its own transaction, to lock rows/tables and kill sessions."""
-    from test_contract import _app_connection
-
-    conn = _app_connection(server_url)
+    conn = app_connection(server_url)
     yield conn
     conn.close()
 
@@ -291,38 +281,24 @@ def server_queue(server_url: str) -> Iterator[Queue]:
 
 
 def _kill_session_running(dialect: str, statement_prefix: str) -> None:
-    """Wait for a worker's session to block in a statement starting so, and kill that session."""
-    if dialect == "mysql":
-        # Only this test database's sessions: other suites may share the server.
-        find = (
-            "SELECT id FROM information_schema.processlist WHERE id <> CONNECTION_ID() "
-            "AND db = DATABASE() AND info LIKE %s"
-        )
-        kill = "KILL CONNECTION %s"
-    else:
-        find = (
-            "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state = 'active' "
-            "AND datname = current_database() AND query LIKE %s"
-        )
-        kill = "SELECT pg_terminate_backend(%s)"
+    """Wait for a worker's session to block in a statement starting so, and kill that session.
+
+    Only this test database's sessions: other suites may share the server."""
     monitor = _fresh_admin(dialect)
-    cur = monitor.cursor()
 
     def blocked_session() -> Any:
-        cur.execute(find, (statement_prefix + "%",))
+        cur = run_query_on(monitor, dialect, "sessions_running", {"statement": statement_prefix + "%"})
         row = cur.fetchone()
+        cur.close()
         return row and row[0]
 
     session = wait_for(blocked_session, timeout=30)
-    cur.execute(kill, (session,))
+    run_query_on(monitor, dialect, "session_end", {"session": session}).close()
     monitor.close()
 
 
 def _fresh_admin(dialect: str) -> Any:
-    from conftest import SERVER_URLS
-    from test_contract import _app_connection
-
-    conn = _app_connection(SERVER_URLS[dialect])
+    conn = app_connection(SERVER_URLS[dialect])
     if dialect == "mysql":
         conn.autocommit(True)
     else:
@@ -335,18 +311,13 @@ def test_connection_killed_during_claim(
 ) -> None:
     queue = server_queue
     queue.enqueue_many("jobs:record", [{"n": n} for n in range(20)])
-    cur = admin.cursor()
-    cur.execute(
-        "LOCK TABLES batchq_job WRITE"
-        if server_name == "mysql"
-        else "LOCK TABLE batchq_job IN ACCESS EXCLUSIVE MODE"
-    )
+    run_query_on(admin, server_name, "jobs_table_lock")
     worker = start_batchq(server_url, "-v", "run")
     _kill_session_running(
         server_name,
         "SELECT priority FROM batchq_job",  # a claim's first statement: the level lookup
     )
-    cur.execute("UNLOCK TABLES" if server_name == "mysql" else "COMMIT")
+    run_query_on(admin, server_name, "jobs_table_unlock")
     out, err = worker.communicate(timeout=60)
     assert worker.returncode == 0, err
     assert "reconnecting" in err and "1 reconnects" in err
@@ -362,7 +333,7 @@ def test_connection_killed_during_finalize(
     job_id = queue.enqueue("jobs:record", {"n": 0, "sleep": 0.5})
     worker = start_batchq(server_url, "-v", "run")
     wait_for(lambda: job_rows(queue)[0]["status"] == "processing")
-    admin.cursor().execute(f"SELECT id FROM batchq_job WHERE id = {int(job_id)} FOR UPDATE")
+    run_query_on(admin, server_name, "job_row_lock", {"id": job_id})
     _kill_session_running(server_name, "DELETE FROM batchq_job")
     admin.rollback()
     out, err = worker.communicate(timeout=60)
@@ -385,8 +356,6 @@ def test_server_restarts_while_workers_run(server_name: str, tmp_path: Path) -> 
 
 
 def _restart_scenario(server: Any, server_name: str) -> None:
-    from conftest import prepare_database
-
     url = server.url.rsplit("/", 1)[0] + "/batchq_restart"
     create_database(url)
     prepare_database(server_name, url)

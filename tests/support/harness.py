@@ -11,10 +11,10 @@ import time
 from dataclasses import dataclass, fields
 from typing import IO
 
-from conftest import batchq_cmd, batchq_env, ledger, sql, wait_for
-
 from batchq import Queue
 from batchq.gc import ProcessingReport, gc_processing
+from tests.support.db import ledger, run_query, sql
+from tests.support.processes import batchq_cmd, batchq_env, wait_for
 
 
 @dataclass
@@ -149,13 +149,7 @@ def worker_name(pid: int) -> str:
 
 def _owners(queue: Queue, prefix: str) -> list[tuple[str, int]]:
     """Workers whose names start with ``prefix`` holding processing jobs, and how many each."""
-    placeholder = "?" if queue.backend.dialect == "sqlite" else "%s"
-    rows = sql(
-        queue,
-        "SELECT locked_by, COUNT(*) FROM batchq_job WHERE status = 'processing' "
-        f"AND SUBSTR(locked_by, 1, {len(prefix)}) = {placeholder} GROUP BY locked_by",
-        (prefix,),
-    )
+    rows = run_query(queue, "processing_owners", {"prefix": prefix})
     return [(str(name), int(count)) for name, count in rows]
 
 

@@ -10,22 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (
-    LEDGER_DDL,
-    SERVER_URLS,
-    create_database,
-    job_rows,
-    selected_backends,
-    sql,
-    start_batchq,
-    wait_for,
-)
 
 from batchq import Queue
 from batchq.backends import create_backend
 from batchq.backends.postgresql import liveness_key
 from batchq.errors import BackendError, BackendUnavailable
 from batchq.gc import gc_error, gc_processing
+from tests.support.db import SERVER_URLS, create_database, job_rows, selected_backends, sql
+from tests.support.processes import start_batchq, wait_for
+from tests.support.queries import query
 
 pytestmark = pytest.mark.skipif("postgresql" not in selected_backends(), reason="PostgreSQL not selected")
 URL = SERVER_URLS["postgresql"]
@@ -39,7 +32,7 @@ def pg_queue() -> Iterator[Queue]:
     try:
         backend.migrate()
         with backend.errors():
-            backend.conn.execute(LEDGER_DDL["postgresql"])
+            backend.conn.execute(query("postgresql", "ledger_create"))
             backend.conn.execute("TRUNCATE batchq_job, batchq_queue, test_ledger")
     finally:
         backend.close()
@@ -81,13 +74,6 @@ def test_liveness_lock_is_seen_from_another_session_and_never_taken(pg_queue: Qu
     assert locks == 1
     worker.close()  # the session ends: the lock goes with it
     wait_for(lambda: pg_queue.backend.is_alive("host-a:123") is False, timeout=5)
-
-
-def test_liveness_keys_are_stable_signed_64_bit() -> None:
-    keys = {liveness_key(f"host:{pid}") for pid in range(10000)}
-    assert len(keys) == 10000
-    assert all(-(2**63) <= key < 2**63 for key in keys)
-    assert liveness_key("web-1:42") == liveness_key("web-1:42")
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from typing import Any
 
 import batchq
 from batchq.backends import create_backend
+from tests.support.queries import query
 
 _ledger_backend = None
 
@@ -19,12 +20,9 @@ def record(payload: dict[str, Any]) -> None:
     if _ledger_backend is None:
         _ledger_backend = create_backend(os.environ["BATCHQ_URL"])
     backend = _ledger_backend
-    statement = "INSERT INTO test_ledger (n, pid) VALUES ({0}, {0})".format(
-        "?" if backend.dialect == "sqlite" else "%s"
-    )
     with backend.errors():
         cur = backend.conn.cursor()
-        cur.execute(statement, (payload["n"], os.getpid()))
+        cur.execute(query(backend.dialect, "ledger_insert"), {"n": payload["n"], "pid": os.getpid()})
         cur.close()
     pause = payload.get("sleep")
     if pause:

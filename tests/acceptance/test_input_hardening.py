@@ -12,26 +12,18 @@ import json
 import os
 import subprocess
 from datetime import timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SERVER_URLS, batchq_cmd, batchq_env, job_rows, run_batchq, wait_for
 
 from batchq import ConfigError, MessageQueue, PayloadError, Queue
-from batchq.config import check_queue_name, parse_duration, parse_url, redact
+from batchq.config import parse_url
+from tests.support.db import SERVER_URLS, job_rows
+from tests.support.processes import assert_one_line_error, batchq_cmd, batchq_env, run_batchq
 
 NESTED_DEPTH = 3000
 UNREACHABLE = {"mysql": "127.0.0.1:1", "postgresql": "127.0.0.1:1"}
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str, status: int = 1) -> None:
-    assert result.returncode == status, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr, result.stderr
-    assert result.stderr.startswith("batchq: error: ") and result.stderr.count("\n") == 1, result.stderr
-    for needle in needles:
-        assert needle in result.stderr, result.stderr
 
 
 def nested(depth: int) -> Any:
@@ -104,86 +96,9 @@ def test_symlink_planted_as_slot_file_is_refused(db_url: str, tmp_path: Path, ex
         assert not target.exists()  # batchq never creates a file where a planted link points
 
 
-@pytest.mark.backends("sqlite")
-def test_same_sqlite_url_in_two_folders_does_not_share_slots(backend_name: str, tmp_path: Path) -> None:
-    """Two apps with sqlite:///jobs.db in different directories are two databases: two slot sets."""
-    apps = [tmp_path / "app_a", tmp_path / "app_b"]
-    env = batchq_env("sqlite:///jobs.db", TMPDIR=str(tmp_path))
-    for app in apps:
-        app.mkdir()
-        subprocess.run(batchq_cmd("init-db"), cwd=app, env=env, check=True, timeout=60)
-    marker = tmp_path / "b_ran"
-    subprocess.run(
-        batchq_cmd("enqueue", "jobs:touch", json.dumps(str(marker))), cwd=apps[1], env=env, check=True
-    )
-    holder = subprocess.Popen(
-        batchq_cmd("run", "--max-procs-per-host", "1", "--wait", "60"),
-        cwd=apps[0],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_for(lambda: slot_files(tmp_path))
-        other = subprocess.run(
-            batchq_cmd("run", "--max-procs-per-host", "1"),
-            cwd=apps[1],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
-        assert other.returncode == 0, other.stderr
-        assert marker.exists(), "app B's worker took app A's slot for its own"
-    finally:
-        holder.terminate()
-        holder.wait(timeout=30)
-
-
-def test_slot_key_is_the_resolved_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from batchq.slots import database_key
-
-    monkeypatch.chdir(tmp_path)
-    here = database_key(parse_url("sqlite:///jobs.db"))
-    assert here == database_key(parse_url(f"sqlite:///{tmp_path}/./jobs.db"))
-    (tmp_path / "other").mkdir()
-    monkeypatch.chdir(tmp_path / "other")
-    assert database_key(parse_url("sqlite:///jobs.db")) != here
-    # Servers: dialect, host, port (default filled in) and database; not the user or the spelling.
-    same = [
-        "mysql://app:pw@DB.example/jobs",
-        "mysql://other@db.example:3306/jobs",
-        "mariadb://app@db.example:3306/jobs?connect_timeout=3",
-    ]
-    assert len({database_key(parse_url(url)) for url in same}) == 1
-    different = [
-        "mysql://app@db.example:3306/jobs",
-        "mysql://app@db.example:3307/jobs",
-        "mysql://app@db.example/jobs2",
-        "mysql://app@db2.example/jobs",
-        "postgresql://app@db.example:3306/jobs",
-    ]
-    assert len({database_key(parse_url(url)) for url in different}) == len(different)
-    assert database_key(parse_url("postgres://u@h/d")) == database_key(parse_url("postgresql://h:5432/d"))
-
-
 # -- item 3: passwords with special characters -------------------------------------------
 
 PASSWORDS = ["a", "p/ss", "p#ss", "p?ss", "p@ss", "1234/SECRET", "p@ss/w?rd#x:y"]
-
-
-@pytest.mark.parametrize("scheme", ["mysql", "postgresql"])
-@pytest.mark.parametrize("password", PASSWORDS)
-def test_password_with_special_characters_parses(scheme: str, password: str) -> None:
-    url = parse_url(f"{scheme}://app:{password}@db.example:3307/jobs?connect_timeout=3")
-    assert (url.user, url.password, url.host, url.port, url.database) == (
-        "app",
-        password,
-        "db.example",
-        3307,
-        "jobs",
-    )
-    assert url.options == {"connect_timeout": "3"}
-    assert str(url) == f"{scheme}://app:***@db.example:3307/jobs"
 
 
 @pytest.mark.parametrize("password", PASSWORDS)
@@ -227,20 +142,6 @@ def test_malformed_url_is_refused_without_the_password(url: str, secret: str) ->
     assert_one_line_error(run_batchq(url, "stats"), "percent-encode")
 
 
-def test_redaction_masks_the_password_not_every_letter() -> None:
-    url = parse_url("mysql://app:a@h/db")
-    text = f"cannot reach {url}: Can't connect to a server at 'h'"
-    assert redact(text, url) == text.replace(" a ", " *** ")
-    tricky = parse_url("mysql://app:db@h/db")
-    assert redact(f"cannot use {tricky}: password db refused", tricky) == (
-        "cannot use mysql://app:***@h/db: password *** refused"
-    )
-    long = parse_url("postgresql://app:1234%2FSECRET@h/db")
-    assert long.password == "1234/SECRET"
-    assert "SECRET" not in redact("bad conninfo password=1234/SECRET host=h", long)
-    assert "SECRET" not in redact("bad conninfo password=1234%2FSECRET host=h", long)
-
-
 # -- item 12: one line and exit 1, never a traceback -------------------------------------------
 
 
@@ -268,12 +169,6 @@ def test_bad_urls_are_one_line_errors(url: str, needle: str, command: str) -> No
 def test_sqlite_under_a_file_is_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     assert_one_line_error(run_batchq(f"sqlite:///{tmp_path}/file/x.db", "init-db"), "not a directory")
-
-
-@pytest.mark.parametrize("url", ["mysql://root@h/x?connect_timeout=abc", "mysql://root@a..b/db"])
-def test_bad_url_options_and_hosts_are_refused_at_parse_time(url: str) -> None:
-    with pytest.raises(ConfigError):
-        parse_url(url)
 
 
 def test_deeply_nested_payload_is_a_payload_error(queue: Queue, db_url: str) -> None:
@@ -334,74 +229,11 @@ def test_huge_delay_is_a_config_error(queue: Queue, db_url: str) -> None:
     assert len(job_rows(queue)) == 1
 
 
-# -- item 13: queue names and delays -------------------------------------------------------
-
-BAD_NAMES = ["default\n", "a" * 64 + "\n", "a" * 65, "\ndefault", "default\r", ""]
-
-
-@pytest.mark.parametrize("name", BAD_NAMES)
-def test_queue_name_with_a_newline_is_refused(queue: Queue, db_url: str, name: str) -> None:
-    with pytest.raises(ConfigError, match="bad queue name"):
-        queue.enqueue("jobs:noop", queue=name)
-    with pytest.raises(ConfigError, match="bad queue name"):
-        check_queue_name(name)
-    assert job_rows(queue) == []
-
-
-def test_longest_queue_name_round_trips(queue: Queue) -> None:
-    name = "q" * 63 + "z"
-    queue.enqueue("jobs:noop", queue=name)
-    assert [row["queue"] for row in job_rows(queue)] == [name]
-
-
 def test_cli_refuses_a_queue_name_with_a_newline(db_url: str) -> None:
     assert_one_line_error(run_batchq(db_url, "run", "--queue", "default\n"), "bad queue name")
     assert_one_line_error(
         run_batchq(db_url, "enqueue", "jobs:noop", "--queue", "default\n"), "bad queue name"
     )
-
-
-NOT_DURATIONS = [True, False, [1], b"5", {"s": 1}, object(), "1 s s", float("nan"), -1, "-5"]
-
-
-@pytest.mark.parametrize("delay", NOT_DURATIONS, ids=repr)
-def test_delay_of_the_wrong_type_is_refused(queue: Queue, db_url: str, delay: Any) -> None:
-    with pytest.raises(ConfigError, match="bad delay"):
-        queue.enqueue("jobs:noop", delay=delay)
-    mq = MessageQueue(db_url)
-    try:
-        mq.create_queue("typed")
-        with pytest.raises(ConfigError, match="bad delay"):
-            mq.send("typed", 1, delay=delay)
-        with pytest.raises(ConfigError, match="bad vt"):
-            mq.read("typed", vt=delay)
-    finally:
-        mq.close()
-    assert job_rows(queue) == []
-
-
-@pytest.mark.parametrize(
-    "value, seconds",
-    [
-        (None, 0.0),
-        (5, 5.0),
-        (2.5, 2.5),
-        (Decimal("1.5"), 1.5),
-        ("90s", 90.0),
-        ("1h30m", 5400.0),
-        ("250ms", 0.25),
-        (timedelta(minutes=2), 120.0),
-    ],
-    ids=repr,
-)
-def test_one_duration_parser(value: Any, seconds: float) -> None:
-    """The job queue and the message queue take the same delays: config.parse_duration's."""
-    import batchq.mq
-    import batchq.queue
-
-    assert parse_duration(value) == seconds
-    assert batchq.queue.parse_duration is parse_duration and batchq.mq.parse_duration is parse_duration
-    assert not hasattr(batchq.queue, "_delay_seconds") and not hasattr(batchq.mq, "_seconds")
 
 
 # -- item 15: gc-error --requeue, purge under cron, --url and -v after the subcommand ---------

@@ -13,52 +13,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (
-    batchq_env,
-    create_database,
-    job_rows,
-    ledger,
-    prepare_database,
-    run_batchq,
-    start_batchq,
-    wait_for,
-)
-from harness import FIGURES, Figures, account
-from servers import PrivateMariaDB, PrivatePostgreSQL
-from tcp_proxy import TcpProxy
 
 from batchq import Queue
 from batchq.backends import create_backend
-from batchq.backends.sqlite import worker_host_and_pid
 from batchq.config import parse_url
 from batchq.errors import BackendUnavailable
 from batchq.gc import gc_processing
-from batchq.worker import worker_name
+from tests.support.db import create_database, job_rows, ledger, prepare_database
+from tests.support.harness import FIGURES, Figures, account
+from tests.support.processes import batchq_env, run_batchq, start_batchq, wait_for
+from tests.support.queries import query
+from tests.support.servers import PrivateMariaDB, PrivatePostgreSQL
+from tests.support.tcp_proxy import TcpProxy
 
 # `batchq` in a process that believes it is PID 1 on host "box", as in a container.
 AS_PID_1 = (
     "import os, socket, sys; os.getpid = lambda: 1; socket.gethostname = lambda: 'box'; "
     "from batchq.cli import cli; cli(sys.argv[1:], prog_name='batchq')"
 )
-
-
-def test_worker_names_differ_between_processes_of_one_host_and_pid() -> None:
-    names = {worker_name() for _ in range(1000)}
-    assert len(names) == 1000
-    assert all(worker_host_and_pid(name)[1] is not None for name in names)
-
-
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [
-        ("web-1:42:0a1b2c3d", ("web-1", 42)),
-        ("web-1:42:12345678", ("web-1", 42)),  # an all-digit random part is not the pid
-        ("web-1:42", ("web-1", 42)),  # as versions before the random part wrote it
-        ("web-1", ("", None)),
-    ],
-)
-def test_worker_host_and_pid(name: str, expected: tuple[str, int | None]) -> None:
-    assert worker_host_and_pid(name) == expected
 
 
 @pytest.mark.slow
@@ -152,11 +124,9 @@ def short_idle_server(server_name: str, tmp_path: Path) -> Iterator[str]:
         admin = create_backend(url)
         with admin.errors():
             cur = admin.conn.cursor()
-            if server_name == "mysql":
-                cur.execute("SET GLOBAL wait_timeout = 1")
-            else:
-                cur.execute("ALTER SYSTEM SET idle_session_timeout = '1s'")
-                cur.execute("SELECT pg_reload_conf()")
+            cur.execute(query(server_name, "server_idle_timeout_short"))
+            if server_name == "postgresql":  # ALTER SYSTEM writes the setting; a reload applies it
+                cur.execute(query(server_name, "server_reload_conf"))
         admin.close()
         yield url
     finally:
@@ -360,19 +330,9 @@ def _pg_role_exists(admin: Any, name: str) -> bool:
 
 def _end_ghosts(admin: Any, server_name: str) -> None:
     """End the sessions a test's proxy left behind (as root / postgres)."""
-    find = (
-        "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID() "
-        "AND COMMAND = 'Sleep'"
-        if server_name == "mysql"
-        else "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-        "AND pid <> pg_backend_pid() AND state = 'idle'"
-    )
     with admin.errors():
         cur = admin.conn.cursor()
-        cur.execute(find)
+        cur.execute(query(server_name, "sessions_idle"))
         for (session,) in cur.fetchall():
-            cur.execute(
-                "KILL CONNECTION %s" if server_name == "mysql" else "SELECT pg_terminate_backend(%s)",
-                (session,),
-            )
+            cur.execute(query(server_name, "session_end"), {"session": session})
         cur.close()

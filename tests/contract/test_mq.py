@@ -4,42 +4,18 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
 
 import pytest
-from conftest import TESTS_DIR, sql, wait_for
 
-from batchq import (
-    ConfigError,
-    MessageHeld,
-    MessageQueue,
-    PayloadError,
-    Queue,
-    QueueNotFound,
-)
+from batchq import ConfigError, MessageHeld, MessageQueue, PayloadError, Queue, QueueNotFound
 from batchq.backends import create_backend
-from batchq.sql import queries
-
-Q = "mail"
-
-
-@pytest.fixture
-def mq(db_url: str) -> Iterator[MessageQueue]:
-    m = MessageQueue(db_url)
-    m.create_queue(Q)
-    yield m
-    m.close()
-
-
-def ids(messages: list[Any]) -> list[int]:
-    return [m.msg_id for m in messages]
-
+from tests.support.db import app_connection, sql
+from tests.support.messages import Q, ids, raw
+from tests.support.processes import wait_for
 
 # -- sending and reading ---------------------------------------------------------------
 
@@ -216,9 +192,7 @@ def test_queue_management(mq: MessageQueue) -> None:
 
 def test_drop_queue_waits_out_a_send_in_flight(db_url: str, mq: MessageQueue) -> None:
     """A send committing during drop_queue leaves no message behind in the dropped queue."""
-    from test_contract import _app_connection
-
-    app = _app_connection(db_url)
+    app = app_connection(db_url)
     mq.send(Q, "in flight", conn=app)  # uncommitted: holds its counter shard
     dropped: list[bool] = []
 
@@ -235,7 +209,7 @@ def test_drop_queue_waits_out_a_send_in_flight(db_url: str, mq: MessageQueue) ->
     app.close()
     dropper.join(timeout=30)
     assert dropped == [True]
-    assert _raw(mq.backend, "SELECT COUNT(*) FROM batchq_message", {}) == [(0,)]
+    assert raw(mq.backend, "SELECT COUNT(*) FROM batchq_message", {}) == [(0,)]
 
 
 @pytest.mark.parametrize("bad", [datetime.now(), {1, 2}, math.nan, {"x": math.inf}, object()])
@@ -271,9 +245,7 @@ def test_bad_arguments(mq: MessageQueue) -> None:
 
 
 def test_transactional_send_commit_and_rollback(db_url: str, mq: MessageQueue) -> None:
-    from test_contract import _app_connection
-
-    app = _app_connection(db_url)
+    app = app_connection(db_url)
     kept = mq.send(Q, "kept", conn=app)
     app.commit()
     mq.send(Q, "rolled back", conn=app)
@@ -338,54 +310,6 @@ def test_read_locks_only_the_rows_it_returns(backend_name: str, db_url: str, mq:
         holder.close()
 
 
-def test_read_plan_walks_the_read_index(backend_name: str, mq: MessageQueue) -> None:
-    """FIFO among visible messages without sorting the backlog (an index regression fails here).
-
-    With a backlog, other queues and fresh statistics, as the planner would see in production.
-    """
-    mq.create_queue("other")
-    for name in (Q, "other"):
-        mq.send_batch(name, [{"n": n} for n in range(500)])
-    mq.read(Q, vt=30, qty=50)  # some held rows at the head
-    backend = mq.backend
-    _raw(backend, "ANALYZE" if backend_name != "mysql" else "ANALYZE TABLE batchq_message", {})
-    params = {
-        "queue": Q,
-        "qty": 5,
-        "where": None,
-        "where_paths": None,
-        "vt_us": 0,
-        "vt_modifier": "+0 seconds",
-        "vt_seconds": 0.0,
-    }
-    if backend_name == "sqlite":
-        plan = " ".join(
-            str(row) for row in _raw(backend, "EXPLAIN QUERY PLAN " + backend.sql("mq_read"), params)
-        )
-        assert "batchq_message_read" in plan and "TEMP B-TREE" not in plan, plan
-    elif backend_name == "mysql":
-        statement = backend.sql("mq_read").replace("FOR UPDATE SKIP LOCKED", "")
-        [(plan,)] = _raw(backend, "EXPLAIN FORMAT=JSON " + statement, params)
-        assert '"key": "PRIMARY"' in plan and "filesort" not in plan, plan
-    else:
-        statement = backend.sql("mq_read")
-        plan = " ".join(str(row) for row in _raw(backend, "EXPLAIN " + statement, params))
-        # Either index walks ids in order (the planner picks by statistics): no Sort of the backlog.
-        assert "Index Scan" in plan and "Sort" not in plan, plan
-
-
-@pytest.mark.backends("mysql")  # only MySQL/MariaDB servers may lack SKIP LOCKED
-def test_reads_without_skip_locked(backend_name: str, mq: MessageQueue) -> None:
-    """Older MySQL/MariaDB servers lock with plain FOR UPDATE: slower, the same results."""
-    sent = mq.send_batch(Q, [{"kind": "a"}, {"kind": "b"}, {"kind": "a"}])
-    mq.backend.conn  # noqa: B018 - connect first: connecting detects SKIP LOCKED
-    mq.backend.skip_locked = False
-    assert ids(mq.read(Q, vt=30, qty=5, where={"kind": "a"})) == [sent[0], sent[2]]
-    popped = mq.pop(Q)
-    assert popped is not None and popped.msg_id == sent[1]
-    assert mq.pop(Q) is None
-
-
 # -- cancel --------------------------------------------------------------------------
 
 
@@ -414,66 +338,8 @@ def _cancelled(mq: MessageQueue, msg_id: int) -> bool:
         return False  # the app clock ran ahead of the server's
 
 
-# -- several processes ---------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_concurrent_reader_processes_never_share_a_message(db_url: str, mq: MessageQueue) -> None:
-    sent = mq.send_batch(Q, [{"n": n} for n in range(300)])
-    readers = [
-        subprocess.Popen(
-            [sys.executable, str(TESTS_DIR / "mq_reader.py"), db_url, Q, str(qty)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for qty in (1, 3, 5, 1, 2, 4)
-    ]
-    for reader in readers:  # all connected: start them together
-        assert reader.stdout is not None and reader.stdout.readline().strip() == "ready"
-    for reader in readers:
-        assert reader.stdin is not None
-        reader.stdin.write("go\n")
-        reader.stdin.close()
-    per_reader: list[list[int]] = []
-    for reader in readers:
-        assert reader.stdout is not None and reader.stderr is not None
-        out = reader.stdout.read()
-        assert reader.wait(timeout=120) == 0, reader.stderr.read()
-        reader.stderr.close()
-        reader.stdout.close()
-        per_reader.append(json.loads(out))
-    received = [msg_id for got in per_reader for msg_id in got]
-    assert len(received) == len(set(received)), "a message was read by two consumers"
-    assert sorted(received) == sent
-    assert sum(1 for got in per_reader if got) >= 3, f"the readers did not overlap: {per_reader}"
-    assert mq.metrics(Q).queue_length == 0
-
-
-# -- the SQL files -------------------------------------------------------------------
-
-
-def test_mq_query_names_match_across_dialects() -> None:
-    """Every dialect has the same mq_* queries; MySQL adds the second halves its lack of RETURNING needs."""
-    names = {d: {n for n in queries(d) if n.startswith("mq_")} for d in ("mysql", "sqlite", "postgresql")}
-    assert names["sqlite"] == names["postgresql"]
-    mysql_only = {"mq_read_mark", "mq_pop_mark", "mq_read_no_skip", "mq_pop_no_skip"}
-    assert names["mysql"] - names["sqlite"] == mysql_only
-    assert names["sqlite"] <= names["mysql"]
-
-
 # -- helpers -------------------------------------------------------------------------
 
 
 def _queue(db_url: str) -> Queue:
     return Queue(db_url)
-
-
-def _raw(backend: Any, statement: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    with backend.errors():
-        cur = backend.conn.cursor()
-        cur.execute(statement, params)
-        rows = [tuple(row) for row in cur.fetchall()] if cur.description else []
-        cur.close()
-    return rows

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from batchq.backends import create_backend
+from tests.support.queries import query
 
 
 def record_then_sleep(payload: dict[str, Any]) -> None:
@@ -19,7 +20,7 @@ def record_then_sleep(payload: dict[str, Any]) -> None:
     try:
         with backend.errors():
             cur = backend.conn.cursor()
-            cur.execute("INSERT INTO test_ledger (n, pid) VALUES (%s, %s)", (payload["n"], os.getpid()))
+            cur.execute(query(backend.dialect, "ledger_insert"), {"n": payload["n"], "pid": os.getpid()})
             cur.close()
     finally:
         backend.close()

@@ -10,8 +10,7 @@ CREATE TABLE IF NOT EXISTS test_ledger (n BIGINT NOT NULL, pid INT NOT NULL) ENG
 INSERT INTO test_ledger (n, pid) VALUES (%(n)s, %(pid)s);
 
 -- name: job_insert
--- A job row written with plain SQL, as anyone with write access could; due an hour ago, and
--- claimed an hour ago when claimed_an_hour_ago.
+-- A job row written with plain SQL, due an hour ago (and claimed then, if claimed_an_hour_ago).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, error_count, max_errors,
                         locked_by, claim_token, processing_at, run_at, created_at)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s, %(status)s, %(error_count)s,
@@ -75,8 +74,7 @@ ANALYZE TABLE batchq_message;
 SET SESSION innodb_lock_wait_timeout = 1;
 
 -- name: sessions_running
--- This test database's other sessions running a statement that starts LIKE a pattern (other
--- suites may share the server).
+-- Other sessions of this test database (never another suite's) running a statement LIKE a pattern.
 SELECT id FROM information_schema.processlist
 WHERE id <> CONNECTION_ID() AND db = DATABASE() AND info LIKE %(statement)s;
 

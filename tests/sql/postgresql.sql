@@ -10,8 +10,7 @@ CREATE TABLE IF NOT EXISTS test_ledger (n BIGINT NOT NULL, pid INT NOT NULL);
 INSERT INTO test_ledger (n, pid) VALUES (%(n)s, %(pid)s);
 
 -- name: job_insert
--- A job row written with plain SQL, as anyone with write access could; due an hour ago, and
--- claimed an hour ago when claimed_an_hour_ago.
+-- A job row written with plain SQL, due an hour ago (and claimed then, if claimed_an_hour_ago).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, error_count, max_errors,
                         locked_by, claim_token, processing_at, run_at, created_at)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s, %(status)s, %(error_count)s,
@@ -76,8 +75,7 @@ ANALYZE;
 SET lock_timeout = '300ms';
 
 -- name: sessions_running
--- This test database's other sessions running a statement that starts LIKE a pattern (other
--- suites may share the server).
+-- Other sessions of this test database (never another suite's) running a statement LIKE a pattern.
 SELECT pid FROM pg_stat_activity
 WHERE pid <> pg_backend_pid() AND state = 'active' AND datname = current_database()
   AND query LIKE %(statement)s;
@@ -92,7 +90,7 @@ WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle
 SELECT pg_terminate_backend(%(session)s);
 
 -- name: jobs_table_lock
--- Block every statement on the job table until jobs_table_unlock (the end of this transaction).
+-- Block every statement on the job table until jobs_table_unlock (this transaction's end).
 LOCK TABLE batchq_job IN ACCESS EXCLUSIVE MODE;
 
 -- name: jobs_table_unlock
@@ -100,8 +98,7 @@ LOCK TABLE batchq_job IN ACCESS EXCLUSIVE MODE;
 COMMIT;
 
 -- name: server_idle_timeout_short
--- The server ends sessions idle for a second (a private server: the setting is server-wide);
--- server_reload_conf applies it.
+-- The server ends sessions idle for a second (server-wide: a private server); reload to apply.
 ALTER SYSTEM SET idle_session_timeout = '1s';
 
 -- name: server_reload_conf

@@ -10,8 +10,7 @@ CREATE TABLE IF NOT EXISTS test_ledger (n INTEGER NOT NULL, pid INTEGER NOT NULL
 INSERT INTO test_ledger (n, pid) VALUES (:n, :pid);
 
 -- name: job_insert
--- A job row written with plain SQL, as anyone with write access could; due an hour ago, and
--- claimed an hour ago when claimed_an_hour_ago.
+-- A job row written with plain SQL, due an hour ago (and claimed then, if claimed_an_hour_ago).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, error_count, max_errors,
                         locked_by, claim_token, processing_at, run_at, created_at)
 VALUES (:queue, :task, :payload, :serializer, :priority, :status, :error_count, :max_errors,

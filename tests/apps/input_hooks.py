@@ -1,4 +1,4 @@
-"""Hooks for tests/test_input_hardening.py (loaded with --hook, which has no module restriction)."""
+"""Hooks for tests/acceptance/test_input_hardening.py (loaded with --hook: no module restriction)."""
 
 from __future__ import annotations
 

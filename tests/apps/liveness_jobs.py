@@ -1,4 +1,4 @@
-"""Tasks for tests/test_liveness.py (BATCHQ_TASK_MODULES=jobs,liveness_jobs)."""
+"""Tasks for tests/acceptance/test_liveness.py (BATCHQ_TASK_MODULES=jobs,liveness_jobs)."""
 
 from __future__ import annotations
 

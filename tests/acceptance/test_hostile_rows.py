@@ -1,0 +1,215 @@
+"""Hostile and odd rows met by `batchq run` and `gc-processing`, and concurrent init-db
+(issue 9, items 10, 11, 15).
+
+Rows here are written with plain SQL (tests/sql: job_insert), as anyone with write access to
+the tables could write them. Each must be handled (failed with a reason, or reported for a
+human) while the jobs behind it proceed.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from batchq import Queue
+from tests.support.db import drop_database, fresh_database_url, job_rows, run_query
+from tests.support.processes import run_batchq, start_batchq
+from tests.support.rows import (
+    ERROR_COUNT_MAX,
+    dead_worker,
+    good_job,
+    no_traceback,
+    processing,
+    row,
+    run_then_sweep,
+    write_row,
+)
+
+
+@pytest.mark.parametrize("error_count", [1024, 65533])
+def test_max_errors_65535_failures_near_the_limit_back_off(
+    queue: Queue, db_url: str, tmp_path: Path, error_count: int
+) -> None:
+    failing = write_row(queue, task="jobs:fail", max_errors=65535, error_count=error_count)
+    good, marker = good_job(queue, tmp_path)
+    ran = run_batchq(db_url, "run")
+    assert ran.returncode == 0, ran.stderr
+    no_traceback(ran)
+    assert marker.exists()
+    job = row(queue, failing)
+    assert (job["status"], job["error_count"]) == ("scheduled", error_count + 1)
+    [stats] = queue.stats()
+    assert stats.delayed == 1  # pushed back by the capped backoff, an hour
+
+
+# -- item 11: a row at the error_count column's maximum -----------------------------------------
+
+
+def test_error_count_at_its_maximum_fails_the_job_in_the_worker(
+    queue: Queue, db_url: str, tmp_path: Path
+) -> None:
+    top = ERROR_COUNT_MAX[queue.backend.dialect]
+    hostile = write_row(queue, task="jobs:fail", error_count=top, max_errors=65535)
+    good, marker = good_job(queue, tmp_path)
+    ran = run_batchq(db_url, "run")
+    assert ran.returncode == 0, ran.stderr
+    no_traceback(ran)
+    assert marker.exists()
+    job = row(queue, hostile)
+    assert job["status"] == "failed" and int(job["error_count"]) == top
+    assert "boom" in job["last_error"]
+
+
+def test_error_count_at_its_maximum_does_not_stop_gc_processing(
+    queue: Queue, db_url: str, tmp_path: Path
+) -> None:
+    top = ERROR_COUNT_MAX[queue.backend.dialect]
+    gone = dead_worker()
+    hostile = write_row(queue, **processing(queue, gone, error_count=top, max_errors=65535))
+    behind = write_row(queue, **processing(queue, gone, task="jobs:touch"), payload=None)
+    swept = run_batchq(db_url, "gc-processing")
+    assert swept.returncode == 3, swept.stderr
+    no_traceback(swept)
+    assert f"#{hostile}" in swept.stdout and f"#{behind}" in swept.stdout
+    assert row(queue, hostile)["status"] == "failed"
+    assert int(row(queue, hostile)["error_count"]) == top
+    assert row(queue, behind)["status"] == "ready"
+
+
+# -- item 11: processing rows with NULL processing_at or claim_token ------------------------------
+
+
+def test_processing_at_null_is_put_back_and_the_report_prints(
+    queue: Queue, db_url: str, tmp_path: Path
+) -> None:
+    gone = dead_worker()
+    hostile = write_row(queue, **processing(queue, gone, claimed_an_hour_ago=False))  # processing_at NULL
+    good, marker = good_job(queue, tmp_path)
+    ran, swept = run_then_sweep(db_url)
+    assert ran.returncode == 0 and marker.exists(), ran.stderr
+    assert swept.returncode == 3, swept.stderr
+    no_traceback(swept)
+    assert f"#{hostile}" in swept.stdout and "unknown" in swept.stdout
+    assert row(queue, hostile)["status"] == "ready"
+    assert run_batchq(db_url, "run").returncode == 0
+    assert job_rows(queue) == []
+
+
+def test_processing_at_null_of_a_live_worker_is_reported(queue: Queue, db_url: str) -> None:
+    live = Queue(db_url, task_modules=["jobs"])
+    name = f"{socket.gethostname()}:{os.getpid()}"  # this process: alive on every backend
+    live.backend.hold_liveness(name)
+    try:
+        hostile = write_row(queue, **processing(queue, name, claimed_an_hour_ago=False))  # processing_at NULL
+        swept = run_batchq(db_url, "gc-processing")
+        assert swept.returncode == 3, swept.stderr
+        no_traceback(swept)
+        assert f"#{hostile}" in swept.stdout and "still running" in swept.stdout
+        assert "unknown" in swept.stdout
+        assert row(queue, hostile)["status"] == "processing"
+    finally:
+        live.close()
+
+
+def test_null_claim_token_of_a_dead_worker_is_put_back_and_said(
+    queue: Queue, db_url: str, tmp_path: Path
+) -> None:
+    hostile = write_row(queue, **processing(queue, dead_worker(), claim_token=None))
+    swept = run_batchq(db_url, "gc-processing")
+    assert swept.returncode == 3, swept.stderr
+    no_traceback(swept)
+    assert f"#{hostile}" in swept.stdout and "no claim token" in swept.stdout
+    assert row(queue, hostile)["status"] == "ready"
+    good, marker = good_job(queue, tmp_path)
+    assert run_batchq(db_url, "run").returncode == 0
+    assert marker.exists() and job_rows(queue) == []
+
+
+def test_null_owner_is_put_back(queue: Queue, db_url: str) -> None:
+    hostile = write_row(queue, **processing(queue, None))
+    swept = run_batchq(db_url, "gc-processing")
+    assert swept.returncode == 3, swept.stderr
+    no_traceback(swept)
+    assert f"#{hostile}" in swept.stdout
+    assert row(queue, hostile)["status"] == "ready"
+
+
+# -- item 11: odd values in a ready row ---------------------------------------------------------
+
+
+ODD_READY_ROWS = [
+    pytest.param({"serializer": "yaml", "payload": b"1"}, "unknown serializer", id="odd-serializer"),
+    pytest.param({"serializer": "", "payload": b"1"}, "unknown serializer", id="empty-serializer"),
+    pytest.param({"task": ""}, "bad task name", id="empty-task"),
+    pytest.param({"task": "not a task; rm -rf /"}, "bad task name", id="task-not-a-name"),
+    pytest.param({"task": "os:system", "payload": b'"touch /tmp/x"'}, "not allowed", id="task-os-system"),
+    pytest.param({"payload": b"\xff\xfe{"}, "not valid", id="payload-not-utf8"),
+    pytest.param({"payload": b"[" * 100_000}, "not valid JSON", id="payload-nested-deep"),
+    pytest.param({"serializer": "pickle", "payload": b"\x80\x04K\x01."}, "signature", id="unsigned-pickle"),
+]
+
+
+@pytest.mark.parametrize("values, reason", ODD_READY_ROWS)
+def test_odd_ready_row_fails_with_its_reason_and_the_next_job_runs(
+    queue: Queue, db_url: str, tmp_path: Path, values: dict[str, Any], reason: str
+) -> None:
+    hostile = write_row(queue, **values)
+    good, marker = good_job(queue, tmp_path)
+    ran, swept = run_then_sweep(db_url)
+    assert ran.returncode == 0, ran.stderr
+    no_traceback(ran)
+    assert marker.exists()
+    job = row(queue, hostile)
+    assert job["status"] == "scheduled" and job["error_count"] == 1
+    assert reason in job["last_error"]
+    assert swept.returncode == 0 and swept.stdout == "", swept.stdout + swept.stderr
+
+
+def test_priorities_at_the_column_limits_run(queue: Queue, db_url: str) -> None:
+    low = write_row(queue, priority=-32768)
+    high = write_row(queue, priority=32767)
+    ran = run_batchq(db_url, "-vv", "run")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr.index(f"job {high} ") < ran.stderr.index(f"job {low} ")
+    assert job_rows(queue) == []
+
+
+@pytest.mark.parametrize("batch", ["1", "10"])
+def test_run_at_far_past_runs_and_far_future_waits(
+    queue: Queue, db_url: str, tmp_path: Path, batch: str
+) -> None:
+    first = write_row(queue)
+    run_query(queue, "job_set_run_at_far_past", {"id": first})
+    later = write_row(queue)
+    run_query(queue, "job_set_run_at_far_future", {"id": later})
+    good, marker = good_job(queue, tmp_path)
+    ran = run_batchq(db_url, "run", "--batch", batch)
+    assert ran.returncode == 0, ran.stderr
+    no_traceback(ran)
+    assert marker.exists()
+    assert [r["id"] for r in job_rows(queue)] == [later]
+    assert first not in [r["id"] for r in job_rows(queue)]
+    stats = run_batchq(db_url, "stats")
+    assert stats.returncode == 0, stats.stderr
+
+
+def test_four_concurrent_init_db_on_an_empty_database(backend_name: str, tmp_path: Path) -> None:
+    for attempt in range(6):
+        name = f"batchq_test_rows_init_{attempt}"
+        url = fresh_database_url(backend_name, tmp_path, name)
+        try:
+            procs = [start_batchq(url, "init-db") for _ in range(4)]
+            results = [(proc.wait(timeout=120), proc.stderr.read()) for proc in procs if proc.stderr]
+            assert [code for code, _ in results] == [0] * 4, results
+            assert all(err == "" for _, err in results), results
+            queue = Queue(url, task_modules=["jobs"])
+            assert queue.init_db() == []  # every migration recorded once
+            assert queue.enqueue("jobs:noop") > 0
+            queue.close()
+        finally:
+            if backend_name != "sqlite":
+                drop_database(backend_name, name)

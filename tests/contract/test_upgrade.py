@@ -1,0 +1,80 @@
+"""Upgrading a database that has jobs in it: `init-db` of this version over the schema of 002.
+
+Rows of every kind are written as 002 left them (a due job, a delayed one, one a live worker is
+running, a failed one); after the upgrade none is lost and each is where it should be: the due
+one runs, the delayed one waits for its time, the running one is still its worker's, the failed
+one waits for a human.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from batchq import Queue
+from batchq.backends import create_backend
+from batchq.sqlfiles import migrations
+from batchq.worker import RunOptions, Worker
+from tests.support.db import SERVER_URLS, create_database, job_rows, run_query, sql
+
+TABLES = ("batchq_message_archive", "batchq_message", "batchq_mq_sent", "batchq_mq_meta", "batchq_job")
+
+
+@pytest.fixture
+def old_url(backend_name: str, tmp_path: Path) -> str:
+    """A database with the schema of migration 002 and nothing else."""
+    if backend_name == "sqlite":
+        url = f"sqlite:///{tmp_path / 'old.db'}"
+    else:
+        url = SERVER_URLS[backend_name].rsplit("/", 1)[0] + "/batchq_test_upgrade"
+        create_database(url)
+    backend = create_backend(url)
+    with backend.errors():
+        cur = backend.conn.cursor()
+        for table in ("batchq_schema", "batchq_queue", *TABLES):
+            cur.execute(
+                f"DROP TABLE IF EXISTS {table}" + (" CASCADE" if backend_name == "postgresql" else "")
+            )
+        for version, _, statements in migrations(backend_name):
+            if version <= 2:
+                for statement in statements:
+                    cur.execute(statement)
+                backend.execute("schema_version_set", {"version": version})
+        cur.close()
+    backend.close()
+    return url
+
+
+def test_upgrade_keeps_every_job_runnable(backend_name: str, old_url: str) -> None:
+    queue = Queue(old_url, task_modules=["jobs"])
+    rows = [  # (task, status, due in seconds, error_count, locked_by)
+        ("jobs:noop", "ready", 0, 0, None),
+        ("jobs:noop", "ready", 1, 2, None),  # delayed, or backing off after its 2nd failure
+        ("jobs:noop", "processing", 0, 0, "a-live-worker"),
+        ("jobs:fail", "failed", 0, 10, None),
+    ]
+    for task, status, due_in, errors, owner in rows:
+        params = {"task": task, "status": status, "due_in": due_in, "error_count": errors, "owner": owner}
+        run_query(queue, "job_insert_as_002_wrote_it", params)
+    ids = [row["id"] for row in job_rows(queue)]
+    if backend_name == "sqlite":
+        sql(queue, "UPDATE sqlite_sequence SET seq = 1000 WHERE name = 'batchq_job'")  # ids of done jobs
+
+    assert queue.init_db() == ["003_scheduled.sql"]
+    assert [(row["id"], row["status"]) for row in job_rows(queue)] == [
+        (ids[0], "ready"),
+        (ids[1], "scheduled"),
+        (ids[2], "processing"),
+        (ids[3], "failed"),
+    ]
+    assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[0]]
+    time.sleep(1.1)
+    assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[1]]  # promoted once due
+    assert [(row["id"], row["status"]) for row in job_rows(queue)] == [
+        (ids[2], "processing"),
+        (ids[3], "failed"),
+    ]
+    assert queue.enqueue("jobs:noop") > (1000 if backend_name == "sqlite" else ids[3])  # ids not reused
+    queue.close()

@@ -1,0 +1,26 @@
+"""The command on MySQL/MariaDB: libpq's sslmode names in the URL."""
+
+from __future__ import annotations
+
+import pytest
+
+from batchq import Queue
+from tests.support.processes import assert_one_line_error, run_batchq
+
+
+@pytest.mark.backends("mysql")
+def test_mysql_sslmode_in_the_url(queue: Queue, db_url: str) -> None:
+    """libpq's sslmode names on MySQL too: disable skips TLS, require insists on it."""
+    separator = "&" if "?" in db_url else "?"
+    assert run_batchq(f"{db_url}{separator}sslmode=disable", "stats").returncode == 0
+    assert_one_line_error(run_batchq(f"{db_url}{separator}sslmode=bogus", "stats"), "bad sslmode 'bogus'")
+    missing_ca = f"{db_url}{separator}sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem"
+    assert_one_line_error(run_batchq(missing_ca, "stats"), "cannot read sslrootcert '/nonexistent/ca.pem'")
+    with queue.backend.conn.cursor() as cur:
+        cur.execute("SELECT @@have_ssl")
+        (have_ssl,) = cur.fetchone()
+    required = run_batchq(f"{db_url}{separator}sslmode=require", "stats")
+    if have_ssl == "YES":
+        assert required.returncode == 0, required.stderr
+    else:
+        assert_one_line_error(required, "sslmode=")

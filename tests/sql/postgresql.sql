@@ -1,0 +1,119 @@
+-- Statements the tests run on PostgreSQL, by name (psycopg pyformat paramstyle). The same names
+-- exist in mysql.sql and sqlite.sql, apart from the extras tests/unit/test_query_names.py declares.
+
+-- name: ledger_create
+-- The ledger jobs:record writes to: one row per run of a job, to count losses and duplicates.
+CREATE TABLE IF NOT EXISTS test_ledger (n BIGINT NOT NULL, pid INT NOT NULL);
+
+-- name: ledger_insert
+-- A job's effect (or an application's earlier write), recorded in the ledger.
+INSERT INTO test_ledger (n, pid) VALUES (%(n)s, %(pid)s);
+
+-- name: job_insert
+-- A job row written with plain SQL, due an hour ago (and claimed then, if claimed_an_hour_ago).
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, error_count, max_errors,
+                        locked_by, claim_token, processing_at, run_at, created_at)
+VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s, %(status)s, %(error_count)s,
+        %(max_errors)s, %(locked_by)s, %(claim_token)s,
+        CASE WHEN %(claimed_an_hour_ago)s THEN statement_timestamp() - interval '1 hour' END,
+        statement_timestamp() - interval '1 hour', statement_timestamp());
+
+-- name: job_insert_due_now
+-- A JSON job row written with plain SQL, due now.
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, run_at, max_errors, created_at)
+VALUES ('default', %(task)s, %(payload)s, 'json', 0, statement_timestamp(), %(max_errors)s,
+        statement_timestamp());
+
+-- name: job_set_run_at_far_past
+-- The earliest due time the column holds.
+UPDATE batchq_job SET run_at = '-infinity' WHERE id = %(id)s;
+
+-- name: job_set_run_at_far_future
+-- The latest due time the column holds.
+UPDATE batchq_job SET run_at = 'infinity' WHERE id = %(id)s;
+
+-- name: job_seconds_until_due
+-- Seconds from the database's now to a job's run_at.
+SELECT EXTRACT(EPOCH FROM run_at - now()) FROM batchq_job WHERE id = %(id)s;
+
+-- name: jobs_make_due
+-- Every job due now.
+UPDATE batchq_job SET run_at = now();
+
+-- name: jobs_set_payload
+-- Overwrite every job's payload (a forged or corrupt one).
+UPDATE batchq_job SET payload = %(payload)s;
+
+-- name: jobs_set_payload_before
+-- Overwrite the payload of the jobs before a given id.
+UPDATE batchq_job SET payload = %(payload)s WHERE id < %(id)s;
+
+-- name: jobs_set_task
+-- Point every job at another task.
+UPDATE batchq_job SET task = %(task)s;
+
+-- name: processing_owners
+-- Workers whose names start with a prefix holding processing jobs, and how many each.
+SELECT locked_by, COUNT(*) FROM batchq_job
+WHERE status = 'processing' AND SUBSTR(locked_by, 1, LENGTH(%(prefix)s)) = %(prefix)s
+GROUP BY locked_by;
+
+-- name: job_row_lock
+-- A write lock the worker's DELETE of a job must wait for.
+SELECT id FROM batchq_job WHERE id = %(id)s FOR UPDATE;
+
+-- name: analyze_jobs
+-- Fresh planner statistics for the job table.
+ANALYZE;
+
+-- name: analyze_messages
+-- Fresh planner statistics for the message table.
+ANALYZE;
+
+-- name: lock_wait_short
+-- This session gives up a lock wait after 300 ms.
+SET lock_timeout = '300ms';
+
+-- name: sessions_running
+-- Other sessions of this test database (never another suite's) running a statement LIKE a pattern.
+SELECT pid FROM pg_stat_activity
+WHERE pid <> pg_backend_pid() AND state = 'active' AND datname = current_database()
+  AND query LIKE %(statement)s;
+
+-- name: sessions_idle
+-- This test database's other sessions that are idle (ghosts a proxy left behind).
+SELECT pid FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle';
+
+-- name: session_end
+-- End a session, as a crash of its host would.
+SELECT pg_terminate_backend(%(session)s);
+
+-- name: jobs_table_lock
+-- Block every statement on the job table until jobs_table_unlock (this transaction's end).
+LOCK TABLE batchq_job IN ACCESS EXCLUSIVE MODE;
+
+-- name: job_insert_due
+-- A due jobs:record job, written by the session holding jobs_table_lock.
+INSERT INTO batchq_job (queue, task, payload, serializer, status, run_at, created_at)
+VALUES ('default', 'jobs:record', %(payload)s, 'json', 'ready', statement_timestamp(), statement_timestamp());
+
+-- name: jobs_table_unlock
+-- Let statements on the job table through again.
+COMMIT;
+
+-- name: server_idle_timeout_short
+-- The server ends sessions idle for a second (server-wide: a private server); reload to apply.
+ALTER SYSTEM SET idle_session_timeout = '1s';
+
+-- name: server_reload_conf
+-- Apply the settings ALTER SYSTEM wrote.
+SELECT pg_reload_conf();
+
+-- name: job_insert_as_002_wrote_it
+-- A job row as schema 002 held it (no 'scheduled' status), due in `due_in` seconds.
+INSERT INTO batchq_job (queue, task, status, run_at, error_count, max_errors, locked_by,
+                        processing_at, created_at)
+VALUES ('default', %(task)s, %(status)s::varchar, statement_timestamp() + %(due_in)s * interval '1 second',
+        %(error_count)s, 10, %(owner)s,
+        CASE WHEN %(status)s::varchar = 'processing' THEN statement_timestamp() END, statement_timestamp());

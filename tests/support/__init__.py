@@ -1,0 +1,1 @@
+"""Helpers shared by the test tiers (fixtures stay in the conftest.py files)."""

@@ -1,0 +1,191 @@
+"""The test databases: their URLs, preparing them, and looking inside them with plain SQL.
+
+BATCHQ_TEST_BACKENDS picks the backends (default: all); BATCHQ_TEST_MYSQL_URL and
+BATCHQ_TEST_POSTGRESQL_URL name the servers' test databases.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from batchq import Queue
+from batchq.backends import create_backend
+from batchq.config import parse_url
+from tests.support.queries import query
+
+ALL_BACKENDS = ("sqlite", "mysql", "postgresql")
+SERVER_URLS = {
+    "mysql": os.environ.get("BATCHQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/batchq_test"),
+    "postgresql": os.environ.get(
+        "BATCHQ_TEST_POSTGRESQL_URL", "postgresql://postgres@127.0.0.1:5432/batchq_test"
+    ),
+}
+TABLES = (
+    "batchq_job",
+    "batchq_queue",
+    "test_ledger",
+    "batchq_message",
+    "batchq_message_archive",
+    "batchq_mq_sent",
+    "batchq_mq_meta",
+)
+
+
+def selected_backends() -> list[str]:
+    names = os.environ.get("BATCHQ_TEST_BACKENDS", ",".join(ALL_BACKENDS))
+    return [name.strip() for name in names.split(",") if name.strip()]
+
+
+def create_database(url: str) -> None:
+    """Create the test database on the server if it is missing."""
+    parsed = parse_url(url)
+    if parsed.dialect == "mysql":
+        import pymysql
+
+        conn = pymysql.connect(
+            host=parsed.host,
+            port=parsed.port or 3306,
+            user=parsed.user or "root",
+            password=parsed.password,
+            autocommit=True,
+        )
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{parsed.database}` CHARACTER SET utf8mb4")
+        conn.close()
+    elif parsed.dialect == "postgresql":
+        import psycopg
+
+        with psycopg.connect(
+            host=parsed.host,
+            port=parsed.port or 5432,
+            user=parsed.user or "postgres",
+            password=parsed.password or None,
+            dbname="postgres",
+            autocommit=True,
+        ) as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (parsed.database,)
+            ).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{parsed.database}"')
+
+
+def drop_database(backend_name: str, name: str) -> None:
+    """Drop database ``name`` on the test server of ``backend_name``, if it exists."""
+    url = parse_url(SERVER_URLS[backend_name])
+    if backend_name == "mysql":
+        import pymysql
+
+        conn = pymysql.connect(host=url.host, port=url.port or 3306, user=url.user or "root", autocommit=True)
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        conn.close()
+    elif backend_name == "postgresql":
+        import psycopg
+
+        with psycopg.connect(
+            host=url.host, port=url.port or 5432, user=url.user, dbname="postgres", autocommit=True
+        ) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def fresh_database_url(backend_name: str, tmp_path: Path, name: str) -> str:
+    """The URL of an empty database ``name`` (a file under tmp_path on SQLite)."""
+    if backend_name == "sqlite":
+        return f"sqlite:///{tmp_path / name}.db"
+    drop_database(backend_name, name)
+    url = SERVER_URLS[backend_name].rsplit("/", 1)[0] + "/" + name
+    create_database(url)
+    return url
+
+
+_prepared: set[str] = set()
+
+
+def prepare_database(backend_name: str, url: str) -> None:
+    """Make the batchq tables and the ledger exist, and empty them."""
+    backend = create_backend(url)
+    try:
+        if url not in _prepared or backend_name == "sqlite":
+            create_database(url)
+            backend.migrate()
+            _prepared.add(url)
+        with backend.errors():
+            cur = backend.conn.cursor()
+            cur.execute(query(backend_name, "ledger_create"))
+            for table in TABLES:
+                cur.execute(f"DELETE FROM {table}")
+            cur.close()
+    finally:
+        backend.close()
+
+
+def sql(queue: Queue, statement: str, params: Any = ()) -> list[tuple[Any, ...]]:
+    """Run raw SQL on the queue's database (test inspection only)."""
+    backend = queue.backend
+    with backend.errors():
+        cur = backend.conn.cursor()
+        cur.execute(statement, params)
+        rows = list(cur.fetchall()) if cur.description else []
+        cur.close()
+    return [tuple(row) for row in rows]
+
+
+def run_query(queue: Queue, name: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+    """Run a named test query (tests/sql/<dialect>.sql) on the queue's database."""
+    return sql(queue, query(queue.backend.dialect, name), params or {})
+
+
+def run_query_on(conn: Any, dialect: str, name: str, params: dict[str, Any] | None = None) -> Any:
+    """Run a named test query on a connection of one's own; returns the cursor, left open."""
+    cur = conn.cursor()
+    cur.execute(query(dialect, name), params or {})
+    return cur
+
+
+def job_rows(queue: Queue) -> list[dict[str, Any]]:
+    backend = queue.backend
+    with backend.errors():
+        cur = backend.conn.cursor()
+        cur.execute(
+            "SELECT id, queue, task, status, error_count, max_errors, last_error, locked_by "
+            "FROM batchq_job ORDER BY id"
+        )
+        rows = [dict(zip([d[0] for d in cur.description], row)) for row in cur.fetchall()]
+        cur.close()
+    return rows
+
+
+def ledger(queue: Queue) -> list[int]:
+    return sorted(row[0] for row in sql(queue, "SELECT n FROM test_ledger"))
+
+
+def app_connection(db_url: str) -> Any:
+    """The application's own connection, with a transaction open (autocommit off)."""
+    url = parse_url(db_url)
+    if url.dialect == "sqlite":
+        import sqlite3
+
+        return sqlite3.connect(url.database)  # default: implicit transactions around DML
+    if url.dialect == "mysql":
+        import pymysql
+
+        return pymysql.connect(
+            host=url.host,
+            port=url.port or 3306,
+            user=url.user or "root",
+            password=url.password,
+            database=url.database,
+            autocommit=False,
+        )
+    import psycopg
+
+    return psycopg.connect(
+        host=url.host,
+        port=url.port or 5432,
+        user=url.user,
+        password=url.password or None,
+        dbname=url.database,
+    )

@@ -96,11 +96,11 @@ class Queue(BackendHandle):
         backend = self.backend
         if conn is not None:
             backend.check_connection(conn)
-            return backend.insert_many("enqueue", rows, conn=conn)
+            return backend.insert_jobs(rows, conn=conn)
 
         def insert_all() -> int:
             with backend.transaction():
-                return backend.insert_many("enqueue", rows)
+                return backend.insert_jobs(rows)
 
         return backend.retrying(insert_all)
 

@@ -139,6 +139,11 @@ class Backend(ABC):
         """Run an INSERT and return the new row's id."""
         return self._query(name, params, conn, self._inserted_id)
 
+    def insert_jobs(self, rows: Sequence[dict[str, Any]], conn: Any = None) -> int:
+        """enqueue_many: rows that differ only in their payload, in as few statements as the
+        dialect allows. Returns how many."""
+        return self.insert_many("enqueue", rows, conn)
+
     def insert_many(self, name: str, rows: Sequence[Any], conn: Any = None) -> int:
         with self.errors(), self._cursor(conn) as cur:
             cur.executemany(self.sql(name), rows)

@@ -35,6 +35,16 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         statement_timestamp())
 RETURNING id;
 
+-- name: enqueue_many
+-- Many jobs of one task, queue and delay in one statement, their payloads as one array, in order.
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at)
+SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
+       CASE WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
+       statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
+       statement_timestamp()
+FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
+ORDER BY batch.n;
+
 -- name: jobs_promote
 -- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
 -- statement, skipping rows another worker is promoting; workers run it about once a second and

@@ -204,6 +204,17 @@ def test_enqueue_many(queue: Queue) -> None:
     assert run_worker(queue, queues=("bulk",)).summary.succeeded == 250
 
 
+def test_enqueue_many_keeps_the_payloads_order_and_none(queue: Queue) -> None:
+    """Ids follow the payloads' order (PostgreSQL sends them as one array), None included."""
+    from batchq.serializers import loads
+
+    payloads = [{"n": 1}, None, "x", {"n": 3}]
+    assert queue.enqueue_many("jobs:echo", payloads, delay=60) == 4
+    rows = sql(queue, "SELECT payload, status FROM batchq_job ORDER BY id")
+    assert [loads(row[0], "json", None) for row in rows] == payloads
+    assert {row[1] for row in rows} == {"scheduled"}
+
+
 def test_json_payloads_round_trip_including_unicode(queue: Queue, tmp_path: Path) -> None:
     payload = {"text": "héllo wörld 🎉 数据", "n": [1, 2.5, None, True], "nested": {"a": {}}}
     queue.enqueue("jobs:echo", payload)

@@ -44,6 +44,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
     },
     "postgresql": SERVER_ONLY
     | {
+        "enqueue_many",  # the payloads as one array: unnest()
         "listen",  # LISTEN for jobs becoming due
         "liveness_held",  # the advisory lock is held: the worker is alive
     },

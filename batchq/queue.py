@@ -97,12 +97,7 @@ class Queue(BackendHandle):
         if conn is not None:
             backend.check_connection(conn)
             return backend.insert_jobs(rows, conn=conn)
-
-        def insert_all() -> int:
-            with backend.transaction():
-                return backend.insert_jobs(rows)
-
-        return backend.retrying(insert_all)
+        return backend.retrying(lambda: backend.insert_jobs(rows))
 
     def _job_template(
         self,

@@ -140,9 +140,12 @@ class Backend(ABC):
         return self._query(name, params, conn, self._inserted_id)
 
     def insert_jobs(self, rows: Sequence[dict[str, Any]], conn: Any = None) -> int:
-        """enqueue_many: rows that differ only in their payload, in as few statements as the
-        dialect allows. Returns how many."""
-        return self.insert_many("enqueue", rows, conn)
+        """enqueue_many: rows that differ only in their payload, all or none, in as few
+        statements as the dialect allows; on ``conn``, inside the caller's transaction."""
+        if conn is not None:
+            return self.insert_many("enqueue", rows, conn)
+        with self.transaction():
+            return self.insert_many("enqueue", rows)
 
     def insert_many(self, name: str, rows: Sequence[Any], conn: Any = None) -> int:
         with self.errors(), self._cursor(conn) as cur:

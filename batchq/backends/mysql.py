@@ -224,21 +224,7 @@ class MySQLBackend(Backend):
 
     def _multi(self, name: str, params: Any = None) -> list[tuple[int, list[tuple[Any, ...]]]]:
         """Run a multi-statement query: (row count, rows) of each statement in turn."""
-        try:
-            cur = self.conn.cursor()
-            try:
-                cur.execute(self.queries[name], params)
-                results = []
-                while True:
-                    results.append((int(cur.rowcount), list(cur.fetchall()) if cur.description else []))
-                    if not cur.nextset():
-                        return results
-            finally:
-                cur.close()
-        except BackendError:
-            raise
-        except Exception as exc:
-            self._raise_translated(exc)
+        return self._query(name, params, None, _statement_results)
 
     def _rollback_after_error(self) -> None:
         """A failed statement of a multi-statement claim may leave its transaction open."""
@@ -287,6 +273,14 @@ def _chunks(values: list[bytes], budget: int) -> Iterator[list[bytes]]:
         size += len(value) + 1
     if chunk:
         yield chunk
+
+
+def _statement_results(cur: Any) -> list[tuple[int, list[tuple[Any, ...]]]]:
+    results = []
+    while True:
+        results.append((int(cur.rowcount), list(cur.fetchall()) if cur.description else []))
+        if not cur.nextset():
+            return results
 
 
 def _check_statement_size(length: int, limit: int) -> None:

@@ -511,8 +511,11 @@ class BackendHandle:
             self._local.backend = None
 
     def init_db(self) -> list[str]:
-        """Create or migrate the schema (jobs and messages); returns the migrations applied."""
-        return self.backend.migrate()
+        """Create or migrate the schema (jobs and messages); returns the migrations applied.
+
+        Retried like any transaction when the database is busy: several init-db at once on a
+        new SQLite file can see "database is locked" while another switches it to WAL."""
+        return self.backend.retrying(self.backend.migrate)
 
 
 def job_ids(jobs: Sequence[Job]) -> list[int]:

@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, quote, unquote
 from .errors import ConfigError
 
 URL_ENV = "BATCHQ_URL"
+DEFAULT_PORTS = {"mysql": 3306, "postgresql": 5432}
 SCHEMES = {
     "sqlite": "sqlite",
     "mysql": "mysql",

@@ -22,10 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .config import DatabaseURL
+from .config import DEFAULT_PORTS, DatabaseURL
 from .errors import BatchqError
-
-DEFAULT_PORTS = {"mysql": 3306, "postgresql": 5432}
 
 
 class SlotFolderUnsafe(BatchqError):

@@ -87,16 +87,7 @@ class Backend(ABC):
         return self._conn
 
     def close(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception:
-                pass
-            self._conn = None
-
-    def reconnect(self) -> None:
-        self.close()
-        self.conn  # noqa: B018 - connect now
+        self._drop_connection()
 
     @contextmanager
     def errors(self) -> Iterator[None]:
@@ -235,15 +226,19 @@ class Backend(ABC):
                 self._conn.commit()
         except BaseException:
             # Also after a failed COMMIT: never leave a transaction open on the connection.
-            if self._conn is not None:
-                try:
-                    self._conn.rollback()
-                except Exception:
-                    self._drop_connection()
+            self._rollback_quietly()
             raise
         finally:
             self._in_transaction = False
             self.session_lock.release()
+
+    def _rollback_quietly(self) -> None:
+        """End whatever transaction a failure left open; a connection that cannot is dropped."""
+        if self._conn is not None:
+            try:
+                self._conn.rollback()
+            except Exception:
+                self._drop_connection()
 
     def _begin(self) -> None:
         self.conn.begin()

@@ -6,12 +6,13 @@ import hashlib
 import re
 import ssl
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import pymysql
 from pymysql.constants import CLIENT
 
+from ..config import DEFAULT_PORTS
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
 from ..job import Claim, Job
 from . import Backend, TransientError, done_params
@@ -77,7 +78,7 @@ class MySQLBackend(Backend):
         url = self.url
         conn = pymysql.connect(
             host=url.host,
-            port=url.port or 3306,
+            port=url.port or DEFAULT_PORTS["mysql"],
             user=url.user or "root",
             password=url.password,
             database=url.database,
@@ -140,8 +141,7 @@ class MySQLBackend(Backend):
             prefix = f"{head} VALUES ".encode(cur.connection.encoding)
             values = [self._fitting(cur, row_sql, row, len(prefix)) for row in rows]
             budget = min(MULTI_ROW_STATEMENT_BYTES, self._statement_limit(cur.connection)) - len(prefix)
-            for chunk in _chunks(values, budget):
-                cur.execute(prefix + b",".join(chunk))
+            self._send_chunks(prefix, _chunks(values, budget), conn)
         return len(rows)
 
     def insert_jobs(self, rows: Sequence[dict[str, Any]], conn: Any = None) -> int:
@@ -160,7 +160,8 @@ class MySQLBackend(Backend):
             limit = self._statement_limit(connection)
             values = []
             for row in rows:
-                value = before_bytes + connection.escape(row["payload"]).encode() + after_bytes
+                payload = connection.escape(row["payload"]).encode(connection.encoding)
+                value = before_bytes + payload + after_bytes
                 _check_statement_size(len(prefix) + len(value), limit)
                 values.append(value)
         chunks = list(_chunks(values, min(MULTI_ROW_STATEMENT_BYTES, limit) - len(prefix)))
@@ -171,7 +172,7 @@ class MySQLBackend(Backend):
             self._send_chunks(prefix, chunks, conn)
         return len(rows)
 
-    def _send_chunks(self, prefix: bytes, chunks: Sequence[list[bytes]], conn: Any) -> None:
+    def _send_chunks(self, prefix: bytes, chunks: Iterable[list[bytes]], conn: Any) -> None:
         with self.errors(), self._cursor(conn) as cur:
             for chunk in chunks:
                 cur.execute(prefix + b",".join(chunk))
@@ -218,21 +219,13 @@ class MySQLBackend(Backend):
                     with self.errors():
                         self.conn.commit()
             except BaseException:
-                self._rollback_after_error()
+                self._rollback_quietly()  # a failed statement may leave the claim's transaction open
                 raise
         return Claim(deleted, [Job.from_row(row, token) for row in rows])
 
     def _multi(self, name: str, params: Any = None) -> list[tuple[int, list[tuple[Any, ...]]]]:
         """Run a multi-statement query: (row count, rows) of each statement in turn."""
         return self._query(name, params, None, _statement_results)
-
-    def _rollback_after_error(self) -> None:
-        """A failed statement of a multi-statement claim may leave its transaction open."""
-        if self._conn is not None:
-            try:
-                self._conn.rollback()
-            except Exception:
-                self._drop_connection()
 
     def _liveness_params(self, worker: str) -> dict[str, Any]:
         return {"name": liveness_lock_name(worker)}

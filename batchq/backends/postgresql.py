@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ..config import DEFAULT_PORTS
 from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
 
 try:
@@ -47,7 +48,7 @@ class PostgreSQLBackend(Backend):
         params: dict[str, Any] = {"connect_timeout": "10", "application_name": "batchq", **url.options}
         conn = psycopg.connect(  # a failure is translated (and redacted) by errors()
             host=url.host,
-            port=url.port or 5432,
+            port=url.port or DEFAULT_PORTS["postgresql"],
             user=url.user or None,
             password=url.password or None,  # else libpq's PGPASSWORD / ~/.pgpass
             dbname=url.database,

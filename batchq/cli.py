@@ -288,8 +288,6 @@ def gc_error(
     action = "requeue" if requeue else "delete" if delete else None
     hook_fn = load_trusted(hook) if hook else None
     jobs = gc.gc_error(_queue(ctx), action, queues, ids)
-    if action == "requeue":
-        jobs = [_requeued(job) for job in jobs]
     _report_found(jobs, hook_fn, as_json, lambda: _failed_report(jobs, action))
 
 
@@ -430,11 +428,6 @@ def _processing_report(report: gc.ProcessingReport, older_than: float) -> str:
             f"{job['status']!r}, priority {job['priority']!r} (fix or delete the row)"
         )
     return "\n".join(lines)
-
-
-def _requeued(job: dict[str, Any]) -> dict[str, Any]:
-    """A failed job as it is after --requeue: ready, with a fresh count (and the old one kept)."""
-    return {**job, "status": "ready", "error_count": 0, "error_count_before": job["error_count"]}
 
 
 def _owner(job: dict[str, Any]) -> str:

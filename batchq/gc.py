@@ -22,10 +22,6 @@ class ProcessingReport:
     # Rows written by hand that no worker will ever claim (odd status or priority): for a human.
     unrunnable: list[Row] = field(default_factory=list)
 
-    @property
-    def found_something(self) -> bool:
-        return bool(self.requeued or self.long_running or self.unhandled or self.unrunnable)
-
 
 def gc_processing(
     queue: Queue, older_than: float = DEFAULT_OLDER_THAN_SECONDS, ghost_after: float | None = None
@@ -99,7 +95,8 @@ def gc_error(
 ) -> list[Row]:
     """List failed jobs (filtered by queue and id); ``action`` 'requeue' or 'delete' acts on them.
 
-    Returns the jobs listed, or with an action the jobs it acted on.
+    Returns the jobs listed, or with an action the jobs it acted on; requeued ones as they are
+    now (ready, no errors), with the count they had in ``error_count_before``.
     """
     wanted_queues, wanted_ids = set(queues), set(ids)
     jobs = [
@@ -112,4 +109,9 @@ def gc_error(
         return jobs
     query = {"requeue": "requeue_failed", "delete": "delete_failed"}[action]
     backend = queue.backend
-    return [job for job in jobs if backend.retrying(partial(backend.execute, query, {"id": job["id"]})) == 1]
+    done = [job for job in jobs if backend.retrying(partial(backend.execute, query, {"id": job["id"]})) == 1]
+    return [_requeued(job) for job in done] if action == "requeue" else done
+
+
+def _requeued(job: Row) -> Row:
+    return {**job, "status": "ready", "error_count": 0, "error_count_before": job["error_count"]}

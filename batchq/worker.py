@@ -76,7 +76,6 @@ class RunSummary:
     errors: int = 0
     stale_finishes: int = 0  # finishes fenced off because a sweep had taken the job back
     reconnects: int = 0
-    stopped_by_signal: bool = False
     # The most recent job ids, in the order run (bounded: a --wait worker may run for months).
     job_ids: deque[int] = field(default_factory=lambda: deque(maxlen=10_000))
 
@@ -103,7 +102,6 @@ class Worker:
 
     def stop(self, *_: Any) -> None:
         """Finish the current job, then exit (SIGTERM, SIGINT)."""
-        self.summary.stopped_by_signal = True
         self._stop.set()
 
     def run(self) -> RunSummary:

@@ -132,7 +132,9 @@ def test_fails_for_good_after_max_errors_and_gc_error_requeues(queue: Queue) -> 
     _make_due(queue)
     assert run_worker(queue).summary.processed == 0  # failed jobs are never claimed
     assert [job["id"] for job in gc_error(queue)] == [job_id]
-    assert [job["id"] for job in gc_error(queue, "requeue")] == [job_id]
+    [requeued] = gc_error(queue, "requeue")
+    assert (requeued["id"], requeued["status"], requeued["error_count"]) == (job_id, "ready", 0)
+    assert requeued["error_count_before"] == 2  # as it is now, and what it had
     [row] = job_rows(queue)
     assert (row["status"], row["error_count"]) == ("ready", 0)
     assert gc_error(queue) == []

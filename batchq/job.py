@@ -5,9 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# The columns every dialect's `jobs_claim` returns, in this order.
-CLAIM_COLUMNS = ("id", "queue", "task", "payload", "serializer", "priority", "error_count", "max_errors")
-
 
 @dataclass(frozen=True, slots=True)
 class Job:
@@ -30,7 +27,9 @@ class Job:
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...], claim_token: str) -> Job:
-        """A job from the first columns of a claim's result row (CLAIM_COLUMNS order)."""
+        """A job from the first columns of a claim's result row, which every dialect's jobs_claim
+        returns in this order: id, queue, task, payload, serializer, priority, error_count,
+        max_errors."""
         job_id, queue, task, payload, serializer, priority, error_count, max_errors = row[:8]
         return cls(job_id, queue, task, payload, serializer, priority, error_count, max_errors, claim_token)
 

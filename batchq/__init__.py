@@ -7,6 +7,9 @@ from .errors import (
     BackendUnavailable,
     BatchqError,
     ConfigError,
+    LockError,
+    LockLost,
+    LockNotAcquired,
     MessageHeld,
     PayloadError,
     QueueNotFound,
@@ -15,6 +18,7 @@ from .errors import (
     TaskError,
     TaskNotAllowed,
 )
+from .locks import Acquired, Lock, LockInfo, Semaphore
 from .queue import Queue, QueueStats
 from .tasks import task
 
@@ -34,10 +38,16 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Acquired",
     "BackendError",
     "BackendUnavailable",
     "BatchqError",
     "ConfigError",
+    "Lock",
+    "LockError",
+    "LockInfo",
+    "LockLost",
+    "LockNotAcquired",
     "Message",
     "MessageHeld",
     "MessageQueue",
@@ -48,6 +58,7 @@ __all__ = [
     "QueueNotFound",
     "QueueStats",
     "SchemaMissing",
+    "Semaphore",
     "SignatureError",
     "TaskError",
     "TaskNotAllowed",

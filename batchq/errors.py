@@ -47,3 +47,17 @@ class QueueNotFound(BatchqError):
 
 class MessageHeld(BatchqError):
     """A message a consumer holds (its visibility has not run out): not cancelled."""
+
+
+class LockError(BatchqError):
+    """A lock or semaphore used in a way it cannot be (acquired twice by one handle, a name
+    whose fencing token is exhausted)."""
+
+
+class LockNotAcquired(LockError):
+    """`with q.lock(...)`: the lock stayed held by others for the whole wait."""
+
+
+class LockLost(LockError):
+    """A holder's lock expired and was taken by another, or an operator released it: its
+    renew() or release() touched nothing, and work done since may overlap another holder's."""

@@ -43,4 +43,4 @@ class Heartbeat:
     def _beat(self) -> None:
         while not self._stop.wait(self.interval):
             if self.in_job:
-                self.backend.ping()
+                self.backend.liveness.ping()

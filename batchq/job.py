@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+JOB_ID_RANGE = (1, 2**63 - 1)  # BIGINT / INTEGER ids on every backend
+
 
 @dataclass(frozen=True, slots=True)
 class Job:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from .backends import Backend, BackendHandle, Row
+from .backends import Backend, OnDatabase, Row
 from .config import Duration, check_queue_name, parse_duration
 from .errors import ConfigError, MessageHeld, PayloadError, QueueNotFound
 from .serializers import dumps, loads
@@ -60,7 +60,7 @@ class QueueMetrics:
     scrape_time: datetime
 
 
-class MessageQueue(BackendHandle):
+class MessageQueue(OnDatabase):
     """Message queues in the batchq database at ``url`` (default ``$BATCHQ_URL``, then SQLite).
 
     Each thread gets its own connection, opened on first use. The tables come
@@ -178,7 +178,7 @@ class MessageQueue(BackendHandle):
                 "queue": queue,
                 "message": _json_text(msg, "message"),
                 "headers": head,
-                **_interval("delay", seconds),
+                "delay": seconds,
             }
             for msg in msgs
         ]
@@ -258,16 +258,16 @@ class MessageQueue(BackendHandle):
             "qty": qty,
             "where": filter_text,
             "where_paths": paths,  # MySQL: see mq_read
-            **_interval("vt", parse_duration(vt, "vt")),
+            "vt": parse_duration(vt, "vt"),
         }
 
     def _read_once(self, params: dict[str, Any]) -> list[Message]:
         backend = self.backend
         with _take(backend):
-            rows = backend.fetchall(_locking(backend, "mq_read"), params)
-            if rows and _marks_separately(backend, "mq_read"):
-                ids = tuple(row["msg_id"] for row in rows)
-                backend.execute("mq_read_mark", {**params, "ids": ids, "vt": rows[0]["vt"]})
+            rows = backend.fetchall("mq_read" if backend.skip_locked else "mq_read_no_skip", params)
+            if rows and not backend.has_update_returning:  # locked above, marked here
+                ids = [row["msg_id"] for row in rows]
+                backend.execute("mq_read_mark", {**params, "ids": ids, "until": rows[0]["vt"]})
         return sorted((_message(row) for row in rows), key=lambda m: m.msg_id)
 
     def pop(self, queue: str) -> Message | None:
@@ -281,8 +281,8 @@ class MessageQueue(BackendHandle):
     def _pop_once(self, params: dict[str, Any]) -> Message | None:
         backend = self.backend
         with _take(backend):
-            row = backend.fetchone(_locking(backend, "mq_pop"), params)
-            if row is not None and _marks_separately(backend, "mq_pop"):
+            row = backend.fetchone("mq_pop" if backend.skip_locked else "mq_pop_no_skip", params)
+            if row is not None and not backend.has_update_returning:
                 backend.execute("mq_pop_mark", {**params, "id": row["msg_id"]})
         return None if row is None else _message(row)
 
@@ -344,7 +344,7 @@ class MessageQueue(BackendHandle):
 
         ``read_ct`` is a receipt, as for ``delete``: None when someone else has read it since.
         """
-        params = {**self._message_params(queue, msg_id, read_ct), **_interval("vt", parse_duration(vt, "vt"))}
+        params = {**self._message_params(queue, msg_id, read_ct), "vt": parse_duration(vt, "vt")}
         backend = self.backend
 
         def update() -> Row | None:
@@ -403,17 +403,7 @@ def _take(backend: Backend) -> AbstractContextManager[None]:
     MySQL must lock and mark in one transaction; SQLite takes the write lock up front with
     BEGIN IMMEDIATE.
     """
-    return nullcontext() if backend.dialect == "postgresql" else backend.transaction()
-
-
-def _locking(backend: Backend, name: str) -> str:
-    """The read or pop statement; servers without SKIP LOCKED wait on held rows instead."""
-    return name if backend.skip_locked else f"{name}_no_skip"
-
-
-def _marks_separately(backend: Backend, name: str) -> bool:
-    """MySQL has no UPDATE/DELETE ... RETURNING: it locks with `name`, then runs `name_mark`."""
-    return f"{name}_mark" in backend.queries
+    return nullcontext() if backend.single_statement_claims else backend.transaction()
 
 
 def _missing(queue: str) -> QueueNotFound:
@@ -467,15 +457,6 @@ def _check_filter(node: Mapping[str, Any]) -> None:
         elif isinstance(value, (list, tuple)):
             # Array containment differs between PostgreSQL, MySQL and SQLite JSON functions.
             raise ConfigError(f"where[{key!r}] is a list: filters match objects and scalars only")
-
-
-def _interval(prefix: str, seconds: float) -> dict[str, Any]:
-    """One duration in the shape each dialect's SQL takes it."""
-    return {
-        f"{prefix}_us": round(seconds * 1_000_000),  # MySQL: INTERVAL n MICROSECOND
-        f"{prefix}_modifier": f"+{seconds:.6f} seconds",  # SQLite: strftime modifier
-        f"{prefix}_seconds": float(seconds),  # PostgreSQL: make_interval(secs => n)
-    }
 
 
 def _message(row: Row) -> Message:

@@ -4,19 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .backends import BackendHandle, Row
+from .backends import OnDatabase
 from .config import Duration, check_queue_name, parse_duration
 from .errors import ConfigError, PayloadError
+from .explain import Explanation, explain
+from .job import JOB_ID_RANGE
+from .locks import Lock, Semaphore
 from .serializers import dumps, secret_from_env
 from .tasks import Resolver, modules_from_env, split_modules
+
+if TYPE_CHECKING:
+    from .schedules import Schedule, Schedules, TickReport
 
 Task = str | Callable[..., Any]
 Delay = Duration | None
 PRIORITY_RANGE = (-32768, 32767)
 MAX_ERRORS_RANGE = (1, 65535)
-JOB_ID_RANGE = (1, 2**63 - 1)  # BIGINT / INTEGER ids on every backend
 
 
 @dataclass
@@ -30,8 +35,8 @@ class QueueStats:
     paused: bool = False
 
 
-class Queue(BackendHandle):
-    """A handle on the batchq tables of one database.
+class Queue(OnDatabase):
+    """Jobs in the batchq tables of one database.
 
     ``Queue()`` uses ``$BATCHQ_URL`` or the SQLite default. Each thread gets its
     own connection, opened on first use.
@@ -68,8 +73,8 @@ class Queue(BackendHandle):
         With ``conn=`` (an open PyMySQL / sqlite3 / psycopg connection) the INSERT joins
         that connection's transaction: the job exists only if the caller commits.
         """
-        template = self._job_template(task, queue, delay, priority, max_errors, serializer)
-        row = self._job_row(template, payload)
+        template = self.job_template(task, queue, delay, priority, max_errors, serializer)
+        row = self.job_row(template, payload)
         backend = self.backend
         if conn is not None:
             backend.check_connection(conn)
@@ -89,8 +94,8 @@ class Queue(BackendHandle):
         conn: Any = None,
     ) -> int:
         """Write one job per payload in one statement batch; returns how many."""
-        template = self._job_template(task, queue, delay, priority, max_errors, serializer)
-        rows = [self._job_row(template, payload) for payload in payloads]
+        template = self.job_template(task, queue, delay, priority, max_errors, serializer)
+        rows = [self.job_row(template, payload) for payload in payloads]
         if not rows:
             return 0
         backend = self.backend
@@ -99,7 +104,7 @@ class Queue(BackendHandle):
             return backend.insert_jobs(rows, conn=conn)
         return backend.retrying(lambda: backend.insert_jobs(rows))
 
-    def _job_template(
+    def job_template(
         self,
         task: Task,
         queue: str,
@@ -122,7 +127,7 @@ class Queue(BackendHandle):
             "delay": seconds,
         }
 
-    def _job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:
+    def job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:
         data = dumps(payload, template["serializer"], self.secret)
         if data is not None:
             self._check_size(data)
@@ -146,6 +151,10 @@ class Queue(BackendHandle):
         if not JOB_ID_RANGE[0] <= job_id <= JOB_ID_RANGE[1]:
             return False  # out of every backend's id range: no such job
         return self.backend.retrying(lambda: self.backend.execute("job_cancel", {"id": job_id})) == 1
+
+    def explain(self, job_id: int) -> Explanation:
+        """Why a job is or is not running, in plain words (batchq.explain); reads only."""
+        return explain(self.backend, job_id)
 
     def stats(self) -> list[QueueStats]:
         """Per-queue counts, ordered by queue name."""
@@ -177,14 +186,37 @@ class Queue(BackendHandle):
         self.backend.execute("queue_set_paused", {"queue": check_queue_name(queue), "paused": 0})
 
     def paused_queues(self) -> list[str]:
-        return [row["name"] for row in self.backend.fetchall("paused_queues")]
+        return [row["name"] for row in self.backend.fetchall("queues_paused")]
 
     def purge(self, queue: str) -> int:
         """Delete a queue's ready and failed jobs; jobs being run are left alone."""
-        return self.backend.execute("purge_queue", {"queue": check_queue_name(queue)})
+        return self.backend.execute("queue_purge", {"queue": check_queue_name(queue)})
 
-    def failed_jobs(self) -> list[Row]:
-        return self.backend.fetchall("failed_jobs")
+    # -- locks and semaphores (batchq.locks) ----------------------------------------------
+
+    def lock(self, name: str, *, ttl: Duration = 60, wait: Duration = 0) -> Lock:
+        """A handle on the lock ``name``; nothing is written until it is acquired."""
+        return Lock(self.database, name, ttl=ttl, wait=wait)
+
+    def semaphore(self, name: str, limit: int, *, ttl: Duration = 60, wait: Duration = 0) -> Semaphore:
+        """A handle on one of ``limit`` slots of the semaphore ``name``."""
+        return Semaphore(self.database, name, limit, ttl=ttl, wait=wait)
+
+    # -- cron schedules (batchq.schedules) ------------------------------------------------
+
+    @property
+    def schedules(self) -> Schedules:
+        from .schedules import Schedules
+
+        return Schedules(self)
+
+    def schedule(self, name: str, cron: str, task: Task, **options: Any) -> Schedule:
+        """Create or update a cron schedule: Schedules.add."""
+        return self.schedules.add(name, cron, task, **options)
+
+    def tick(self) -> TickReport:
+        """Enqueue the due schedules' jobs, each slot once across hosts: Schedules.tick."""
+        return self.schedules.tick()
 
 
 def _check_int(name: str, value: Any, bounds: tuple[int, int]) -> None:

@@ -6,7 +6,6 @@ import logging
 import math
 import os
 import signal
-import socket
 import threading
 import time
 import traceback
@@ -18,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from .backends import Backend, stored_count
+from .backends.liveness import owner_name
 from .errors import BackendUnavailable
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
 from .job import Job
@@ -48,13 +48,6 @@ def retry_delay(
     if doublings >= math.log2(cap) - math.log2(base):
         return cap
     return min(math.ldexp(base, doublings), cap)
-
-
-def worker_name() -> str:
-    """What a claim writes into locked_by, and what the liveness lock is named after:
-    host:pid:random. The random part tells apart processes that share a host name and a pid
-    (containers with the same hostname, each running batchq as PID 1)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
 
 
 @dataclass
@@ -88,7 +81,7 @@ class Worker:
     def __init__(self, queue: Queue, options: RunOptions | None = None) -> None:
         self.queue = queue
         self.options = options or RunOptions()
-        self.name = worker_name()
+        self.name = owner_name()
         self.summary = RunSummary()
         self._stop = threading.Event()
         self._release_pending = False  # a connection was lost between jobs: an unseen claim may exist
@@ -106,7 +99,7 @@ class Worker:
 
     def run(self) -> RunSummary:
         with _stop_on_signals(self.stop):
-            self.backend.hold_liveness(self.name)
+            self.backend.liveness.hold(self.name)
             heartbeat = Heartbeat(self.backend, self.options.heartbeat)
             heartbeat.start()
             try:
@@ -161,7 +154,7 @@ class Worker:
             # deleting the finished jobs, which are ours too).
             deleted = self.backend.delete_jobs(done) if done else 0
             done = []
-            self.backend.execute("release_unknown_claims", {"worker": self.name})
+            self.backend.execute("jobs_release_unknown", {"worker": self.name})
             self._release_pending = False
         ticked = time.monotonic() >= self._next_tick
         if ticked:
@@ -174,8 +167,9 @@ class Worker:
     def _tick(self) -> int:
         """About once a second (and whenever a claim finds nothing): promote due scheduled jobs,
         and learn which queues are paused. Returns how many jobs became ready."""
-        self._paused = {row["name"] for row in self.backend.fetchall("paused_queues")}
+        self._paused = {row["name"] for row in self.backend.fetchall("queues_paused")}
         self._next_tick = time.monotonic() + TICK_SECONDS
+        self.backend.vacuum_if_due()
         return self.backend.promote_due()
 
     def _claim_next(self, done: list[Job]) -> tuple[int, list[Job]]:

@@ -169,7 +169,8 @@ class MySQLFloor(Floor):
             "done_token": done[0][1] if done else None,
             "done_ids": [job[0] for job, _ in done] or [None],
         }
-        cur.execute(self.q["jobs_claim"], params)
+        cur.execute(self.q["jobs_claim"], params)  # SET TRANSACTION; START; DELETE; SELECT
+        cur.nextset()
         cur.nextset()
         deleted = cur.rowcount
         cur.nextset()

@@ -127,8 +127,8 @@ CLAIM_PARAMS = {
 
 
 def mysql_claim_select(f: Any) -> str:
-    """The locking SELECT of MySQL's multi-statement claim (after START TRANSACTION and DELETE)."""
-    return str(f.q["jobs_claim"].split(";")[2])
+    """The locking SELECT of MySQL's multi-statement claim: its last statement."""
+    return str(f.q["jobs_claim"].split(";")[-1])
 
 
 def explain(backend: str) -> str:
@@ -203,12 +203,12 @@ def batchq_claims(backend: str, n: int, empty: bool = False) -> list[float]:
     import uuid
 
     from batchq import Queue
-    from batchq.worker import worker_name
+    from batchq.backends.liveness import owner_name
 
     q = Queue(url_for(backend), task_modules="noop_jobs")
     backend_ = q.backend
     backend_.conn  # noqa: B018 - connect before timing, as the floor does
-    name = worker_name()
+    name = owner_name()
     lat = []
     pc = time.perf_counter
     for _ in range(n):

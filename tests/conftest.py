@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from batchq import MessageQueue, Queue
-from tests.support.db import SERVER_URLS, prepare_database, selected_backends
+from tests.support.db import SERVER_URLS, app_connection, prepare_database, selected_backends
 from tests.support.messages import Q
 from tests.support.processes import APPS_DIR
 from tests.support.tasks import ALLOWED
@@ -56,6 +56,14 @@ def server_url(server_name: str) -> str:
     url = SERVER_URLS[server_name]
     prepare_database(server_name, url)
     return url
+
+
+@pytest.fixture
+def admin(server_url: str) -> Iterator[Any]:
+    """A raw connection with its own transaction, to lock rows and tables (and kill sessions)."""
+    conn = app_connection(server_url)
+    yield conn
+    conn.close()
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ from pymysql.constants import CLIENT
 from ..config import DEFAULT_PORTS
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
 from ..job import Claim, Job
-from . import Backend, TransientError, done_params
+from .base import Backend, TransientError, done_params
+from .liveness import Liveness
 
 _CONNECTION_LOST = {2003, 2006, 2013, 2055, 1927, 4031}  # 1927/4031: killed / idle-timeout
 _TRANSIENT = {1205, 1213}  # lock wait timeout, deadlock
@@ -65,6 +66,7 @@ def tls_arguments(options: dict[str, str]) -> dict[str, Any]:
 
 class MySQLBackend(Backend):
     dialect = "mysql"
+    has_update_returning = False
 
     server_version = ""
     max_allowed_packet = 16 * 1024 * 1024  # of batchq's own connection, read at connect
@@ -73,6 +75,9 @@ class MySQLBackend(Backend):
         super().__init__(*args, **kwargs)
         # An application's connection (enqueue(conn=...)) -> (its server thread, its limit).
         self._packets: weakref.WeakKeyDictionary[Any, tuple[Any, int]] = weakref.WeakKeyDictionary()
+
+    def _liveness(self) -> Liveness:
+        return Liveness(self, lambda worker: {"name": liveness_lock_name(worker)})
 
     def _connect(self) -> Any:
         url = self.url
@@ -209,7 +214,7 @@ class MySQLBackend(Backend):
         params["done_ids"] = params["done_ids"] or [None]  # IN (NULL): PyMySQL cannot send ()
         with self.session_lock:
             try:
-                (_, _), (deleted, _), (_, rows) = self._multi(
+                _, _, (deleted, _), (_, rows) = self._multi(
                     "jobs_claim" if self.skip_locked else "jobs_claim_waiting", params
                 )
                 ids = [row[0] for row in rows]
@@ -226,15 +231,6 @@ class MySQLBackend(Backend):
     def _multi(self, name: str, params: Any = None) -> list[tuple[int, list[tuple[Any, ...]]]]:
         """Run a multi-statement query: (row count, rows) of each statement in turn."""
         return self._query(name, params, None, _statement_results)
-
-    def _liveness_params(self, worker: str) -> dict[str, Any]:
-        return {"name": liveness_lock_name(worker)}
-
-    def is_alive(self, worker: str) -> bool | None:
-        row = self.fetchone("liveness_free", {"name": liveness_lock_name(worker)})
-        if not row or row["free"] is None:
-            return None
-        return row["free"] == 0
 
     def check_connection(self, conn: Any) -> None:
         if not isinstance(conn, pymysql.connections.Connection):

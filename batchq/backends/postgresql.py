@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -19,10 +20,12 @@ except ImportError as exc:  # an optional extra
     raise ConfigError("a postgresql:// URL needs psycopg: pip install 'batchq[postgresql]'") from exc
 
 from ..job import Claim, Job
-from . import Backend, TransientError, done_params
+from .base import Backend, TransientError, done_params
+from .liveness import Liveness
+
+log = logging.getLogger("batchq.backend")
 
 MIN_SERVER_VERSION = 120000
-IDLE_SESSION_TIMEOUT_VERSION = 140000
 # bytea holds up to 1 GiB, but a payload is held whole in the memory of the app, the server
 # backend and the worker (and hex-escaped when sent as text): 64 MiB keeps that sane.
 PAYLOAD_LIMIT = 64 * 1024 * 1024
@@ -35,13 +38,24 @@ _UNAVAILABLE_PREFIXES = ("08", "57P", "53300", "25P03")
 _ACCESS_PREFIXES = ("28", "3D")
 # Run once on every new connection, in this order (bench/'s raw-driver floors run them too).
 SESSION_QUERIES = ("session_setup",)
+# A worker vacuums the job table itself once VACUUM_DEAD_ROWS rows are dead (two per job: the
+# claimed version and the deleted one) plus a tenth of the live ones (a vacuum scans every index
+# whole: a long backlog makes it dear), at most once per VACUUM_INTERVAL_SECONDS across all
+# workers: the claim index's dead entries lie in front of every claim (bench/steady_state.py).
+VACUUM_DEAD_ROWS = 10_000
+VACUUM_LIVE_FRACTION = 0.1
+VACUUM_INTERVAL_SECONDS = 1.0
 
 
 class PostgreSQLBackend(Backend):
     dialect = "postgresql"
+    single_statement_claims = True
 
     server_version = 0
     _listening_on: Any = None  # the connection that has run LISTEN (a reconnect forgets it)
+
+    def _liveness(self) -> Liveness:
+        return Liveness(self, lambda worker: {"key": liveness_key(worker)})
 
     def _connect(self) -> Any:
         url = self.url
@@ -101,7 +115,7 @@ class PostgreSQLBackend(Backend):
     def _begin(self) -> None:
         self.conn.execute("BEGIN")  # an autocommit connection: commit()/rollback() end it
 
-    def _reset_after_error(self) -> None:
+    def reset_after_error(self) -> None:
         conn = self._conn
         if conn is not None and conn.info.transaction_status == pq.TransactionStatus.INERROR:
             conn.rollback()
@@ -116,16 +130,29 @@ class PostgreSQLBackend(Backend):
             self._drop_notifications()
         return Claim(int(rows[0][-1]), jobs)
 
-    def _liveness_params(self, worker: str) -> dict[str, Any]:
-        return {"key": liveness_key(worker)}
-
-    def _keep_session_open(self) -> None:
-        if self.server_version >= IDLE_SESSION_TIMEOUT_VERSION:  # no idle limit before 14
-            super()._keep_session_open()
-
-    def is_alive(self, worker: str) -> bool | None:
-        row = self.fetchone("liveness_held", {"key": liveness_key(worker)})
-        return bool(row and row["held"])
+    def vacuum_if_due(self, dead_rows: int | None = None, interval: float | None = None) -> bool:
+        """VACUUM the job table when ``dead_rows`` rows (VACUUM_DEAD_ROWS) and a tenth of the
+        live ones are dead, nobody vacuumed it in the last ``interval`` seconds
+        (VACUUM_INTERVAL_SECONDS) and no other worker is at it (an advisory lock); between jobs,
+        never in a transaction. True if this worker vacuumed."""
+        params = {
+            "dead_rows": VACUUM_DEAD_ROWS if dead_rows is None else dead_rows,
+            "live_fraction": VACUUM_LIVE_FRACTION,
+            "interval": VACUUM_INTERVAL_SECONDS if interval is None else interval,
+        }
+        row = self.fetchone("jobs_vacuum_lock", params)
+        if not (row and row["locked"]):
+            return False
+        try:
+            self.execute("jobs_vacuum")
+        except BackendUnavailable:
+            raise
+        except BackendError as exc:  # a statement_timeout, say: the jobs must go on regardless
+            log.warning("could not vacuum the job table (%s); the next tick tries again", exc)
+            return False
+        finally:
+            self.fetchone("jobs_vacuum_unlock")
+        return True
 
     def check_connection(self, conn: Any) -> None:
         if not isinstance(conn, psycopg.Connection):

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import re
-import socket
 import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
 from ..job import Claim, Job
-from . import Backend, TransientError
+from .base import Backend, TransientError
+from .liveness import Liveness, ProcessLiveness
 
 MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING
 # Run once on every new connection, in this order (bench/'s raw-driver floors run them too).
@@ -34,6 +31,9 @@ def _make_parent(path: str, url: object) -> None:
 class SQLiteBackend(Backend):
     dialect = "sqlite"
     has_sessions = False
+
+    def _liveness(self) -> Liveness:
+        return ProcessLiveness(self)
 
     def _connect(self) -> Any:
         if sqlite3.sqlite_version_info < MIN_VERSION:
@@ -68,13 +68,6 @@ class SQLiteBackend(Backend):
         # fail with SQLITE_BUSY_SNAPSHOT in WAL mode without waiting.
         self.conn.execute("BEGIN IMMEDIATE")
 
-    @contextmanager
-    def _migration_lock(self) -> Iterator[None]:
-        """The whole migration in one BEGIN IMMEDIATE transaction: concurrent init-db wait on
-        the write lock, and a migration that fails leaves nothing half done."""
-        with self.transaction():
-            yield
-
     def claim(self, queue: str, worker: str, token: str, limit: int = 1, done: Sequence[Job] = ()) -> Claim:
         """BEGIN IMMEDIATE; jobs_delete (what is done); jobs_claim (UPDATE ... RETURNING); COMMIT."""
         params = {"queue": queue, "limit": limit, "worker": worker, "token": token}
@@ -90,27 +83,6 @@ class SQLiteBackend(Backend):
         if isinstance(params, dict) and any(isinstance(value, list) for value in params.values()):
             return {k: json.dumps(v) if isinstance(v, list) else v for k, v in params.items()}
         return params
-
-    def _take_liveness(self, worker: str) -> None:
-        """Nothing to hold: a SQLite worker is alive while its process is."""
-
-    def _keep_session_open(self) -> None:
-        """No server, no idle limit."""
-
-    def ghost_session(self, worker: str, idle_after: float) -> tuple[int, float] | None:
-        return None  # no sessions: a worker is its process
-
-    def is_alive(self, worker: str) -> bool | None:
-        host, pid = worker_host_and_pid(worker)
-        if host != socket.gethostname() or pid is None:
-            return None  # another host's process: cannot be told from here
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
 
     def check_connection(self, conn: Any) -> None:
         if not isinstance(conn, sqlite3.Connection):
@@ -132,14 +104,3 @@ def _claim_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _lenient_text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
-
-
-_WORKER_NAME = re.compile(r"(?P<host>.*?):(?P<pid>[0-9]+)(?::[0-9a-f]{8})?")
-
-
-def worker_host_and_pid(worker: str) -> tuple[str, int | None]:
-    """Host and pid of a worker name: host:pid:random, or host:pid as older versions wrote."""
-    match = _WORKER_NAME.fullmatch(worker)
-    if match is None:
-        return "", None
-    return match["host"], int(match["pid"])

@@ -49,7 +49,7 @@ UPDATE batchq_mq_sent SET sent = sent + %(n)s WHERE queue = %(queue)s AND shard 
 -- name: mq_send
 -- One message, visible after the delay.
 INSERT INTO batchq_message (queue, vt, read_ct, enqueued_at, message, headers)
-VALUES (%(queue)s, UTC_TIMESTAMP(6) + INTERVAL %(delay_us)s MICROSECOND, 0, UTC_TIMESTAMP(6),
+VALUES (%(queue)s, UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, 0, UTC_TIMESTAMP(6),
         %(message)s, %(headers)s);
 
 -- name: mq_read
@@ -63,7 +63,7 @@ VALUES (%(queue)s, UTC_TIMESTAMP(6) + INTERVAL %(delay_us)s MICROSECOND, 0, UTC_
 -- node of the filter (where_paths: the path of each, the root first) may be an array in the
 -- message.
 SELECT id AS msg_id, read_ct + 1 AS read_ct, enqueued_at,
-       UTC_TIMESTAMP(6) + INTERVAL %(vt_us)s MICROSECOND AS vt, message, headers
+       UTC_TIMESTAMP(6) + INTERVAL ROUND(%(vt)s * 1000000) MICROSECOND AS vt, message, headers
 FROM batchq_message FORCE INDEX (PRIMARY)
 WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
   AND (%(where)s IS NULL OR (JSON_CONTAINS(message, %(where)s) AND NOT EXISTS (
@@ -77,7 +77,7 @@ FOR UPDATE SKIP LOCKED;
 -- mq_read for servers without SKIP LOCKED (MySQL < 8.0.1, MariaDB < 10.6): correct, but readers wait for each other.
 -- Those servers lack JSON_TABLE too, so here a filter's scalar also matches inside an array.
 SELECT id AS msg_id, read_ct + 1 AS read_ct, enqueued_at,
-       UTC_TIMESTAMP(6) + INTERVAL %(vt_us)s MICROSECOND AS vt, message, headers
+       UTC_TIMESTAMP(6) + INTERVAL ROUND(%(vt)s * 1000000) MICROSECOND AS vt, message, headers
 FROM batchq_message FORCE INDEX (PRIMARY)
 WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
   AND (%(where)s IS NULL OR JSON_CONTAINS(message, %(where)s))
@@ -87,7 +87,7 @@ FOR UPDATE;
 
 -- name: mq_read_mark
 -- Second half of a read: hide the locked messages until vt and count the read.
-UPDATE batchq_message SET vt = %(vt)s, read_ct = read_ct + 1 WHERE queue = %(queue)s AND id IN %(ids)s;
+UPDATE batchq_message SET vt = %(until)s, read_ct = read_ct + 1 WHERE queue = %(queue)s AND id IN %(ids)s;
 
 -- name: mq_pop
 -- Lock the oldest visible message for deletion (see mq_read).
@@ -135,7 +135,7 @@ DELETE FROM batchq_message WHERE id = %(id)s AND queue = %(queue)s
 
 -- name: mq_set_vt
 -- Make a message invisible until now + vt (0: visible at once); read_ct fences as in mq_delete.
-UPDATE batchq_message SET vt = UTC_TIMESTAMP(6) + INTERVAL %(vt_us)s MICROSECOND
+UPDATE batchq_message SET vt = UTC_TIMESTAMP(6) + INTERVAL ROUND(%(vt)s * 1000000) MICROSECOND
 WHERE id = %(id)s AND queue = %(queue)s
   AND (%(read_ct)s IS NULL OR read_ct = %(read_ct)s);
 

@@ -58,6 +58,12 @@ LIMIT 1000;
 -- queue that no other claimer holds: the first rows of batchq_job_claim, every 'ready' row
 -- being due (run_at <= now only turns away a ready row written by hand with a future time).
 -- jobs_claim_mark then marks them and commits. Sent as one multi-statement query.
+-- The claim's transaction alone runs in REPEATABLE READ (the session stays READ COMMITTED):
+-- InnoDB's locking scan steps over the entries earlier claims left behind (delete-marked
+-- until purged) about 3x faster in RR; measured on MariaDB 10.11, draining 20,000 jobs 100
+-- at a time, the SELECT took 69 us per job in RR and 235 in RC. Its gap locks only make an
+-- enqueue into the locked stretch wait for this short transaction.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
@@ -70,6 +76,7 @@ FOR UPDATE SKIP LOCKED;
 -- name: jobs_claim_waiting
 -- jobs_claim for servers without SKIP LOCKED (MySQL < 8.0.1, MariaDB < 10.6): correct, but
 -- claimers wait for each other.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
@@ -111,7 +118,7 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND claim_token = %(token)s;
 
--- name: release_unknown_claims
+-- name: jobs_release_unknown
 -- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
 UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
@@ -129,7 +136,7 @@ SELECT queue, status, COUNT(*) AS jobs,
 FROM batchq_job
 GROUP BY queue, status;
 
--- name: processing_jobs
+-- name: jobs_processing
 -- Every claimed job with its owner and age on the server's clock.
 SELECT id, queue, task, locked_by, claim_token, error_count, max_errors,
        TIMESTAMPDIFF(MICROSECOND, processing_at, UTC_TIMESTAMP(6)) / 1e6 AS age_seconds
@@ -137,7 +144,7 @@ FROM batchq_job
 WHERE status = 'processing'
 ORDER BY processing_at, id;
 
--- name: requeue_abandoned
+-- name: job_requeue_abandoned
 -- A dead worker's job goes back at once, counted as an error (a poison job ends failed).
 -- The count stops at 65535, the column's top, and the token compares NULL-safely: a row
 -- written by hand with either is put back like any other, never stuck.
@@ -149,7 +156,7 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' 
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND status = 'processing' AND claim_token <=> %(token)s;
 
--- name: unrunnable_jobs
+-- name: jobs_unrunnable
 -- Rows no worker will ever claim, for a human: a status outside the ENUM (stored as '' by a
 -- session without strict mode). SMALLINT keeps every priority claimable. Walks batchq_job_due.
 SELECT id, queue, task, status, priority
@@ -157,20 +164,20 @@ FROM batchq_job
 WHERE status NOT IN ('ready', 'processing', 'failed', 'scheduled')
 ORDER BY id;
 
--- name: failed_jobs
+-- name: jobs_failed
 -- Jobs out of tries, for a human.
 SELECT id, queue, task, error_count, max_errors, last_error, created_at
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;
 
--- name: requeue_failed
+-- name: job_requeue_failed
 -- Give a failed job a fresh set of tries, due now.
 UPDATE batchq_job
 SET status = 'ready', error_count = 0, run_at = UTC_TIMESTAMP(6)
 WHERE id = %(id)s AND status = 'failed';
 
--- name: delete_failed
+-- name: job_delete_failed
 -- Drop a failed job.
 DELETE FROM batchq_job WHERE id = %(id)s AND status = 'failed';
 
@@ -179,11 +186,11 @@ DELETE FROM batchq_job WHERE id = %(id)s AND status = 'failed';
 INSERT INTO batchq_queue (name, paused) VALUES (%(queue)s, %(paused)s)
 ON DUPLICATE KEY UPDATE paused = VALUES(paused);
 
--- name: paused_queues
+-- name: queues_paused
 -- Names of paused queues.
 SELECT name FROM batchq_queue WHERE paused = 1 ORDER BY name;
 
--- name: purge_queue
+-- name: queue_purge
 -- Delete a queue's jobs that nobody is running.
 DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'failed');
 
@@ -220,6 +227,6 @@ SET SESSION wait_timeout = 31536000;
 -- Keeps the worker's session from sitting idle while a job runs.
 SELECT 1 AS alive;
 
--- name: liveness_free
--- 1 when nobody holds the worker's lock.
-SELECT IS_FREE_LOCK(%(name)s) AS free;
+-- name: liveness_held
+-- Is the worker's lock held by some session? Never takes it.
+SELECT IS_USED_LOCK(%(name)s) IS NOT NULL AS held;

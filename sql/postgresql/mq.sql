@@ -48,7 +48,7 @@ UPDATE batchq_mq_sent SET sent = sent + %(n)s WHERE queue = %(queue)s AND shard 
 -- name: mq_send
 -- One message, visible after the delay.
 INSERT INTO batchq_message (queue, vt, read_ct, enqueued_at, message, headers)
-VALUES (%(queue)s, clock_timestamp() + make_interval(secs => %(delay_seconds)s), 0, clock_timestamp(),
+VALUES (%(queue)s, clock_timestamp() + %(delay)s::float8 * interval '1 second', 0, clock_timestamp(),
         %(message)s::jsonb, %(headers)s::jsonb)
 RETURNING id;
 
@@ -65,7 +65,7 @@ WITH picked AS (
     FOR UPDATE SKIP LOCKED
 )
 UPDATE batchq_message AS m
-SET vt = clock_timestamp() + make_interval(secs => %(vt_seconds)s), read_ct = m.read_ct + 1
+SET vt = clock_timestamp() + %(vt)s::float8 * interval '1 second', read_ct = m.read_ct + 1
 FROM picked
 WHERE m.id = picked.id
 RETURNING m.id AS msg_id, m.read_ct, m.enqueued_at, m.vt, m.message::text AS message, m.headers::text AS headers;
@@ -108,7 +108,7 @@ DELETE FROM batchq_message WHERE id = %(id)s AND queue = %(queue)s
 
 -- name: mq_set_vt
 -- Make a message invisible until now + vt (0: visible at once); read_ct fences as in mq_delete.
-UPDATE batchq_message SET vt = clock_timestamp() + make_interval(secs => %(vt_seconds)s)
+UPDATE batchq_message SET vt = clock_timestamp() + %(vt)s::float8 * interval '1 second'
 WHERE id = %(id)s AND queue = %(queue)s
   AND (%(read_ct)s::integer IS NULL OR read_ct = %(read_ct)s::integer);
 

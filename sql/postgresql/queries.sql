@@ -111,7 +111,7 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND claim_token = %(token)s;
 
--- name: release_unknown_claims
+-- name: jobs_release_unknown
 -- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
 UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
@@ -131,7 +131,7 @@ SELECT queue, status, COUNT(*) AS jobs,
 FROM batchq_job
 GROUP BY queue, status;
 
--- name: processing_jobs
+-- name: jobs_processing
 -- Every claimed job with its owner and age on the server's clock (NULL: unknown, as for a row
 -- written by hand with an infinite or NULL processing_at).
 SELECT id, queue, task, locked_by, claim_token, error_count, max_errors,
@@ -141,7 +141,7 @@ FROM batchq_job
 WHERE status = 'processing'
 ORDER BY processing_at, id;
 
--- name: requeue_abandoned
+-- name: job_requeue_abandoned
 -- A dead worker's job goes back at once, counted as an error (a poison job ends failed).
 -- The count stops at 65535, the column's top, and the token compares NULL-safely: a row
 -- written by hand with either is put back like any other, never stuck.
@@ -153,27 +153,27 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' 
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND status = 'processing' AND claim_token IS NOT DISTINCT FROM %(token)s;
 
--- name: unrunnable_jobs
+-- name: jobs_unrunnable
 -- Rows no worker will ever claim, for a human: none here, the CHECK on status and SMALLINT
 -- priority rule them out (the other dialects' types do not).
 SELECT id, queue, task, status, priority
 FROM batchq_job
 WHERE false;
 
--- name: failed_jobs
+-- name: jobs_failed
 -- Jobs out of tries, for a human.
 SELECT id, queue, task, error_count, max_errors, last_error, created_at
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;
 
--- name: requeue_failed
+-- name: job_requeue_failed
 -- Give a failed job a fresh set of tries, due now.
 UPDATE batchq_job
 SET status = 'ready', error_count = 0, run_at = statement_timestamp()
 WHERE id = %(id)s AND status = 'failed';
 
--- name: delete_failed
+-- name: job_delete_failed
 -- Drop a failed job.
 DELETE FROM batchq_job WHERE id = %(id)s AND status = 'failed';
 
@@ -182,11 +182,11 @@ DELETE FROM batchq_job WHERE id = %(id)s AND status = 'failed';
 INSERT INTO batchq_queue (name, paused) VALUES (%(queue)s, %(paused)s::int <> 0)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused;
 
--- name: paused_queues
+-- name: queues_paused
 -- Names of paused queues.
 SELECT name FROM batchq_queue WHERE paused ORDER BY name;
 
--- name: purge_queue
+-- name: queue_purge
 -- Delete a queue's jobs that nobody is running.
 DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'failed');
 
@@ -231,8 +231,10 @@ WHERE l.locktype = 'advisory' AND l.granted
 SELECT pg_terminate_backend(%(session)s::int) AS ended;
 
 -- name: keep_session_open
--- The worker's session: no idle_session_timeout (PostgreSQL 14+); a job may run for hours.
-SET idle_session_timeout = 0;
+-- The worker's session: no idle_session_timeout (a job may run for hours); before PostgreSQL 14
+-- there is no such limit, and no such setting.
+SELECT set_config('idle_session_timeout', '0', false)
+WHERE current_setting('server_version_num')::int >= 140000;
 
 -- name: heartbeat
 -- Keeps the worker's session from sitting idle while a job runs.
@@ -253,3 +255,29 @@ SELECT EXISTS (
 -- name: listen
 -- Subscribe the worker's connection to the wake-up notifications the triggers send.
 LISTEN batchq_jobs;
+
+-- name: jobs_vacuum_lock
+-- Is the job table due a vacuum, and is it ours to run? Every claimed and deleted job leaves dead
+-- rows, and their index entries sit in front of the claim's index scan until a VACUUM removes
+-- them (autovacuum comes at most once a minute, or never where it is off). True when at least
+-- %(dead_rows)s rows plus a fraction of the live ones are dead (the statistics lag by a second
+-- or so), nobody vacuumed it in the last %(interval)s seconds, and this session took the vacuum
+-- lock (two-int form: clear of the liveness and migration keys).
+SELECT pg_try_advisory_lock(hashtext('batchq_job vacuum'), 1) AS locked
+FROM pg_stat_user_tables
+WHERE relid = 'batchq_job'::regclass
+  AND n_dead_tup >= %(dead_rows)s + %(live_fraction)s::float8 * n_live_tup
+  AND coalesce(greatest(last_vacuum, last_autovacuum), '-infinity')
+      < statement_timestamp() - %(interval)s::float8 * interval '1 second';
+
+-- name: jobs_vacuum
+-- Remove the dead rows and their index entries; a table another session has locked (init-db
+-- migrating) is skipped. The heap is not truncated: that takes an exclusive lock other workers'
+-- claims would queue behind (and VACUUM retries it for up to 5 s), and a queue reuses the pages.
+-- Outside any transaction (PostgreSQL refuses VACUUM inside one); a role that does not own the
+-- table gets a warning and nothing is done.
+VACUUM (SKIP_LOCKED, INDEX_CLEANUP TRUE, TRUNCATE FALSE) batchq_job;
+
+-- name: jobs_vacuum_unlock
+-- The vacuum is done: the next may be anyone's.
+SELECT pg_advisory_unlock(hashtext('batchq_job vacuum'), 1) AS released;

@@ -48,7 +48,7 @@ UPDATE batchq_mq_sent SET sent = sent + :n WHERE queue = :queue AND shard = :sha
 -- name: mq_send
 -- One message, visible after the delay.
 INSERT INTO batchq_message (queue, vt, read_ct, enqueued_at, message, headers)
-VALUES (:queue, strftime('%Y-%m-%d %H:%M:%f', 'now', :delay_modifier), 0,
+VALUES (:queue, strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), 0,
         strftime('%Y-%m-%d %H:%M:%f', 'now'), :message, :headers);
 
 -- name: mq_read
@@ -57,7 +57,7 @@ VALUES (:queue, strftime('%Y-%m-%d %H:%M:%f', 'now', :delay_modifier), 0,
 -- the filter document must exist in the message at the same path with the same JSON type
 -- (integer and real both count as a number), and every scalar must be equal.
 UPDATE batchq_message
-SET vt = strftime('%Y-%m-%d %H:%M:%f', 'now', :vt_modifier), read_ct = read_ct + 1
+SET vt = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :vt)), read_ct = read_ct + 1
 WHERE id IN (
     SELECT m.id FROM batchq_message AS m INDEXED BY batchq_message_read
     WHERE m.queue = :queue AND m.vt <= strftime('%Y-%m-%d %H:%M:%f', 'now')
@@ -108,7 +108,7 @@ DELETE FROM batchq_message WHERE id = :id AND queue = :queue
 
 -- name: mq_set_vt
 -- Make a message invisible until now + vt (0: visible at once); read_ct fences as in mq_delete.
-UPDATE batchq_message SET vt = strftime('%Y-%m-%d %H:%M:%f', 'now', :vt_modifier)
+UPDATE batchq_message SET vt = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :vt))
 WHERE id = :id AND queue = :queue
   AND (:read_ct IS NULL OR read_ct = :read_ct);
 

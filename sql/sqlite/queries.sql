@@ -79,7 +79,7 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = :id AND claim_token = :token;
 
--- name: release_unknown_claims
+-- name: jobs_release_unknown
 -- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
 UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
@@ -97,7 +97,7 @@ SELECT queue, status, COUNT(*) AS jobs,
 FROM batchq_job
 GROUP BY queue, status;
 
--- name: processing_jobs
+-- name: jobs_processing
 -- Every claimed job with its owner and age.
 SELECT id, queue, task, locked_by, claim_token, error_count, max_errors,
        (julianday('now') - julianday(processing_at)) * 86400.0 AS age_seconds
@@ -105,7 +105,7 @@ FROM batchq_job
 WHERE status = 'processing'
 ORDER BY processing_at, id;
 
--- name: requeue_abandoned
+-- name: job_requeue_abandoned
 -- A dead worker's job goes back at once, counted as an error (a poison job ends failed).
 -- The count stops at 65535, the column's top, and the token compares NULL-safely: a row
 -- written by hand with either is put back like any other, never stuck.
@@ -117,7 +117,7 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' 
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = :id AND status = 'processing' AND claim_token IS :token;
 
--- name: unrunnable_jobs
+-- name: jobs_unrunnable
 -- Rows no worker will ever claim, for a human: none here. A priority of any type (SQLite lets a
 -- row written by hand hold one) still sorts in the claim's ORDER BY, and the CHECK on status
 -- keeps out statuses no statement looks for.
@@ -125,20 +125,20 @@ SELECT id, queue, task, status, priority
 FROM batchq_job
 WHERE false;
 
--- name: failed_jobs
+-- name: jobs_failed
 -- Jobs out of tries, for a human.
 SELECT id, queue, task, error_count, max_errors, last_error, created_at
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;
 
--- name: requeue_failed
+-- name: job_requeue_failed
 -- Give a failed job a fresh set of tries, due now.
 UPDATE batchq_job
 SET status = 'ready', error_count = 0, run_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
 WHERE id = :id AND status = 'failed';
 
--- name: delete_failed
+-- name: job_delete_failed
 -- Drop a failed job.
 DELETE FROM batchq_job WHERE id = :id AND status = 'failed';
 
@@ -147,10 +147,10 @@ DELETE FROM batchq_job WHERE id = :id AND status = 'failed';
 INSERT INTO batchq_queue (name, paused) VALUES (:queue, :paused)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused;
 
--- name: paused_queues
+-- name: queues_paused
 -- Names of paused queues.
 SELECT name FROM batchq_queue WHERE paused = 1 ORDER BY name;
 
--- name: purge_queue
+-- name: queue_purge
 -- Delete a queue's jobs that nobody is running.
 DELETE FROM batchq_job WHERE queue = :queue AND status IN ('ready', 'scheduled', 'failed');

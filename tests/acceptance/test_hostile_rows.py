@@ -102,7 +102,7 @@ def test_processing_at_null_is_put_back_and_the_report_prints(
 def test_processing_at_null_of_a_live_worker_is_reported(queue: Queue, db_url: str) -> None:
     live = Queue(db_url, task_modules=["jobs"])
     name = f"{socket.gethostname()}:{os.getpid()}"  # this process: alive on every backend
-    live.backend.hold_liveness(name)
+    live.backend.liveness.hold(name)
     try:
         hostile = write_row(queue, **processing(queue, name, claimed_an_hour_ago=False))  # processing_at NULL
         swept = run_batchq(db_url, "gc-processing")

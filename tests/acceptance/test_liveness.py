@@ -18,7 +18,7 @@ from batchq import Queue
 from batchq.backends import create_backend
 from batchq.config import parse_url
 from batchq.errors import BackendUnavailable
-from batchq.gc import gc_processing
+from batchq.sweeps import StuckJob, gc_processing
 from tests.support.db import create_database, job_rows, ledger, prepare_database
 from tests.support.harness import FIGURES, Figures, account
 from tests.support.processes import batchq_env, run_batchq, start_batchq, wait_for
@@ -69,7 +69,7 @@ class SweepLoop:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.requeued: list[dict[str, Any]] = []
+        self.requeued: list[StuckJob] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sweep, daemon=True)
 
@@ -227,7 +227,7 @@ def test_gc_processing_puts_back_a_job_whose_worker_vanished_behind_a_ghost_sess
         worker.kill()
         worker.wait()
         [owner] = [row["locked_by"] for row in job_rows(queue)]
-        assert queue.backend.is_alive(owner) is True  # to the server, the ghost holds the lock
+        assert queue.backend.liveness.is_alive(owner) is True  # to the server, the ghost holds the lock
         assert gc_processing(queue).requeued == []  # without --ghost-after: taken for alive
         time.sleep(2)  # the ghost sits idle; a live worker's heartbeat would have pinged
         gc = run_batchq(server_url, "gc-processing", "--ghost-after", "1.5s")
@@ -236,7 +236,7 @@ def test_gc_processing_puts_back_a_job_whose_worker_vanished_behind_a_ghost_sess
         [row] = job_rows(queue)
         assert (row["status"], row["error_count"]) == ("ready", 1)
         assert "ghost session" in row["last_error"] and "ended" in row["last_error"]
-        wait_for(lambda: queue.backend.is_alive(owner) is False, timeout=5)  # the ghost was ended
+        wait_for(lambda: queue.backend.liveness.is_alive(owner) is False, timeout=5)  # the ghost was ended
     hang_until.touch()
     rerun = run_batchq(server_url, "run", BATCHQ_TASK_MODULES=TASK_MODULES)
     assert rerun.returncode == 0, rerun.stderr
@@ -272,7 +272,7 @@ def test_gc_processing_sees_and_ends_ghosts_only_with_the_privileges_documented(
         assert seeing.returncode == 3, seeing.stderr
         [row] = job_rows(queue)
         assert row["status"] == "ready" and "not permitted to end it" in row["last_error"]
-        assert queue.backend.is_alive(owner) is True  # the ghost was left to the server
+        assert queue.backend.liveness.is_alive(owner) is True  # the ghost was left to the server
         hang_until.touch()
     queue.close()
 

@@ -47,7 +47,7 @@ def test_sigkill_mid_job_then_gc_puts_it_back_at_once(queue: Queue, db_url: str,
     [row] = job_rows(queue)
     assert row["status"] == "processing"
     # The server ends the dead worker's session (and its liveness lock) when it reads the closed socket.
-    wait_for(lambda: queue.backend.is_alive(row["locked_by"]) is not True, timeout=10)
+    wait_for(lambda: queue.backend.liveness.is_alive(row["locked_by"]) is not True, timeout=10)
 
     swept = time.monotonic()
     gc = run_batchq(db_url, "gc-processing")

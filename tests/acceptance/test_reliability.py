@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from batchq.gc import gc_processing
+from batchq.sweeps import gc_processing
 from tests.support.db import (
     SERVER_URLS,
     app_connection,
+    autocommit_connection,
     create_database,
     job_rows,
     ledger,
@@ -255,7 +256,7 @@ def test_poison_job_that_kills_its_worker_ends_failed(queue: Queue, db_url: str,
         assert rounds <= 3, "the poison job was retried past max_errors"
         assert run_batchq(db_url, "run").returncode == -signal.SIGKILL
         [held] = [job for job in job_rows(queue) if job["status"] == "processing"]
-        assert [job["id"] for job in sweep_after_crash(queue, held["locked_by"]).requeued] == [poison]
+        assert [job.id for job in sweep_after_crash(queue, held["locked_by"]).requeued] == [poison]
     assert run_batchq(db_url, "run").returncode == 0  # the queue goes on behind it
     assert ledger(queue) == [0]
     [row] = job_rows(queue)
@@ -264,14 +265,6 @@ def test_poison_job_that_kills_its_worker_ends_failed(queue: Queue, db_url: str,
 
 
 # -- database faults (servers only: SQLite has no connection to kill or server to restart) ----------
-
-
-@pytest.fixture
-def admin(server_url: str) -> Iterator[Any]:
-    """A raw connection with its own transaction, to lock rows/tables and kill sessions."""
-    conn = app_connection(server_url)
-    yield conn
-    conn.close()
 
 
 @pytest.fixture
@@ -291,7 +284,7 @@ PROMOTE_STATEMENT = "UPDATE batchq_job SET status = 'ready'"
 def _kill_session_running(dialect: str, *statement_prefixes: str) -> None:
     """Wait for a worker's session to block in a statement starting with one of the prefixes,
     and kill that session. Only this test database's sessions: other suites may share the server."""
-    monitor = _fresh_admin(dialect)
+    monitor = autocommit_connection(SERVER_URLS[dialect])
 
     def blocked_session() -> Any:
         for prefix in statement_prefixes:
@@ -305,15 +298,6 @@ def _kill_session_running(dialect: str, *statement_prefixes: str) -> None:
     session = wait_for(blocked_session, timeout=30)
     run_query_on(monitor, dialect, "session_end", {"session": session}).close()
     monitor.close()
-
-
-def _fresh_admin(dialect: str) -> Any:
-    conn = app_connection(SERVER_URLS[dialect])
-    if dialect == "mysql":
-        conn.autocommit(True)
-    else:
-        conn.autocommit = True
-    return conn
 
 
 def test_connection_killed_during_claim(

@@ -29,6 +29,13 @@ def record(payload: dict[str, Any]) -> None:
         time.sleep(pause)
 
 
+def record_slot(payload: dict[str, Any]) -> None:
+    """A scheduled job: write its slot (seconds since the epoch) into test_ledger."""
+    from datetime import datetime
+
+    record({"n": int(datetime.fromisoformat(payload["batchq_slot"]).timestamp())})
+
+
 def slow(payload: dict[str, Any]) -> None:
     """Touch payload['started'], sleep payload['seconds'], then touch payload['done']."""
     Path(payload["started"]).write_text(str(os.getpid()))

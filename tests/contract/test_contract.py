@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from batchq import ConfigError, PayloadError, Queue, SchemaMissing, TaskError, TaskNotAllowed
-from batchq.gc import gc_error, gc_processing
+from batchq.sweeps import gc_error, gc_processing
 from batchq.worker import RunOptions, Worker
 from tests.support.db import (
     SERVER_URLS,
@@ -131,10 +131,10 @@ def test_fails_for_good_after_max_errors_and_gc_error_requeues(queue: Queue) -> 
     assert row["last_error"] == "the task returned False"
     _make_due(queue)
     assert run_worker(queue).summary.processed == 0  # failed jobs are never claimed
-    assert [job["id"] for job in gc_error(queue)] == [job_id]
+    assert [job.id for job in gc_error(queue)] == [job_id]
     [requeued] = gc_error(queue, "requeue")
-    assert (requeued["id"], requeued["status"], requeued["error_count"]) == (job_id, "ready", 0)
-    assert requeued["error_count_before"] == 2  # as it is now, and what it had
+    assert (requeued.id, requeued.status, requeued.error_count) == (job_id, "ready", 0)
+    assert requeued.error_count_before == 2  # as it is now, and what it had
     [row] = job_rows(queue)
     assert (row["status"], row["error_count"]) == ("ready", 0)
     assert gc_error(queue) == []
@@ -144,8 +144,8 @@ def test_gc_error_delete_and_filters(queue: Queue) -> None:
     a = queue.enqueue("jobs:fail", None, max_errors=1)
     b = queue.enqueue("jobs:fail", None, max_errors=1, queue="other")
     run_worker(queue, queues=("default", "other"))
-    assert [job["id"] for job in gc_error(queue, queues=["other"])] == [b]
-    assert [job["id"] for job in gc_error(queue, "delete", ids=[a])] == [a]
+    assert [job.id for job in gc_error(queue, queues=["other"])] == [b]
+    assert [job.id for job in gc_error(queue, "delete", ids=[a])] == [a]
     assert [row["id"] for row in job_rows(queue)] == [b]
 
 
@@ -370,12 +370,12 @@ def test_gc_processing_requeues_a_dead_owner_and_reports_a_live_one(queue: Queue
         task_modules=["jobs"],
     )
     live_name = f"{socket.gethostname()}:{os.getpid()}"
-    live.backend.hold_liveness(live_name)
+    live.backend.liveness.hold(live_name)
     live.backend.claim("default", live_name, "l" * 32)
 
     report = gc_processing(queue, older_than=0)
-    assert [job["id"] for job in report.requeued] == [dead_job]
-    assert [job["id"] for job in report.long_running] == [live_job]
+    assert [job.id for job in report.requeued] == [dead_job]
+    assert [job.id for job in report.long_running] == [live_job]
     rows = {row["id"]: row for row in job_rows(queue)}
     assert (rows[dead_job]["status"], rows[dead_job]["error_count"]) == ("ready", 1)
     assert "died while running" in rows[dead_job]["last_error"]
@@ -401,7 +401,7 @@ def test_late_finish_after_a_sweep_changes_nothing(queue: Queue) -> None:
     """Fencing: the old owner's DELETE after gc took the job back matches 0 rows."""
     job_id = queue.enqueue("jobs:noop")
     [job] = queue.backend.claim("default", f"{socket.gethostname()}:{_dead_pid()}", "a" * 32).jobs
-    assert gc_processing(queue).requeued[0]["id"] == job_id
+    assert gc_processing(queue).requeued[0].id == job_id
     [new_owner] = queue.backend.claim("default", "other:1", "b" * 32).jobs
     assert new_owner.id == job.id
     assert queue.backend.delete_jobs([job]) == 0
@@ -434,7 +434,7 @@ def test_app_clock_skew_changes_nothing(queue: Queue, skew_minutes: int) -> None
         queue.backend.claim("default", f"{socket.gethostname()}:{_dead_pid()}", "c" * 32)
         [stats] = queue.stats()
         assert stats.delayed == 1 and 0 <= stats.oldest_processing_seconds < 60
-        assert [job["id"] for job in gc_processing(queue).requeued] == [claimed]
+        assert [job.id for job in gc_processing(queue).requeued] == [claimed]
 
 
 def test_error_text_with_emoji_and_invalid_utf8_is_stored(queue: Queue) -> None:

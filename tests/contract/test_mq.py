@@ -297,8 +297,7 @@ def test_read_locks_only_the_rows_it_returns(backend_name: str, db_url: str, mq:
         "qty": 1,
         "where": json.dumps({"kind": "mail"}),
         "where_paths": json.dumps(["$", '$."kind"']),
-        "vt_us": 0,
-        "vt_seconds": 0.0,
+        "vt": 0.0,
     }
     try:
         with holder.transaction():

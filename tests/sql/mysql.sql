@@ -115,3 +115,33 @@ INSERT INTO batchq_job (queue, task, status, run_at, error_count, max_errors, lo
 VALUES ('default', %(task)s, %(status)s, UTC_TIMESTAMP(6) + INTERVAL %(due_in)s SECOND,
         %(error_count)s, 10, %(owner)s, IF(%(status)s = 'processing', UTC_TIMESTAMP(6), NULL),
         UTC_TIMESTAMP(6));
+
+-- name: lock_row_insert
+-- A lock row written with plain SQL, expiring at the column's earliest ('past') or latest ('future') time.
+INSERT INTO batchq_lock (name, slot, lock_by, state, expire_at, token)
+VALUES (%(name)s, %(slot)s, %(lock_by)s, %(state)s,
+        CASE WHEN %(when)s = 'past' THEN '1000-01-01 00:00:00' ELSE '9999-12-31 23:59:59.999999' END,
+        %(token)s);
+
+-- name: lock_row_insert_expire_text
+-- A held lock row written with plain SQL whose expire_at is the text given.
+INSERT INTO batchq_lock (name, slot, lock_by, state, expire_at, token)
+VALUES (%(name)s, 0, 'someone', 'locked', %(expire_at)s, 0);
+
+-- name: schedule_set_next_exec
+-- Move a schedule's next slot to a given time (seconds since the epoch), as if ticks had stopped.
+UPDATE batchq_schedule SET next_exec = TIMESTAMP'1970-01-01 00:00:00' + INTERVAL %(at)s SECOND
+WHERE name = %(name)s;
+
+-- name: schedule_next_exec
+-- A schedule's next slot, in seconds since the epoch.
+SELECT TIMESTAMPDIFF(SECOND, '1970-01-01', next_exec) FROM batchq_schedule WHERE name = %(name)s;
+
+-- name: jobs_refuse_drop
+-- Remove the trigger jobs_refuse_create made.
+DROP TRIGGER IF EXISTS test_jobs_refuse;
+
+-- name: jobs_refuse_create
+-- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
+CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job FOR EACH ROW
+IF NEW.queue = 'refused' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by a test trigger'; END IF;

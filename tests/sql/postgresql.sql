@@ -117,3 +117,52 @@ INSERT INTO batchq_job (queue, task, status, run_at, error_count, max_errors, lo
 VALUES ('default', %(task)s, %(status)s::varchar, statement_timestamp() + %(due_in)s * interval '1 second',
         %(error_count)s, 10, %(owner)s,
         CASE WHEN %(status)s::varchar = 'processing' THEN statement_timestamp() END, statement_timestamp());
+
+-- name: lock_row_insert
+-- A lock row written with plain SQL, expiring at an early ('past') or a far ('future') time.
+INSERT INTO batchq_lock (name, slot, lock_by, state, expire_at, token)
+VALUES (%(name)s, %(slot)s, %(lock_by)s, %(state)s,
+        CASE WHEN %(when)s::text = 'past' THEN timestamptz '0001-01-01 00:00:00+00'
+             ELSE timestamptz '9999-12-31 23:59:59.999999+00' END,
+        %(token)s);
+
+-- name: lock_row_insert_expire_text
+-- A held lock row written with plain SQL whose expire_at is the text given.
+INSERT INTO batchq_lock (name, slot, lock_by, state, expire_at, token)
+VALUES (%(name)s, 0, 'someone', 'locked', %(expire_at)s::text::timestamptz, 0);
+
+-- name: stats_flush
+-- Send this session's pending table statistics now (they go at most once a second otherwise).
+SELECT pg_stat_force_next_flush();
+
+-- name: job_table_vacuums
+-- The job table's dead rows and how often it was vacuumed by hand (a worker's VACUUM counts so).
+SELECT n_dead_tup, vacuum_count FROM pg_stat_user_tables WHERE relid = 'batchq_job'::regclass;
+
+-- name: vacuum_lock_take
+-- The lock a worker takes to vacuum the job table, taken by the test's own session.
+SELECT pg_try_advisory_lock(hashtext('batchq_job vacuum'), 1);
+
+-- name: schedule_set_next_exec
+-- Move a schedule's next slot to a given time (seconds since the epoch), as if ticks had stopped.
+UPDATE batchq_schedule SET next_exec = to_timestamp(%(at)s::float8) WHERE name = %(name)s;
+
+-- name: schedule_next_exec
+-- A schedule's next slot, in seconds since the epoch.
+SELECT extract(epoch FROM next_exec)::bigint FROM batchq_schedule WHERE name = %(name)s;
+
+-- name: jobs_refuse_drop
+-- Remove the trigger jobs_refuse_create made.
+DROP TRIGGER IF EXISTS test_jobs_refuse ON batchq_job;
+
+-- name: jobs_refuse_function
+-- The function of the trigger jobs_refuse_create makes.
+CREATE OR REPLACE FUNCTION test_jobs_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.queue = 'refused' THEN RAISE EXCEPTION 'refused by a test trigger'; END IF;
+    RETURN NEW;
+END $$;
+
+-- name: jobs_refuse_create
+-- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
+CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job FOR EACH ROW EXECUTE FUNCTION test_jobs_refuse();

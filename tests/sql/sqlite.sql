@@ -79,3 +79,32 @@ VALUES ('default', :task, :status,
         :error_count, 10, :owner,
         CASE WHEN :status = 'processing' THEN strftime('%Y-%m-%d %H:%M:%f', 'now') END,
         strftime('%Y-%m-%d %H:%M:%f', 'now'));
+
+-- name: lock_row_insert
+-- A lock row written with plain SQL, expiring at an early ('past') or a far ('future') time.
+INSERT INTO batchq_lock (name, slot, lock_by, state, expire_at, token)
+VALUES (:name, :slot, :lock_by, :state,
+        CASE WHEN :when = 'past' THEN '0001-01-01 00:00:00.000' ELSE '9999-12-31 23:59:59.999' END,
+        :token);
+
+-- name: lock_row_insert_expire_text
+-- A held lock row written with plain SQL whose expire_at is the text given.
+INSERT INTO batchq_lock (name, slot, lock_by, state, expire_at, token)
+VALUES (:name, 0, 'someone', 'locked', :expire_at, 0);
+
+-- name: schedule_set_next_exec
+-- Move a schedule's next slot to a given time (seconds since the epoch), as if ticks had stopped.
+UPDATE batchq_schedule SET next_exec = strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch') WHERE name = :name;
+
+-- name: schedule_next_exec
+-- A schedule's next slot, in seconds since the epoch.
+SELECT CAST(strftime('%s', next_exec) AS INTEGER) FROM batchq_schedule WHERE name = :name;
+
+-- name: jobs_refuse_drop
+-- Remove the trigger jobs_refuse_create made.
+DROP TRIGGER IF EXISTS test_jobs_refuse;
+
+-- name: jobs_refuse_create
+-- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
+CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job WHEN NEW.queue = 'refused'
+BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END;

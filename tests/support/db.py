@@ -12,6 +12,7 @@ from typing import Any
 
 from batchq import Queue
 from batchq.backends import create_backend
+from batchq.backends.schema import migrate
 from batchq.config import parse_url
 from tests.support.queries import query
 
@@ -30,6 +31,8 @@ TABLES = (
     "batchq_message_archive",
     "batchq_mq_sent",
     "batchq_mq_meta",
+    "batchq_lock",
+    "batchq_schedule",
 )
 
 
@@ -110,7 +113,7 @@ def prepare_database(backend_name: str, url: str) -> None:
     try:
         if url not in _prepared or backend_name == "sqlite":
             create_database(url)
-            backend.migrate()
+            migrate(backend)
             _prepared.add(url)
         with backend.errors():
             cur = backend.conn.cursor()
@@ -189,3 +192,13 @@ def app_connection(db_url: str) -> Any:
         password=url.password or None,
         dbname=url.database,
     )
+
+
+def autocommit_connection(db_url: str) -> Any:
+    """A connection of the test's own in autocommit: to watch and end other sessions."""
+    conn = app_connection(db_url)
+    if parse_url(db_url).dialect == "mysql":
+        conn.autocommit(True)
+    else:
+        conn.autocommit = True
+    return conn

@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from typing import IO
 
 from batchq import Queue
-from batchq.gc import ProcessingReport, gc_processing
+from batchq.sweeps import ProcessingReport, gc_processing
 from tests.support.db import ledger, run_query, sql
 from tests.support.processes import batchq_cmd, batchq_env, wait_for
 
@@ -138,7 +138,9 @@ def sweep_after_crash(queue: Queue, worker: str) -> ProcessingReport:
     """
     names = [name for name, _ in _owners(queue, worker)] if worker.endswith(":") else [worker]
     for name in names:
-        wait_for(lambda name=name: queue.backend.is_alive(name) is not True, timeout=10, interval=0.002)
+        wait_for(
+            lambda name=name: queue.backend.liveness.is_alive(name) is not True, timeout=10, interval=0.002
+        )
     return gc_processing(queue)
 
 

@@ -38,7 +38,5 @@ def read_plan_backlog(mq: MessageQueue) -> dict[str, Any]:
         "qty": 5,
         "where": None,
         "where_paths": None,
-        "vt_us": 0,
-        "vt_modifier": "+0 seconds",
-        "vt_seconds": 0.0,
+        "vt": 0.0,
     }

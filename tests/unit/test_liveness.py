@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from batchq.backends.liveness import owner_name, worker_host_and_pid
 from batchq.backends.postgresql import liveness_key
-from batchq.backends.sqlite import worker_host_and_pid
-from batchq.worker import worker_name
 
 
 def test_worker_names_differ_between_processes_of_one_host_and_pid() -> None:
-    names = {worker_name() for _ in range(1000)}
+    names = {owner_name() for _ in range(1000)}
     assert len(names) == 1000
     assert all(worker_host_and_pid(name)[1] is not None for name in names)
 

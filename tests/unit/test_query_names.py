@@ -20,6 +20,7 @@ SERVER_ONLY = {
     "heartbeat",
     "keep_session_open",
     "liveness_ghost",
+    "liveness_held",
     "liveness_holder",
     "liveness_lock",
     "liveness_lock_wait",
@@ -40,13 +41,16 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "mq_pop_no_skip",
         "server_info",  # the version and whether it has SKIP LOCKED, read once per connection
         "max_allowed_packet",  # what bounds a statement's size
-        "liveness_free",  # IS_FREE_LOCK: 1 when the worker is dead
+        "lock_taken",  # after lock_take: the slot and token it gave (no RETURNING)
     },
     "postgresql": SERVER_ONLY
     | {
         "enqueue_many",  # the payloads as one array: unnest()
         "listen",  # LISTEN for jobs becoming due
-        "liveness_held",  # the advisory lock is held: the worker is alive
+        # Dead rows: workers VACUUM the job table (InnoDB purges by itself, SQLite reuses pages).
+        "jobs_vacuum_lock",
+        "jobs_vacuum",
+        "jobs_vacuum_unlock",
     },
     "sqlite": {"session_foreign_keys"},  # a PRAGMA per connection
 }
@@ -65,7 +69,14 @@ TEST_SERVER_ONLY = {
 }
 TEST_EXTRAS: Mapping[str, set[str]] = {
     "mysql": TEST_SERVER_ONLY | {"max_allowed_packet"},  # the payload size tests' bound
-    "postgresql": TEST_SERVER_ONLY | {"server_reload_conf"},  # ALTER SYSTEM needs a reload
+    "postgresql": TEST_SERVER_ONLY
+    | {
+        "server_reload_conf",  # ALTER SYSTEM needs a reload
+        "stats_flush",  # the statistics a worker's vacuum decision reads
+        "job_table_vacuums",
+        "vacuum_lock_take",
+        "jobs_refuse_function",  # a trigger runs a function of its own
+    },
     "sqlite": set(),
 }
 

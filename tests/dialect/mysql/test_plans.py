@@ -17,8 +17,8 @@ def test_mysql_claim_plan_uses_the_claim_index_without_a_sort(queue: Queue) -> N
     backend = queue.backend
     cur = backend.conn.cursor()
     for name in ("jobs_claim", "jobs_claim_waiting"):
-        # The locking SELECT of the multi-statement claim (after START TRANSACTION and DELETE).
-        select = backend.sql(name).split(";")[2]
+        # The locking SELECT of the multi-statement claim, its last statement.
+        select = backend.sql(name).split(";")[-1]
         statement = cur.mogrify(select, {"queue": "default", "limit": 100})
         cur.execute("EXPLAIN FORMAT=JSON " + statement)
         plan = json.loads(cur.fetchone()[0])

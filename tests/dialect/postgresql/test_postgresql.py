@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from batchq.backends import create_backend
+from batchq.backends import create_backend, postgresql
 from batchq.backends.postgresql import liveness_key
+from batchq.backends.schema import migrate
 from batchq.errors import BackendError, BackendUnavailable
-from batchq.gc import gc_error, gc_processing
-from tests.support.db import SERVER_URLS, create_database, job_rows, selected_backends, sql
+from batchq.sweeps import gc_error, gc_processing
+from batchq.worker import RunOptions, Worker
+from tests.support.db import SERVER_URLS, create_database, job_rows, run_query, selected_backends, sql
 from tests.support.processes import start_batchq, wait_for
 from tests.support.queries import query
 
@@ -30,7 +32,7 @@ def pg_queue() -> Iterator[Queue]:
     create_database(URL)
     backend = create_backend(URL)
     try:
-        backend.migrate()
+        migrate(backend)
         with backend.errors():
             backend.conn.execute(query("postgresql", "ledger_create"))
             backend.conn.execute("TRUNCATE batchq_job, batchq_queue, test_ledger")
@@ -58,12 +60,12 @@ def notified(conn: Any, timeout: float = 0.3) -> list[str]:
 
 def test_liveness_lock_is_seen_from_another_session_and_never_taken(pg_queue: Queue) -> None:
     worker = Queue(URL)
-    worker.backend.hold_liveness("host-a:123")
+    worker.backend.liveness.hold("host-a:123")
     for _ in range(3):  # looking does not take it
-        assert pg_queue.backend.is_alive("host-a:123") is True
-    assert pg_queue.backend.is_alive("host-a:124") is False
+        assert pg_queue.backend.liveness.is_alive("host-a:123") is True
+    assert pg_queue.backend.liveness.is_alive("host-a:124") is False
     with pytest.raises(BackendError, match="already held"):
-        pg_queue.backend.hold_liveness("host-a:123")
+        pg_queue.backend.liveness.hold("host-a:123")
     key = liveness_key("host-a:123")
     [(locks,)] = sql(
         pg_queue,
@@ -73,7 +75,7 @@ def test_liveness_lock_is_seen_from_another_session_and_never_taken(pg_queue: Qu
     )
     assert locks == 1
     worker.close()  # the session ends: the lock goes with it
-    wait_for(lambda: pg_queue.backend.is_alive("host-a:123") is False, timeout=5)
+    wait_for(lambda: pg_queue.backend.liveness.is_alive("host-a:123") is False, timeout=5)
 
 
 @pytest.mark.slow
@@ -83,8 +85,8 @@ def test_sigkilled_worker_is_dead_to_gc_at_once(pg_queue: Queue, tmp_path: Path)
     proc = start_batchq(URL, "run")
     wait_for(started.exists)
     [owner] = {row["locked_by"] for row in job_rows(pg_queue)}
-    assert pg_queue.backend.is_alive(owner) is True
-    assert gc_processing(pg_queue, older_than=0).long_running[0]["id"] == job_id  # reported, not stolen
+    assert pg_queue.backend.liveness.is_alive(owner) is True
+    assert gc_processing(pg_queue, older_than=0).long_running[0].id == job_id  # reported, not stolen
 
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
@@ -92,7 +94,7 @@ def test_sigkilled_worker_is_dead_to_gc_at_once(pg_queue: Queue, tmp_path: Path)
     # The server notices the closed socket at once; nothing waits out a lease.
     report = wait_for(lambda: gc_processing(pg_queue).requeued, timeout=5)
     print(f"\nrequeued {time.monotonic() - killed:.3f}s after SIGKILL")
-    assert [job["id"] for job in report] == [job_id]
+    assert [job.id for job in report] == [job_id]
     assert job_rows(pg_queue)[0]["status"] == "ready"
 
 
@@ -219,7 +221,7 @@ def test_wait_returns_at_timeout_and_on_stop(pg_queue: Queue) -> None:
     import threading
 
     backend = pg_queue.backend
-    backend.hold_liveness("w:1")  # as a worker does: connected before it ever waits
+    backend.liveness.hold("w:1")  # as a worker does: connected before it ever waits
     stop = threading.Event()
     backend.wait_for_jobs(["default"], 5, stop)  # the first call only LISTENs
     began = time.monotonic()
@@ -316,3 +318,56 @@ def test_describe_names_the_server_and_the_claim(pg_queue: Queue) -> None:
     text = pg_queue.backend.describe()
     assert text.startswith("PostgreSQL 1") and "FOR UPDATE SKIP LOCKED" in text
     assert pg_queue.backend.payload_limit() == 64 * 1024 * 1024
+
+
+# -- dead rows: the worker's VACUUM -----------------------------------------------------------
+
+
+def run_noop_jobs(queue: Queue, n: int) -> None:
+    """n jobs enqueued and run to completion (claimed, then deleted: two dead rows each), their
+    statistics sent to the server at once."""
+    queue.enqueue_many("jobs:noop", [{"i": i} for i in range(n)])
+    assert Worker(queue, RunOptions(batch_size=10)).run().succeeded == n
+    run_query(queue, "stats_flush")
+    queue.backend.fetchone("queues_paused")  # the flush goes with the next statement
+
+
+def vacuums(queue: Queue) -> tuple[int, int]:
+    [(dead, count)] = run_query(queue, "job_table_vacuums")
+    return int(dead), int(count)
+
+
+def test_vacuum_if_due_vacuums_once_enough_rows_are_dead(pg_queue: Queue) -> None:
+    run_noop_jobs(pg_queue, 50)
+    dead, count = vacuums(pg_queue)
+    assert dead >= 100
+    assert pg_queue.backend.vacuum_if_due(dead_rows=dead + 1, interval=0) is False
+    assert pg_queue.backend.vacuum_if_due(dead_rows=dead, interval=0) is True
+    assert vacuums(pg_queue) == (0, count + 1)
+    run_noop_jobs(pg_queue, 50)
+    # Vacuumed a moment ago: not again within the interval, however many rows are dead.
+    assert pg_queue.backend.vacuum_if_due(dead_rows=1, interval=60) is False
+    assert vacuums(pg_queue)[1] == count + 1
+
+
+def test_one_worker_vacuums_at_a_time(pg_queue: Queue) -> None:
+    run_noop_jobs(pg_queue, 20)
+    other = Queue(URL)
+    try:
+        [(locked,)] = run_query(other, "vacuum_lock_take")
+        assert locked is True
+        assert pg_queue.backend.vacuum_if_due(dead_rows=1, interval=0) is False
+        other.backend.fetchone("jobs_vacuum_unlock")
+        assert pg_queue.backend.vacuum_if_due(dead_rows=1, interval=0) is True
+    finally:
+        other.close()
+
+
+def test_worker_vacuums_the_job_table_between_jobs(pg_queue: Queue, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(postgresql, "VACUUM_DEAD_ROWS", 1)
+    monkeypatch.setattr(postgresql, "VACUUM_INTERVAL_SECONDS", 0.0)
+    run_noop_jobs(pg_queue, 20)
+    count = vacuums(pg_queue)[1]
+    pg_queue.enqueue("jobs:noop", {})
+    assert Worker(pg_queue).run().succeeded == 1  # its first tick vacuums: 40 rows are dead
+    assert vacuums(pg_queue)[1] == count + 1

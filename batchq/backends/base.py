@@ -1,0 +1,382 @@
+"""A connection to one database and the named queries batchq runs on it.
+
+A backend runs named queries from ``sql/<dialect>/*.sql`` on one connection: nothing, one row
+or all rows, in autocommit or inside ``transaction()``; and the job cycle's few statements
+(claim, delete, release, promote), which each dialect writes its own way. Dialect modules
+connect, claim and translate driver errors; a worker's liveness is in ``liveness.py``, the
+schema in ``schema.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any, ClassVar, NoReturn, TypeVar
+
+from ..config import DatabaseURL, redact
+from ..errors import BackendError, BackendUnavailable
+from ..job import Claim, Job
+from ..sqlfiles import queries as load_queries
+from .liveness import Liveness
+
+Row = dict[str, Any]
+T = TypeVar("T")
+
+
+class TransientError(BackendError):
+    """A deadlock, lock wait timeout or serialization failure: safe to retry the transaction."""
+
+
+class Backend(ABC):
+    dialect: ClassVar[str]
+    skip_locked: bool = True
+    has_sessions: ClassVar[bool] = True  # a server session that can idle out, be lost or linger
+    # A claim or a message read is one statement, atomic in autocommit (PostgreSQL): no BEGIN
+    # and COMMIT around it. SQLite's takes the write lock first; MySQL's locks, then marks.
+    single_statement_claims: ClassVar[bool] = False
+    # UPDATE/DELETE ... RETURNING; without it (MySQL) a claim selects, then marks what it found.
+    has_update_returning: ClassVar[bool] = True
+
+    def __init__(self, url: DatabaseURL) -> None:
+        self.url = url
+        self.queries = load_queries(self.dialect)
+        self._conn: Any = None
+        self.liveness = self._liveness()
+        self.transient_retries = 0  # deadlocks and lock waits retried, for reports
+        self._in_transaction = False
+        # One user of the connection at a time: the worker's thread, or its heartbeat.
+        self.session_lock = threading.RLock()
+
+    # -- connection ---------------------------------------------------------
+
+    @abstractmethod
+    def _liveness(self) -> Liveness:
+        """How this dialect tells a worker alive."""
+
+    @abstractmethod
+    def _connect(self) -> Any:
+        """Open a connection with the session settings batchq relies on."""
+
+    @abstractmethod
+    def _translate(self, exc: Exception) -> BackendError | None:
+        """Map a driver exception to a batchq error, or None if it is not a driver error."""
+
+    @property
+    def conn(self) -> Any:
+        """The connection, opened on first use. A worker's connection never exists without its
+        liveness lock: a reconnect takes it again before any statement runs."""
+        if self._conn is None:
+            with self.errors():
+                self._conn = self._connect()
+            try:
+                self.liveness.on_connect()
+            except BaseException:
+                self._drop_connection()
+                raise
+        return self._conn
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None
+
+    def close(self) -> None:
+        self._drop_connection()
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """Re-raise driver errors as batchq errors, without the password in the text."""
+        try:
+            yield
+        except BackendError:
+            raise
+        except Exception as exc:
+            self._raise_translated(exc)
+
+    def _raise_translated(self, exc: Exception) -> NoReturn:
+        """Re-raise a driver error as a batchq error without the password; anything else as is."""
+        translated = self._translate(exc)
+        if translated is None:
+            raise exc
+        if isinstance(translated, BackendUnavailable):
+            self._drop_connection()
+        translated.args = (redact(str(translated), self.url),)
+        raise translated from None
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    # -- named queries --------------------------------------------------------
+
+    def sql(self, name: str) -> str:
+        return self.queries[name]
+
+    def execute(self, name: str, params: Any = None, conn: Any = None) -> int:
+        """Run a statement; return the affected row count (matched rows on MySQL)."""
+        return self._query(name, params, conn, _rowcount)
+
+    def insert(self, name: str, params: Any, conn: Any = None) -> int:
+        """Run an INSERT and return the new row's id."""
+        return self._query(name, params, conn, self._inserted_id)
+
+    def insert_jobs(self, rows: Sequence[dict[str, Any]], conn: Any = None) -> int:
+        """enqueue_many: rows that differ only in their payload, all or none, in as few
+        statements as the dialect allows; on ``conn``, inside the caller's transaction."""
+        if conn is not None:
+            return self.insert_many("enqueue", rows, conn)
+        with self.transaction():
+            return self.insert_many("enqueue", rows)
+
+    def insert_many(self, name: str, rows: Sequence[Any], conn: Any = None) -> int:
+        with self.errors(), self._cursor(conn) as cur:
+            cur.executemany(self.sql(name), rows)
+            return len(rows)
+
+    def fetchone(self, name: str, params: Any = None) -> Row | None:
+        return self._query(name, params, None, self._first_row)
+
+    def fetchall(self, name: str, params: Any = None) -> list[Row]:
+        return self._query(name, params, None, self._all_rows)
+
+    def rows(self, name: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """All rows as tuples: the job cycle's reads, without a dict per row."""
+        return self._query(name, params, None, _tuples)
+
+    def _query(self, name: str, params: Any, conn: Any, read: Callable[[Any], T]) -> T:
+        """Run a named statement on a fresh cursor and ``read`` its result.
+
+        errors() and _cursor() spelled out: every statement of a job cycle comes through here,
+        and their generator context managers cost a SQLite worker about a tenth of its CPU.
+        """
+        with self.session_lock:
+            try:
+                cur = self._new_cursor(conn)
+                try:
+                    cur.execute(self.queries[name], self._adapt(params) or ())
+                    return read(cur)
+                finally:
+                    cur.close()
+            except BackendError:
+                raise
+            except Exception as exc:
+                self._raise_translated(exc)
+
+    def _adapt(self, params: Any) -> Any:
+        """Parameters as the driver binds them: one shape in Python (seconds as numbers, ids as
+        lists), converted here where a driver needs another (SQLite: lists as JSON)."""
+        return params
+
+    def _new_cursor(self, conn: Any = None) -> Any:
+        return (conn if conn is not None else self.conn).cursor()
+
+    @contextmanager
+    def _cursor(self, conn: Any = None) -> Iterator[Any]:
+        with self.session_lock:
+            cur = self._new_cursor(conn)
+            try:
+                yield cur
+            finally:
+                cur.close()
+
+    def _first_row(self, cur: Any) -> Row | None:
+        row = cur.fetchone()
+        return None if row is None else dict(zip(_column_names(cur), row))
+
+    def _all_rows(self, cur: Any) -> list[Row]:
+        names = _column_names(cur)  # once: psycopg builds new Column objects on every access
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def _inserted_id(self, cur: Any) -> int:
+        return int(cur.lastrowid)
+
+    # -- transactions ---------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A short explicit transaction; commit on success, roll back on error.
+
+        A transaction opened inside another joins it (the worker acknowledges a job and claims
+        the next in one commit); only the outermost one begins and commits.
+        """
+        if self._in_transaction:
+            yield
+            return
+        self.session_lock.acquire()  # the whole transaction: a heartbeat ping waits for its end
+        try:
+            with self.errors():
+                self._begin()
+        except BaseException:
+            self.session_lock.release()
+            raise
+        self._in_transaction = True
+        try:
+            yield
+            with self.errors():
+                self._conn.commit()
+        except BaseException:
+            # Also after a failed COMMIT: never leave a transaction open on the connection.
+            self._rollback_quietly()
+            raise
+        finally:
+            self._in_transaction = False
+            self.session_lock.release()
+
+    def _rollback_quietly(self) -> None:
+        """End whatever transaction a failure left open; a connection that cannot is dropped."""
+        if self._conn is not None:
+            try:
+                self._conn.rollback()
+            except Exception:
+                self._drop_connection()
+
+    def _begin(self) -> None:
+        self.conn.begin()
+
+    def reset_after_error(self) -> None:
+        """Leave a failed statement's transaction state behind (PostgreSQL needs it)."""
+
+    def run_script(self, statements: Sequence[str]) -> None:
+        """Run a migration's statements in turn (the only SQL not read by name)."""
+        with self.errors(), self._cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+
+    def retrying(self, action: Callable[[], T], attempts: int = 8) -> T:
+        """Run a transaction, retrying deadlocks and lock waits with jittered backoff."""
+        if self._in_transaction:
+            return action()  # a deadlock ends the whole outer transaction: only it can be retried
+        for attempt in range(attempts):
+            try:
+                return action()
+            except TransientError:
+                if attempt == attempts - 1:
+                    raise
+                self.transient_retries += 1
+                time.sleep(random.uniform(0, 0.005 * 2**attempt))
+        raise AssertionError("unreachable")
+
+    # -- the job cycle ------------------------------------------------------------
+
+    @abstractmethod
+    def claim(self, queue: str, worker: str, token: str, limit: int = 1, done: Sequence[Job] = ()) -> Claim:
+        """In one transaction: delete the jobs ``done`` (finished by this worker, fenced by their
+        claim's token) and claim up to ``limit`` due jobs of ``queue``, in the claim index's
+        order (priority, then due time, then id), marked ours with ``token``.
+
+        Every 'ready' row is due (jobs_promote moves 'scheduled' ones once their time comes), so
+        a claim takes the first unlocked rows of the claim index: it never walks the backlog.
+        """
+
+    def delete_jobs(self, jobs: Sequence[Job]) -> int:
+        """Delete finished jobs when no claim follows; returns how many matched their token."""
+        return self.execute("jobs_delete", {"token": jobs[0].claim_token, "ids": job_ids(jobs)})
+
+    def release_jobs(self, jobs: Sequence[Job]) -> int:
+        """Put back claimed jobs this worker will not run, uncounted."""
+        return self.execute("jobs_release", {"token": jobs[0].claim_token, "ids": job_ids(jobs)})
+
+    def promote_due(self) -> int:
+        """Make scheduled jobs whose time has come ready; returns how many."""
+        return self.execute("jobs_promote")
+
+    def vacuum_if_due(self) -> bool:
+        """Clean up after the finished jobs where the database leaves that to us (PostgreSQL);
+        True if this worker did."""
+        return False
+
+    @abstractmethod
+    def check_connection(self, conn: Any) -> None:
+        """Refuse an application connection of another driver (for enqueue(conn=...))."""
+
+    def wait_for_jobs(self, queues: Sequence[str], timeout: float, stop: threading.Event) -> None:
+        """An idle worker's pause: at most ``timeout`` seconds, cut short by ``stop`` (SIGTERM).
+
+        Polling backends just sleep; PostgreSQL also returns when a job of ``queues`` is notified.
+        """
+        stop.wait(timeout)
+
+    def describe(self) -> str:
+        """One line for `batchq stats`: server and claim strategy."""
+        return f"{self.dialect} {self.url}"
+
+    def payload_limit(self) -> int:
+        """The largest payload, in bytes, the table accepts (known without connecting)."""
+        return 16 * 1024 * 1024 - 1
+
+    def check_statement_sizes(self, name: str, rows: Sequence[Any], conn: Any = None) -> None:
+        """Raise PayloadError, sending nothing, if a row's statement is more than the server
+        accepts. Only MySQL needs it: the others bind values apart from the statement, and
+        payload_limit() is already under their limits."""
+
+
+def job_ids(jobs: Sequence[Job]) -> list[int]:
+    return [job.id for job in jobs]
+
+
+def done_params(done: Sequence[Job]) -> dict[str, Any]:
+    """The finished jobs a claim deletes first: their token and ids (none: matches nothing)."""
+    return {"done_token": done[0].claim_token if done else None, "done_ids": job_ids(done)}
+
+
+def stored_count(value: Any) -> int:
+    """A count read from a row as an int, 0 if it is none: SQLite lets a row written by hand
+    hold any type in any column, and a worker or sweep must not fail on it."""
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def stored_text(value: Any) -> str:
+    """A text read from a row as str: bytes (a BLOB written by hand on SQLite) decoded with
+    U+FFFD for what is not UTF-8, anything else as str()."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
+
+
+def stored_time(value: Any) -> datetime | str | None:
+    """A time read from a row as an aware UTC datetime (MySQL's are naive UTC, SQLite's and the
+    queries' own are UTC text); what reads as no time (written by hand) stays as its text."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        text = stored_text(value)
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            return text
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+def stored_seconds(value: Any) -> float | None:
+    """A number of seconds read from a row; None if it is no finite number."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return seconds if math.isfinite(seconds) else None
+
+
+def _column_names(cur: Any) -> list[str]:
+    return [column[0] for column in cur.description]
+
+
+def _tuples(cur: Any) -> list[tuple[Any, ...]]:
+    return list(cur.fetchall())
+
+
+def _rowcount(cur: Any) -> int:
+    return int(cur.rowcount)

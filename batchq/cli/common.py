@@ -1,0 +1,142 @@
+"""What every batchq command shares: options, opening the queue, output, exit statuses."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import click
+
+from ..config import parse_duration
+from ..errors import BatchqError
+from ..queue import Queue
+
+EXIT_FOUND = 3
+
+
+class Duration(click.ParamType):
+    name = "DURATION"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        try:
+            return parse_duration(value)
+        except BatchqError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+DURATION = Duration()
+
+
+URL_HELP = (
+    "Database URL: sqlite:///file.db, mysql://user:pass@host/db, "
+    "postgresql://user:pass@host/db. Default: a SQLite file under "
+    "~/.local/share/batchq. Prefer the environment variable: it keeps the "
+    "password out of the process list."
+)
+
+
+VERBOSE_HELP = "Log failures and a summary (-v), and each job (-vv), to stderr."
+
+
+def set_verbosity(verbose: int) -> None:
+    level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
+    logging.basicConfig(format="batchq: %(message)s", stream=sys.stderr)
+    logging.getLogger().setLevel(level)
+
+
+def _subcommand_url(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.ensure_object(dict)["url"] = value  # the subcommand's --url wins over the group's
+
+
+def _subcommand_verbose(ctx: click.Context, param: click.Parameter, value: int) -> None:
+    if value:
+        set_verbosity(value)  # the subcommand's -v wins over the group's
+
+
+_url_after = click.option("--url", metavar="URL", expose_value=False, callback=_subcommand_url, help=URL_HELP)
+
+
+_verbose_after = click.option(
+    "-v", "--verbose", count=True, expose_value=False, callback=_subcommand_verbose, help=VERBOSE_HELP
+)
+
+
+def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--url and -v after the subcommand too (`batchq run -v --url ...`), as rq takes them."""
+    return _url_after(_verbose_after(command))
+
+
+def open_queue(ctx: click.Context, task_modules: str | None = None) -> Queue:
+    queue = Queue(ctx.obj["url"], task_modules=task_modules)
+    ctx.call_on_close(queue.close)
+    return queue
+
+
+# -- output -------------------------------------------------------------------------
+
+
+def n_jobs(n: int) -> str:
+    return f"{n} job" if n == 1 else f"{n} jobs"
+
+
+def age(seconds: float | None) -> str:
+    if seconds is None:
+        return "an unknown time"  # processing_at NULL or infinite: a row written by hand
+    seconds = int(float(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))
+
+
+def report_found(
+    jobs: list[dict[str, Any]],
+    hook: Callable[..., Any] | None,
+    as_json: bool,
+    text: Callable[[], str],
+) -> None:
+    """A sweep's ending: quiet and exit 0 when it found nothing; else report, hook, exit 3.
+
+    The sweep's action has committed by now, so the report prints first; a hook that fails
+    adds one line to stderr and the status stays 3.
+    """
+    if not jobs:
+        return
+    if as_json:
+        print_json(jobs)
+    else:
+        click.echo(text())
+    if hook is not None:
+        call_hook(hook, jobs)
+    exit_with(EXIT_FOUND)
+
+
+def call_hook(hook: Callable[..., Any], jobs: list[dict[str, Any]]) -> None:
+    try:
+        hook(jobs)
+    except (Exception, SystemExit) as exc:
+        name = f"{getattr(hook, '__module__', '?')}:{getattr(hook, '__qualname__', repr(hook))}"
+        click.echo(f"batchq: error: hook {name} failed: {one_line(exc)}", err=True)
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one short line, even when its message has several or its __str__ fails."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = ""
+    first = text.strip().splitlines()[:1]
+    return f"{type(exc).__name__}: {first[0][:300]}" if first else type(exc).__name__
+
+
+def exit_with(code: int) -> NoReturn:
+    raise click.exceptions.Exit(code)

@@ -1,0 +1,186 @@
+"""Commands on jobs: create the tables, run the worker, enqueue, cancel."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import click
+
+from ..config import check_queue_name
+from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
+from ..slots import host_slot
+from ..tasks import TASK_MODULES_ENV, load_trusted
+from ..worker import BACKOFF_BASE_SECONDS, RunOptions, Worker
+from .common import DURATION, common_options, exit_with, open_queue
+from .schedules import tick_once
+
+
+@click.command("init-db")
+@common_options
+@click.pass_context
+def init_db(ctx: click.Context) -> None:
+    """Create the tables, or migrate them to this version (idempotent, quiet)."""
+    applied = open_queue(ctx).init_db()
+    for name in applied:
+        logging.getLogger("batchq").info("applied migration %s", name)
+
+
+@click.command()
+@common_options
+@click.option(
+    "--queue",
+    "queues",
+    multiple=True,
+    metavar="Q",
+    default=("default",),
+    show_default=True,
+    help="Queue to work on; repeat for several, tried in order.",
+)
+@click.option("--max-jobs", type=click.IntRange(min=1), help="Exit after this many jobs.")
+@click.option("--max-seconds", type=DURATION, help="Exit after this long (checked between jobs).")
+@click.option(
+    "--wait", type=DURATION, default=0, help="On an empty queue, keep polling this long before exiting."
+)
+@click.option(
+    "--poll-interval",
+    type=DURATION,
+    default=1.0,
+    show_default=True,
+    help="How often an idle worker looks for new jobs while waiting.",
+)
+@click.option("--handler", metavar="PATH", help="Call this for every job (pkg.mod:func), whatever its task.")
+@click.option(
+    "--max-procs-per-host",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="At most this many `batchq run` per host and database; the rest exit quietly.",
+)
+@click.option(
+    "--task-modules",
+    envvar=TASK_MODULES_ENV,
+    show_envvar=True,
+    metavar="M1,M2",
+    help="Modules whose functions jobs may call, by exact name; 'pkg.*' for every submodule of pkg.",
+)
+@click.option(
+    "--batch",
+    type=click.IntRange(1, 1000),
+    default=1,
+    show_default=True,
+    help="Claim up to this many jobs per transaction and delete the successes together. "
+    "Faster; but a crash can re-run every job of the batch, finished or not.",
+)
+@click.option(
+    "--backoff",
+    type=DURATION,
+    default=BACKOFF_BASE_SECONDS,
+    show_default=True,
+    help="Retry delay after a first failure; doubles with each further failure, up to 1h.",
+)
+@click.option(
+    "--heartbeat",
+    type=DURATION,
+    default=DEFAULT_HEARTBEAT_SECONDS,
+    show_default=True,
+    help="While a job runs, ping the worker's database session this often, so no idle "
+    "timeout cuts it (0: never).",
+)
+@click.option(
+    "--tick",
+    "tick_first",
+    is_flag=True,
+    help="Run `batchq tick` first: one crontab line schedules and drains.",
+)
+@click.pass_context
+def run(
+    ctx: click.Context,
+    queues: tuple[str, ...],
+    max_jobs: int | None,
+    max_seconds: float | None,
+    wait: float,
+    poll_interval: float,
+    handler: str | None,
+    max_procs_per_host: int,
+    task_modules: str | None,
+    backoff: float,
+    batch: int,
+    heartbeat: float,
+    tick_first: bool,
+) -> None:
+    """Process jobs until the queue is empty or a limit is reached.
+
+    SIGTERM finishes the job at hand, then exits 0.
+    """
+    queue = open_queue(ctx, task_modules)
+    options = RunOptions(
+        queues=tuple(check_queue_name(q) for q in queues),
+        max_jobs=max_jobs,
+        max_seconds=max_seconds,
+        wait=wait,
+        poll_interval=max(poll_interval, 0.001),
+        handler=load_trusted(handler) if handler else None,
+        backoff_base=backoff,
+        batch_size=batch,
+        heartbeat=heartbeat,
+    )
+    if tick_first:
+        tick_once(queue)  # a schedule that fails is logged; the jobs of the others are drained
+    with host_slot(queue.url, max_procs_per_host) as slot:
+        if slot is None:
+            return  # enough workers on this host already
+        summary = Worker(queue, options).run()
+    logging.getLogger("batchq").info(
+        "processed %d jobs (%d ok, %d errors); %d lock conflicts retried, %d reconnects, %d stale finishes",
+        summary.processed,
+        summary.succeeded,
+        summary.errors,
+        queue.backend.transient_retries,
+        summary.reconnects,
+        summary.stale_finishes,
+    )
+
+
+@click.command()
+@common_options
+@click.argument("task")
+@click.argument("payload", required=False)
+@click.option("--queue", default="default", show_default=True)
+@click.option("--delay", type=DURATION, default=0)
+@click.option("--priority", type=int, default=0, show_default=True, help="Higher runs first.")
+@click.option("--max-errors", type=int, default=10, show_default=True)
+@click.option("--task-modules", envvar=TASK_MODULES_ENV, show_envvar=True, metavar="M1,M2")
+@click.pass_context
+def enqueue(
+    ctx: click.Context,
+    task: str,
+    payload: str | None,
+    queue: str,
+    delay: float,
+    priority: int,
+    max_errors: int,
+    task_modules: str | None,
+) -> None:
+    """Enqueue TASK with a JSON PAYLOAD; prints the job id."""
+    try:
+        data = json.loads(payload) if payload is not None else None
+    except ValueError as exc:
+        raise click.BadParameter(f"not valid JSON: {exc}", param_hint="PAYLOAD") from None
+    except RecursionError:
+        raise click.BadParameter("JSON nested too deeply", param_hint="PAYLOAD") from None
+    job_id = open_queue(ctx, task_modules).enqueue(
+        task, data, queue=queue, delay=delay, priority=priority, max_errors=max_errors
+    )
+    click.echo(job_id)
+
+
+@click.command()
+@common_options
+@click.argument("job_id", type=int)
+@click.pass_context
+def cancel(ctx: click.Context, job_id: int) -> None:
+    """Delete a job nobody is running; exit 1 if it is being run or gone."""
+    if not open_queue(ctx).cancel(job_id):
+        click.echo(f"batchq: job {job_id} was not cancelled: it is being run, or no longer exists", err=True)
+        exit_with(1)

@@ -1,0 +1,65 @@
+"""Commands on queues: counts, pause and resume, purge."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict
+
+import click
+
+from .common import age, common_options, exit_with, open_queue, print_json
+
+
+@click.command()
+@common_options
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_context
+def stats(ctx: click.Context, as_json: bool) -> None:
+    """Per-queue counts: ready, delayed, processing (and the oldest's age), failed."""
+    queue = open_queue(ctx)
+    rows = queue.stats()
+    if as_json:
+        print_json({"backend": queue.backend.describe(), "queues": [asdict(r) for r in rows]})
+        return
+    click.echo(queue.backend.describe())
+    header = f"{'queue':<20} {'ready':>8} {'delayed':>8} {'processing':>10} {'oldest':>8} {'failed':>8}"
+    click.echo(header)
+    for r in rows:
+        oldest = age(r.oldest_processing_seconds) if r.oldest_processing_seconds is not None else "-"
+        name = r.queue + (" (paused)" if r.paused else "")
+        click.echo(f"{name:<20} {r.ready:>8} {r.delayed:>8} {r.processing:>10} {oldest:>8} {r.failed:>8}")
+
+
+@click.command()
+@common_options
+@click.argument("queue_name")
+@click.pass_context
+def pause(ctx: click.Context, queue_name: str) -> None:
+    """Stop workers claiming from a queue (enqueue goes on)."""
+    open_queue(ctx).pause(queue_name)
+
+
+@click.command()
+@common_options
+@click.argument("queue_name")
+@click.pass_context
+def resume(ctx: click.Context, queue_name: str) -> None:
+    """Let workers claim from a paused queue again."""
+    open_queue(ctx).resume(queue_name)
+
+
+@click.command()
+@common_options
+@click.argument("queue_name")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def purge(ctx: click.Context, queue_name: str, yes: bool) -> None:
+    """Delete a queue's ready and failed jobs (jobs being run are left alone)."""
+    if not yes and not sys.stdin.isatty():
+        click.echo(
+            "batchq: error: purge asks for confirmation: add --yes when there is no terminal", err=True
+        )
+        exit_with(2)
+    if not yes:
+        click.confirm(f"Delete every ready and failed job of queue {queue_name!r}?", abort=True)
+    click.echo(f"deleted {open_queue(ctx).purge(queue_name)} jobs")

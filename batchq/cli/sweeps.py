@@ -1,0 +1,128 @@
+"""The sweeps cron runs, and their reports: quiet when all is well, exit 3 when a human must act."""
+
+from __future__ import annotations
+
+import click
+
+from .. import sweeps
+from ..tasks import load_trusted
+from .common import DURATION, age, common_options, n_jobs, open_queue, report_found
+
+
+@click.command("gc-processing")
+@common_options
+@click.option(
+    "--older-than",
+    type=DURATION,
+    default=sweeps.DEFAULT_OLDER_THAN_SECONDS,
+    show_default="1h",
+    help="Report jobs of live workers running longer than this.",
+)
+@click.option(
+    "--ghost-after",
+    type=DURATION,
+    default=None,
+    help="Also take a worker for gone when the database session holding its lock has sat idle "
+    "this long (a ghost left by a dropped connection); well above every worker's --heartbeat. "
+    "Default: off.",
+)
+@click.option("--hook", metavar="PATH", help="Call pkg.mod:func with the affected jobs (a list of dicts).")
+@click.option("--json", "as_json", is_flag=True, help="Print the affected jobs as JSON.")
+@click.pass_context
+def gc_processing(
+    ctx: click.Context, older_than: float, ghost_after: float | None, hook: str | None, as_json: bool
+) -> None:
+    """Put back jobs of dead workers at once; report long runners of live ones.
+
+    Quiet and exit 0 when nothing is stuck; a report and exit 3 otherwise.
+    """
+    hook_fn = load_trusted(hook) if hook else None
+    report = sweeps.gc_processing(open_queue(ctx), older_than, ghost_after)
+    jobs = [job.as_dict() for job in report.jobs]
+    report_found(jobs, hook_fn, as_json, lambda: _processing_report(report, older_than))
+
+
+@click.command("gc-error")
+@common_options
+@click.option("--queue", "queues", multiple=True, metavar="Q", help="Only this queue (repeatable).")
+@click.option("--id", "ids", multiple=True, type=int, metavar="ID", help="Only this job (repeatable).")
+@click.option("--requeue", is_flag=True, help="Give the failed jobs a fresh set of tries, due now.")
+@click.option("--delete", is_flag=True, help="Delete the failed jobs.")
+@click.option("--hook", metavar="PATH", help="Call pkg.mod:func with the affected jobs (a list of dicts).")
+@click.option("--json", "as_json", is_flag=True, help="Print the affected jobs as JSON.")
+@click.pass_context
+def gc_error(
+    ctx: click.Context,
+    queues: tuple[str, ...],
+    ids: tuple[int, ...],
+    requeue: bool,
+    delete: bool,
+    hook: str | None,
+    as_json: bool,
+) -> None:
+    """List jobs that failed max_errors times; --requeue or --delete them.
+
+    Quiet and exit 0 when there are none; a report and exit 3 otherwise.
+    """
+    if requeue and delete:
+        raise click.UsageError("--requeue and --delete cannot be used together")
+    action = "requeue" if requeue else "delete" if delete else None
+    hook_fn = load_trusted(hook) if hook else None
+    jobs = sweeps.gc_error(open_queue(ctx), action, queues, ids)
+    report_found([job.as_dict() for job in jobs], hook_fn, as_json, lambda: _failed_report(jobs, action))
+
+
+def _processing_report(report: sweeps.ProcessingReport, older_than: float) -> str:
+    parts = []
+    if report.requeued:
+        parts.append(f"{n_jobs(len(report.requeued))} of dead workers put back")
+    if report.long_running:
+        parts.append(f"{n_jobs(len(report.long_running))} running longer than {age(older_than)}")
+    if report.unhandled:
+        parts.append(f"{n_jobs(len(report.unhandled))} that could not be put back")
+    if report.unrunnable:
+        parts.append(f"{n_jobs(len(report.unrunnable))} no worker will claim")
+    lines = ["batchq gc-processing: " + ", ".join(parts)]
+    for job in report.requeued:
+        outcome = "failed (out of tries)" if job.failed else "put back"
+        no_token = "; it had no claim token" if job.claim_token is None else ""
+        ran = age(job.age_seconds)
+        lines.append(f"  {outcome:<22}{_named(job)}: worker {_owner(job)} is gone (ran {ran}){no_token}")
+    for job in report.long_running:
+        alive = "is alive" if job.worker_alive else "cannot be checked"
+        lines.append(
+            f"  {'still running':<22}{_named(job)}: worker {_owner(job)} {alive},"
+            f" running for {age(job.age_seconds)}"
+        )
+    for job in report.unhandled:
+        lines.append(f"  {'not put back':<22}{_named(job)}: worker {_owner(job)} is gone; {job.error}")
+    for job in report.unrunnable:
+        lines.append(
+            f"  {'never claimed':<22}{_named(job)}: status "
+            f"{job.status!r}, priority {job.priority!r} (fix or delete the row)"
+        )
+    return "\n".join(lines)
+
+
+def _named(job: sweeps.StuckJob | sweeps.FailedJob) -> str:
+    return f"#{job.id} {job.queue} {job.task}"
+
+
+def _owner(job: sweeps.StuckJob) -> str:
+    return job.locked_by or "(none recorded)"
+
+
+def _failed_report(jobs: list[sweeps.FailedJob], action: str | None) -> str:
+    verb = {"requeue": "requeued", "delete": "deleted", None: "out of tries"}[action]
+    lines = [f"batchq gc-error: {n_jobs(len(jobs))} {verb}"]
+    for job in jobs:
+        first_line = (job.last_error or "").splitlines()[:1] or [""]
+        errors = (
+            f"{job.error_count} errors"
+            if job.error_count_before is None
+            else f"{job.error_count_before} errors, reset to 0"
+        )
+        lines.append(f"  {_named(job)} ({errors}): {first_line[0][:200]}")
+    if action is None:
+        lines.append("Retry them with `batchq gc-error --requeue`, or drop them with `--delete`.")
+    return "\n".join(lines)

@@ -1,0 +1,309 @@
+"""Why a job is or is not running, in plain words (`batchq explain ID`, ``Queue.explain``).
+
+It only reads: plain SELECTs in autocommit (named queries in ``sql/<dialect>/explain.sql``), no
+FOR UPDATE, no BEGIN IMMEDIATE, and the worker's liveness is asked the way gc-processing asks it
+(IS_USED_LOCK, pg_locks, a pid), never by taking the lock. So a worker never waits on it.
+Times and ages are the database server's. A row written by hand, whatever it holds, is
+explained as far as it can be read, never a crash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .backends import Backend, Row, stored_seconds, stored_text, stored_time
+from .errors import BackendUnavailable, BatchqError, ConfigError
+from .job import JOB_ID_RANGE
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why job ``id`` is or is not running, on the database server's clock.
+
+    ``state``: waiting (due, not yet claimed), delayed (not due yet), running (claimed),
+    failed (out of tries), unrunnable (a status no worker claims: a row written by hand) or
+    unknown (no such row: finished, cancelled, purged, or never there). ``summary`` and
+    ``details`` say it in plain words; the other fields are what they are drawn from.
+    """
+
+    id: int
+    state: str
+    summary: str
+    details: tuple[str, ...] = ()
+    queue: str | None = None
+    task: str | None = None
+    status: str | None = None  # the row's status column, as stored
+    priority: int | None = None  # None: not a whole number (a row written by hand)
+    error_count: int | None = None
+    max_errors: int | None = None
+    last_error: str | None = None
+    created_at: datetime | str | None = None  # aware UTC; a value that is not a time, as stored
+    run_at: datetime | str | None = None
+    due_in_seconds: float | None = None  # negative: due that long ago
+    delay_reason: str | None = None  # delayed: "delay" (at enqueue) or "backoff" (after a failure)
+    delay_seconds: float | None = None  # run_at - created_at: the delay asked at enqueue
+    jobs_ahead: int | None = None  # waiting: due jobs of its queue a claim takes first
+    queue_paused: bool = False
+    worker: str | None = None  # running: locked_by
+    processing_at: datetime | str | None = None
+    running_seconds: float | None = None
+    worker_alive: bool | None = None  # running: None when it cannot be told from here
+    notes: tuple[str, ...] = field(default=())  # what could not be read (a row written by hand)
+
+    @property
+    def exists(self) -> bool:
+        return self.state != "unknown"
+
+
+def explain(backend: Backend, job_id: int) -> Explanation:
+    """Explain job ``job_id``; an id no job has gives state 'unknown' (ConfigError if not an int)."""
+    if isinstance(job_id, bool) or not isinstance(job_id, int):
+        raise ConfigError(f"bad job id {job_id!r}: use a whole number")
+    row = backend.fetchone("explain_job", {"id": job_id}) if _possible(job_id) else None
+    if row is None:
+        return _unknown(job_id)
+    facts = _Facts(row)
+    status = facts.status
+    if status in ("ready", "scheduled"):
+        if facts.due:
+            return _waiting(backend, facts)
+        return _delayed(facts)
+    if status == "processing":
+        return _running(backend, facts)
+    if status == "failed":
+        return _failed(facts)
+    return _unrunnable(facts)
+
+
+def _possible(job_id: int) -> bool:
+    return JOB_ID_RANGE[0] <= job_id <= JOB_ID_RANGE[1]
+
+
+class _Facts:
+    """A job row read leniently: every column as the type batchq writes, or None (and a note)."""
+
+    def __init__(self, row: Row) -> None:
+        self.notes: list[str] = []
+        self.id = int(row["id"])
+        self.queue = stored_text(row["queue"])
+        self.task = stored_text(row["task"])
+        self.status = stored_text(row["status"])
+        self.priority = self._whole("priority", row["priority"])
+        self.error_count = self._whole("error_count", row["error_count"])
+        self.max_errors = self._whole("max_errors", row["max_errors"])
+        self.last_error = None if row["last_error"] is None else stored_text(row["last_error"])
+        self.worker = None if row["locked_by"] is None else stored_text(row["locked_by"])
+        self.run_at = stored_time(row["run_at"])
+        self.processing_at = stored_time(row["processing_at"])
+        self.created_at = stored_time(row["created_at"])
+        self.due = bool(row["due"])
+        self.due_in_seconds = stored_seconds(row["due_in_seconds"])
+        self.running_seconds = stored_seconds(row["running_seconds"])
+        self.delay_seconds = stored_seconds(row["delay_seconds"])
+        self.paused = bool(row["paused"])
+
+    def _whole(self, column: str, value: Any) -> int | None:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        self.notes.append(f"{column} is {value!r}, not a whole number (a row written by hand)")
+        return None
+
+    def common(self) -> dict[str, Any]:
+        """The fields every explanation of an existing row carries."""
+        return {
+            "id": self.id,
+            "queue": self.queue,
+            "task": self.task,
+            "status": self.status,
+            "priority": self.priority,
+            "error_count": self.error_count,
+            "max_errors": self.max_errors,
+            "last_error": self.last_error,
+            "created_at": self.created_at,
+            "run_at": self.run_at,
+            "due_in_seconds": self.due_in_seconds,
+            "queue_paused": self.paused,
+            "notes": tuple(self.notes),
+        }
+
+    def paused_line(self) -> str:
+        return f"queue {self.queue} is paused: no worker claims from it until `batchq resume {self.queue}`"
+
+    def tries(self) -> str:
+        count = "?" if self.error_count is None else str(self.error_count)
+        most = "?" if self.max_errors is None else str(self.max_errors)
+        return f"{count} of {most}"
+
+
+def _waiting(backend: Backend, facts: _Facts) -> Explanation:
+    ahead_row = backend.fetchone("explain_jobs_ahead", {"id": facts.id})
+    ahead = None if ahead_row is None else int(ahead_row["ahead"] or 0)  # None: gone meanwhile
+    due = f"due since {_when(facts.run_at)}{_ago(facts.due_in_seconds)}"
+    if facts.paused:
+        summary = f"job {facts.id}: waiting, {due}, but not claimed: {facts.paused_line()}"
+    else:
+        summary = f"job {facts.id}: waiting, {due}"
+    details = [_about(facts)]
+    if ahead is not None:
+        details.append(
+            f"{_n_jobs(ahead)} ahead of it in queue {facts.queue} (claimed first: higher priority, "
+            "then due earlier, then lower id)"
+        )
+    if facts.status == "scheduled":
+        details.append("its delay has passed: a worker makes it ready within a second of looking")
+    if facts.error_count:
+        details.append(f"a retry: it has failed {facts.tries()} tries; last error: {_first_line(facts)}")
+    return Explanation(
+        state="waiting", summary=summary, details=tuple(details), jobs_ahead=ahead, **facts.common()
+    )
+
+
+def _delayed(facts: _Facts) -> Explanation:
+    until = f"delayed until {_when(facts.run_at)}{_in(facts.due_in_seconds)}"
+    if facts.error_count:  # job_error wrote run_at: a backoff after the latest failure
+        reason = "backoff"
+        why = f"retry backoff after failure {facts.tries()}; last error: {_first_line(facts)}"
+    elif facts.error_count == 0:
+        reason = "delay"
+        asked = "" if facts.delay_seconds is None else f" of {_duration(facts.delay_seconds)}"
+        why = f"enqueued with a delay{asked}"
+    else:
+        reason = None
+        why = "why cannot be told: its error_count is not a number"
+    details = [_about(facts)]
+    if facts.paused:
+        details.append(facts.paused_line())
+    return Explanation(
+        state="delayed",
+        summary=f"job {facts.id}: {until}: {why}",
+        details=tuple(details),
+        delay_reason=reason,
+        delay_seconds=facts.delay_seconds if reason == "delay" else None,
+        **facts.common(),
+    )
+
+
+def _running(backend: Backend, facts: _Facts) -> Explanation:
+    alive = _alive(backend, facts.worker)
+    worker = facts.worker if facts.worker is not None else "(no worker recorded)"
+    since = f"since {_when(facts.processing_at)}{_for(facts.running_seconds)}"
+    if alive is True:
+        verdict = "its worker is alive"
+    elif alive is False:
+        verdict = "its worker is gone: `batchq gc-processing` puts the job back"
+    else:
+        verdict = "whether its worker is alive cannot be told from here"
+    return Explanation(
+        state="running",
+        summary=f"job {facts.id}: running on {worker} {since}; {verdict}",
+        details=(_about(facts),),
+        worker=facts.worker,
+        processing_at=facts.processing_at,
+        running_seconds=facts.running_seconds,
+        worker_alive=alive,
+        **facts.common(),
+    )
+
+
+def _alive(backend: Backend, worker: str | None) -> bool | None:
+    """The claim's worker alive? As gc-processing asks (never taking its lock); False when no
+    worker is recorded (no liveness lock can be held for it), None if it cannot be told."""
+    if not worker:
+        return False
+    try:
+        return backend.liveness.is_alive(worker)
+    except BackendUnavailable:
+        raise
+    except BatchqError:
+        return None
+
+
+def _failed(facts: _Facts) -> Explanation:
+    error = facts.last_error if facts.last_error is not None else "(none recorded)"
+    return Explanation(
+        state="failed",
+        summary=f"job {facts.id}: failed after {facts.tries()} tries; no worker will run it again",
+        details=(
+            _about(facts),
+            "last error:",
+            *("    " + line for line in error.splitlines() or [""]),
+            f"to run it again: batchq gc-error --id {facts.id} --requeue (or --delete)",
+        ),
+        **facts.common(),
+    )
+
+
+def _unrunnable(facts: _Facts) -> Explanation:
+    return Explanation(
+        state="unrunnable",
+        summary=f"job {facts.id}: its status {facts.status!r} is none batchq knows; no worker will claim it",
+        details=(_about(facts), "fix its status or delete the row by hand"),
+        **facts.common(),
+    )
+
+
+def _unknown(job_id: int) -> Explanation:
+    return Explanation(
+        id=job_id,
+        state="unknown",
+        summary=(
+            f"no job {job_id}: it may have finished (batchq deletes a job once it succeeds and "
+            "keeps no history), been cancelled or purged, or never existed"
+        ),
+    )
+
+
+# -- words -------------------------------------------------------------------------------
+
+
+def _about(facts: _Facts) -> str:
+    priority = "?" if facts.priority is None else str(facts.priority)
+    return (
+        f"queue {facts.queue}, task {facts.task}, priority {priority}, "
+        f"created {_when(facts.created_at)}, {facts.tries()} tries used"
+    )
+
+
+def _first_line(facts: _Facts) -> str:
+    lines = (facts.last_error or "").strip().splitlines()
+    return lines[0] if lines else "(none recorded)"
+
+
+def _when(value: datetime | str | None) -> str:
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if value is None:
+        return "an unknown time"
+    return repr(value)  # as stored, when it is not a time
+
+
+def _ago(seconds: float | None) -> str:
+    return "" if seconds is None else f" ({_duration(-seconds)} ago)"
+
+
+def _in(seconds: float | None) -> str:
+    return "" if seconds is None else f" (in {_duration(seconds)})"
+
+
+def _for(seconds: float | None) -> str:
+    return "" if seconds is None else f" ({_duration(seconds)})"
+
+
+def _duration(seconds: float) -> str:
+    """A duration as people read it: 45s, 3m12s, 2h05m, 3d04h (never negative)."""
+    whole = max(0, int(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+
+
+def _n_jobs(n: int) -> str:
+    return "1 job" if n == 1 else f"{n} jobs"

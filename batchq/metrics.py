@@ -1,0 +1,128 @@
+"""Prometheus metrics of the queues (`batchq metrics`), in the text format prometheus_client writes.
+
+A collector reads the tables when asked (plain SELECTs in autocommit, named queries in
+``sql/<dialect>/metrics.sql``, ages on the database server's clock) and yields gauges; the
+format, and the escaping of label values (queue names are whatever rows hold), are
+prometheus_client's. ``write_textfile`` replaces a file atomically for node_exporter's textfile
+collector.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, generate_latest, write_to_textfile
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from .backends import Backend, Row, stored_count, stored_seconds, stored_text
+
+STATES = ("ready", "delayed", "processing", "failed")
+
+
+@dataclass
+class QueueMetrics:
+    """One queue's numbers, as `batchq metrics` exports them."""
+
+    queue: str
+    ready: int = 0  # due: 'ready', and 'scheduled' whose time has come (promoted within a second)
+    delayed: int = 0  # not due yet: a delay or a retry backoff
+    processing: int = 0
+    failed: int = 0
+    paused: bool = False
+    oldest_due_seconds: float = 0.0  # since the oldest due job's run_at; 0 with none due
+    oldest_processing_seconds: float = 0.0  # the oldest claim's age; 0 with none (or none known)
+
+
+def read_queues(backend: Backend) -> list[QueueMetrics]:
+    """Per queue (every queue with jobs, and every queue ever paused), ordered by name."""
+    by_queue: dict[str, QueueMetrics] = {}
+    for row in backend.fetchall("metrics_jobs"):
+        name = stored_text(row["queue"])
+        _count(by_queue.setdefault(name, QueueMetrics(name)), row)
+    for row in backend.fetchall("metrics_queues"):
+        name = stored_text(row["name"])
+        by_queue.setdefault(name, QueueMetrics(name)).paused = bool(row["paused"])
+    return [by_queue[name] for name in sorted(by_queue)]
+
+
+def _count(metrics: QueueMetrics, row: Row) -> None:
+    jobs, status = stored_count(row["jobs"]), row["status"]
+    if status in ("ready", "scheduled"):
+        due = stored_count(row["due"])
+        metrics.ready += due
+        metrics.delayed += jobs - due
+        oldest_due = stored_seconds(row["oldest_due_seconds"]) or 0.0
+        metrics.oldest_due_seconds = max(metrics.oldest_due_seconds, oldest_due)
+    elif status == "processing":
+        metrics.processing += jobs
+        metrics.oldest_processing_seconds = stored_seconds(row["oldest_processing_seconds"]) or 0.0
+    elif status == "failed":
+        metrics.failed += jobs
+    # Any other status (MySQL's '' from a non-strict session) is no state a worker acts on:
+    # gc-processing lists those rows.
+
+
+def read_locks_held(backend: Backend) -> int:
+    row = backend.fetchone("metrics_locks_held")
+    return stored_count(row["held"]) if row else 0
+
+
+class QueueCollector(Collector):
+    """Reads the tables at every collect(): one scrape, one fresh set of numbers."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    def collect(self) -> Iterator[Metric]:
+        queues = read_queues(self.backend)
+        jobs = GaugeMetricFamily(
+            "batchq_jobs",
+            "Jobs per queue and state: ready (due), delayed (not due yet), processing, failed.",
+            labels=["queue", "state"],
+        )
+        paused = GaugeMetricFamily("batchq_queue_paused", "1 if workers skip the queue.", labels=["queue"])
+        oldest_due = GaugeMetricFamily(
+            "batchq_oldest_due_job_age_seconds",
+            "Seconds since the oldest due job of the queue became due (0 with none due).",
+            labels=["queue"],
+        )
+        oldest_processing = GaugeMetricFamily(
+            "batchq_oldest_processing_job_age_seconds",
+            "Seconds since the oldest claim of the queue was made (0 with none).",
+            labels=["queue"],
+        )
+        for q in queues:
+            for state in STATES:
+                jobs.add_metric([q.queue, state], getattr(q, state))
+            paused.add_metric([q.queue], 1 if q.paused else 0)
+            oldest_due.add_metric([q.queue], q.oldest_due_seconds)
+            oldest_processing.add_metric([q.queue], q.oldest_processing_seconds)
+        yield from (jobs, paused, oldest_due, oldest_processing)
+        yield GaugeMetricFamily(
+            "batchq_locks_held",
+            "Lock and semaphore slots held now (batchq locks), on the database's clock.",
+            value=read_locks_held(self.backend),
+        )
+
+
+def registry(backend: Backend) -> CollectorRegistry:
+    """A registry of batchq's metrics alone (no process or platform metrics of this command)."""
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(QueueCollector(backend))
+    return reg
+
+
+def render(backend: Backend) -> bytes:
+    """The metrics in the Prometheus text format."""
+    return generate_latest(registry(backend))
+
+
+def write_textfile(backend: Backend, path: str | os.PathLike[str]) -> None:
+    """Replace ``path`` with the metrics, atomically: prometheus_client writes a temporary file in
+    the same folder and renames it over ``path``, so node_exporter never reads half a file. A
+    database error leaves the old file as it was (and no temporary file): its mtime, which
+    node_exporter exports, shows how old it is."""
+    write_to_textfile(os.fspath(path), registry(backend))

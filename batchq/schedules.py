@@ -1,0 +1,433 @@
+"""Cron schedules in the database: exactly one job per slot, across hosts, with no daemon.
+
+A schedule row holds its next slot (``next_exec``). ``tick()``, run from cron on every host, reads
+the due rows and, for each, moves ``next_exec`` on with one compare-and-set UPDATE (``WHERE name
+= ? AND next_exec = <the slot it saw>``) and enqueues the slot's job in the SAME transaction: of
+any number of hosts ticking at once one UPDATE matches, the others match nothing and enqueue
+nothing, and a host that dies between the two statements leaves neither (its transaction rolls
+back). Due-ness is the database server's clock; slots come from batchq.cron.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .backends import Row
+from .cron import CATCH_UP_POLICIES, parse_cron, plan
+from .errors import BatchqError, ConfigError, PayloadError
+from .serializers import loads
+
+if TYPE_CHECKING:
+    from .queue import Queue, Task
+
+log = logging.getLogger("batchq.schedules")
+
+# Keys every scheduled job's payload gets: the schedule's name and the slot it runs for.
+SCHEDULE_KEY = "batchq_schedule"
+SLOT_KEY = "batchq_slot"
+SCHEDULE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+CATCH_UP_LIMIT_RANGE = (1, 10_000)
+# What a schedules file may say about a schedule (serializer: a file holds plain data, so JSON).
+FILE_KEYS = {"cron", "task", "tz", "payload", "queue", "priority", "max_errors", "catch_up", "catch_up_limit"}
+# The columns that define a schedule; the rest (next_exec, last_*) is the schedule's state.
+DEFINITION = (
+    "cron",
+    "tz",
+    "task",
+    "serializer",
+    "queue",
+    "priority",
+    "max_errors",
+    "catch_up",
+    "catch_up_limit",
+)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A schedule as stored. Times are aware datetimes in the schedule's time zone."""
+
+    name: str
+    cron: str
+    tz: str
+    task: str
+    payload: Any
+    serializer: str = "json"
+    queue: str = "default"
+    priority: int = 0
+    max_errors: int = 10
+    catch_up: str = "latest"
+    catch_up_limit: int = 100
+    enabled: bool = True
+    next_exec: datetime | None = None
+    exec_by: str | None = None
+    last_slot: datetime | None = None
+    last_run_at: datetime | None = None
+    last_job_id: int | None = None
+    problem: str | None = None  # why its payload cannot be read here (a pickle without the secret)
+
+
+@dataclass(frozen=True)
+class ScheduledJob:
+    schedule: str
+    slot: datetime
+    job_id: int
+
+
+@dataclass
+class TickReport:
+    enqueued: list[ScheduledJob] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # catch_up="none": the due slot was missed
+    taken: int = 0  # due schedules another ticker advanced first
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (schedule, why): retried next tick
+
+
+@dataclass
+class SyncReport:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Definition:
+    """A validated schedule, ready to write: its row and its payload as given."""
+
+    row: dict[str, Any]
+    payload: Any
+
+
+class Schedules:
+    """The schedules of one queue's database. Created by ``Queue.schedules``."""
+
+    def __init__(self, queue: Queue) -> None:
+        self.queue = queue
+        self.backend = queue.backend
+
+    # -- defining ---------------------------------------------------------------------
+
+    def add(
+        self,
+        name: str,
+        cron: str,
+        task: Task,
+        *,
+        tz: str = "UTC",
+        payload: Mapping[str, Any] | None = None,
+        queue: str = "default",
+        priority: int = 0,
+        max_errors: int = 10,
+        serializer: str = "json",
+        catch_up: str = "latest",
+        catch_up_limit: int = 100,
+    ) -> Schedule:
+        """Create a schedule, or update the one of that name. Everything is checked before
+        anything is written. Its first job is for its first slot after now; an update keeps its
+        next slot unless the cron expression or time zone changed, and a paused one stays paused."""
+        definition = self._definition(
+            name, cron, task, tz, payload, queue, priority, max_errors, serializer, catch_up, catch_up_limit
+        )
+        self._write([definition])
+        found = self.get(name)
+        assert found is not None
+        return found
+
+    def _definition(
+        self,
+        name: str,
+        cron: str,
+        task: Task,
+        tz: str,
+        payload: Mapping[str, Any] | None,
+        queue: str,
+        priority: int,
+        max_errors: int,
+        serializer: str,
+        catch_up: str,
+        catch_up_limit: int,
+    ) -> _Definition:
+        check_schedule_name(name)
+        parsed = parse_cron(cron, tz)
+        _check_catch_up(catch_up, catch_up_limit)
+        _check_payload(payload)
+        template = self.queue.job_template(task, queue, None, priority, max_errors, serializer)
+        # The payload as stored, then as a job would carry it: both checked as enqueue checks them.
+        stored = self.queue.job_row(template, None if payload is None else dict(payload))["payload"]
+        self.queue.job_row(template, job_payload(payload, name, parsed.local(parsed.next_after(0))))
+        row = {
+            "name": name,
+            "cron": parsed.expr,
+            "tz": tz,
+            "task": template["task"],
+            "payload": stored,
+            "serializer": serializer,
+            "queue": queue,
+            "priority": priority,
+            "max_errors": max_errors,
+            "catch_up": catch_up,
+            "catch_up_limit": catch_up_limit,
+        }
+        return _Definition(row, None if payload is None else dict(payload))
+
+    def _write(self, definitions: list[_Definition], remove: Sequence[str] = ()) -> SyncReport:
+        """Upsert the definitions that differ from what is stored, and delete ``remove``, in one
+        transaction; next slots follow the server's clock."""
+        stored = {schedule.name: schedule for schedule in self.list()}
+        report = SyncReport()
+        now = float(self.server_now())
+        for definition in definitions:
+            name = definition.row["name"]
+            if name in stored and _same(stored[name], definition):
+                report.unchanged.append(name)
+            else:
+                (report.updated if name in stored else report.created).append(name)
+        changed = [d for d in definitions if d.row["name"] not in report.unchanged]
+
+        def write() -> None:
+            with self.backend.transaction():
+                for definition in changed:
+                    cron = parse_cron(definition.row["cron"], definition.row["tz"])
+                    next_exec = cron.next_after(int(now))
+                    self.backend.execute("schedule_upsert", {**definition.row, "next_exec": next_exec})
+                for name in remove:
+                    self.backend.execute("schedule_delete", {"name": name})
+
+        self.backend.retrying(write)
+        report.removed = list(remove)
+        return report
+
+    def remove(self, name: str) -> bool:
+        """Delete a schedule (the jobs it enqueued stay). False if there was none."""
+        return self.backend.execute("schedule_delete", {"name": check_schedule_name(name)}) == 1
+
+    def pause(self, name: str) -> bool:
+        """tick leaves it alone until resumed. False if there is no such schedule."""
+        return self.backend.execute("schedule_pause", {"name": check_schedule_name(name)}) == 1
+
+    def resume(self, name: str) -> bool:
+        """Run it again from its first slot after now: slots that passed while it was paused are
+        skipped. False if there is no such schedule, or it was not paused."""
+        schedule = self.get(check_schedule_name(name))
+        if schedule is None or schedule.enabled:
+            return False
+        next_exec = parse_cron(schedule.cron, schedule.tz).next_after(int(self.server_now()))
+        return self.backend.execute("schedule_resume", {"name": name, "next_exec": next_exec}) == 1
+
+    def sync(self, schedules: Mapping[str, Mapping[str, Any]], *, prune: bool = False) -> SyncReport:
+        """Make the stored schedules match ``schedules`` ({name: {cron, task, tz, payload, ...}}):
+        create and update them, and with ``prune`` delete the others. All are checked before
+        anything is written, and written in one transaction."""
+        definitions = [self._named(name, spec) for name, spec in schedules.items()]
+        stale = [s.name for s in self.list() if s.name not in schedules] if prune else []
+        return self._write(definitions, stale)
+
+    def sync_file(self, path: str | Path, *, prune: bool = False) -> SyncReport:
+        return self.sync(read_schedules_file(path), prune=prune)
+
+    def _named(self, name: str, spec: Mapping[str, Any]) -> _Definition:
+        """A definition from a file, its errors naming the schedule."""
+        try:
+            return self._from_mapping(name, spec)
+        except BatchqError as exc:
+            exc.args = (f"schedule {name!r}: {exc}",)
+            raise
+
+    def _from_mapping(self, name: str, spec: Mapping[str, Any]) -> _Definition:
+        if not isinstance(spec, Mapping):
+            raise ConfigError("expected a table of settings (cron, task, ...)")
+        unknown = sorted(set(spec) - FILE_KEYS)
+        if unknown:
+            raise ConfigError(f"unknown setting {unknown[0]!r}; use {', '.join(sorted(FILE_KEYS))}")
+        for required in ("cron", "task"):
+            if required not in spec:
+                raise ConfigError(f"{required!r} is missing")
+        options = {key: value for key, value in spec.items() if key not in ("cron", "task")}
+        return self._definition(
+            name,
+            spec["cron"],
+            spec["task"],
+            options.get("tz", "UTC"),
+            options.get("payload"),
+            options.get("queue", "default"),
+            options.get("priority", 0),
+            options.get("max_errors", 10),
+            "json",
+            options.get("catch_up", "latest"),
+            options.get("catch_up_limit", 100),
+        )
+
+    # -- reading ------------------------------------------------------------------------
+
+    def list(self) -> list[Schedule]:
+        """Every schedule, by name."""
+        return [self._schedule(row) for row in self.backend.fetchall("schedules_all")]
+
+    def get(self, name: str) -> Schedule | None:
+        return next((s for s in self.list() if s.name == name), None)
+
+    def _schedule(self, row: Row) -> Schedule:
+        problem = None
+        try:
+            tz = parse_cron(row["cron"], row["tz"]).tz
+        except ConfigError as exc:  # a row written by hand: listed, and reported by tick
+            tz, problem = None, str(exc)
+        try:
+            payload = loads(row["payload"], row["serializer"], self.queue.secret)
+        except PayloadError as exc:
+            payload, problem = None, problem or str(exc)
+
+        def when(value: Any) -> datetime | None:
+            return None if value is None or tz is None else datetime.fromtimestamp(float(value), tz)
+
+        return Schedule(
+            name=row["name"],
+            cron=row["cron"],
+            tz=row["tz"],
+            task=row["task"],
+            payload=payload,
+            serializer=row["serializer"],
+            queue=row["queue"],
+            priority=int(row["priority"]),
+            max_errors=int(row["max_errors"]),
+            catch_up=row["catch_up"],
+            catch_up_limit=int(row["catch_up_limit"]),
+            enabled=bool(row["enabled"]),
+            next_exec=when(row["next_exec"]),
+            exec_by=row["exec_by"],
+            last_slot=when(row["last_slot"]),
+            last_run_at=when(row["last_run_at"]),
+            last_job_id=None if row["last_job_id"] is None else int(row["last_job_id"]),
+            problem=problem,
+        )
+
+    def server_now(self) -> float:
+        """The database server's clock, in seconds since the epoch."""
+        row = self.backend.fetchone("schedule_server_now")
+        assert row is not None
+        return float(row["now"])
+
+    # -- ticking --------------------------------------------------------------------------
+
+    def tick(self) -> TickReport:
+        """Enqueue the jobs of every due schedule, each slot once however many hosts tick."""
+        report = TickReport()
+        exec_by = f"{socket.gethostname()}:{os.getpid()}"
+        for row in self.backend.fetchall("schedules_due"):
+            try:
+                self._fire(row, exec_by, report)
+            except BatchqError as exc:  # this schedule's jobs cannot be written here: the others go on
+                log.warning("schedule %s: %s", row["name"], exc)
+                report.failed.append((row["name"], str(exc)))
+        return report
+
+    def _fire(self, row: Row, exec_by: str, report: TickReport) -> None:
+        """One due schedule: its jobs prepared and checked first, then the compare-and-set and
+        their INSERTs in one transaction (retried on deadlocks)."""
+        cron = parse_cron(row["cron"], row["tz"])
+        seen = int(row["next_exec"])
+        todo = plan(cron, row["catch_up"], int(row["catch_up_limit"]), seen, float(row["now"]))
+        template = self.queue.job_template(
+            row["task"], row["queue"], None, int(row["priority"]), int(row["max_errors"]), row["serializer"]
+        )
+        payload = loads(row["payload"], row["serializer"], self.queue.secret)
+        jobs = [
+            (slot, self.queue.job_row(template, job_payload(payload, row["name"], cron.local(slot))))
+            for slot in todo.slots
+        ]
+        advance = {"name": row["name"], "seen": seen, "next_exec": todo.next_exec, "exec_by": exec_by}
+
+        def advance_and_enqueue() -> list[int] | None:
+            with self.backend.transaction():
+                if self.backend.execute("schedule_advance", advance) != 1:
+                    return None  # another ticker advanced it first: the slot is its to enqueue
+                ids = [self.backend.insert("enqueue", job) for _, job in jobs]
+                if ids:
+                    last = {"name": row["name"], "slot": jobs[-1][0], "job_id": ids[-1]}
+                    self.backend.execute("schedule_ran", last)
+                return ids
+
+        ids = self.backend.retrying(advance_and_enqueue)
+        if ids is None:
+            report.taken += 1
+            return
+        report.enqueued += [ScheduledJob(row["name"], cron.local(s), i) for (s, _), i in zip(jobs, ids)]
+        if not jobs:
+            report.skipped.append(row["name"])
+
+
+def job_payload(payload: Mapping[str, Any] | None, name: str, slot: datetime) -> dict[str, Any]:
+    """A scheduled job's payload: the schedule's, plus its name and its slot (ISO 8601, in the
+    schedule's time zone)."""
+    return {**(payload or {}), SCHEDULE_KEY: name, SLOT_KEY: slot.isoformat()}
+
+
+def read_schedules_file(path: str | Path) -> dict[str, dict[str, Any]]:
+    """A TOML file of ``[schedules.NAME]`` tables, each with cron, task and optional settings."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
+    try:
+        data = tomllib.loads(Path(path).read_text("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read schedules file {str(path)!r}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"schedules file {str(path)!r} is not valid TOML: {exc}") from None
+    extra = sorted(set(data) - {"schedules"})
+    if extra:
+        raise ConfigError(
+            f"schedules file {str(path)!r}: unknown top-level key {extra[0]!r}; put each schedule "
+            "in a [schedules.NAME] table"
+        )
+    schedules = data.get("schedules", {})
+    if not isinstance(schedules, dict):
+        raise ConfigError(f"schedules file {str(path)!r}: 'schedules' must be tables, [schedules.NAME]")
+    return schedules
+
+
+def check_schedule_name(name: str) -> str:
+    if not isinstance(name, str) or not SCHEDULE_NAME.fullmatch(name):
+        raise ConfigError(
+            f"bad schedule name {name!r}: use 1-128 letters, digits, '_', '-', '.', ':', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def _check_catch_up(catch_up: str, limit: int) -> None:
+    if catch_up not in CATCH_UP_POLICIES:
+        raise ConfigError(f"bad catch_up {catch_up!r}: use 'latest', 'all' or 'none'")
+    low, high = CATCH_UP_LIMIT_RANGE
+    if isinstance(limit, bool) or not isinstance(limit, int) or not low <= limit <= high:
+        raise ConfigError(f"bad catch_up_limit {limit!r}: use a whole number from {low} to {high}")
+
+
+def _check_payload(payload: Any) -> None:
+    if payload is not None and not isinstance(payload, Mapping):
+        raise ConfigError(
+            f"bad schedule payload {payload!r}: use a dict (or None); each job gets it with "
+            f"'{SCHEDULE_KEY}' and '{SLOT_KEY}' added"
+        )
+    reserved = sorted({SCHEDULE_KEY, SLOT_KEY} & set(payload or {}))
+    if reserved:
+        raise ConfigError(f"bad schedule payload: {reserved[0]!r} is set by the scheduler; rename that key")
+
+
+def _same(stored: Schedule, definition: _Definition) -> bool:
+    """Nothing to write: the stored definition equals the new one (payloads compared as values)."""
+    row = definition.row
+    return (
+        all(getattr(stored, key) == row[key] for key in DEFINITION)
+        and stored.problem is None
+        and stored.payload == definition.payload
+    )

@@ -1,0 +1,44 @@
+-- `batchq explain` on PostgreSQL: plain SELECTs in autocommit (no FOR UPDATE), so no lock a
+-- worker could wait on. Times come back as text ('YYYY-MM-DD HH24:MI:SS.US', UTC), and an
+-- infinite one (written by hand) as 'infinity': the driver cannot load it as a datetime.
+
+-- name: explain_job
+-- One job with its times on the server's clock and whether its queue is paused. due is the
+-- claim's own test; an infinite time has no age.
+SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors, j.last_error,
+       j.locked_by,
+       CASE WHEN isfinite(j.run_at) THEN to_char(j.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')
+            ELSE j.run_at::text END AS run_at,
+       CASE WHEN isfinite(j.processing_at)
+            THEN to_char(j.processing_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')
+            ELSE j.processing_at::text END AS processing_at,
+       CASE WHEN isfinite(j.created_at)
+            THEN to_char(j.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')
+            ELSE j.created_at::text END AS created_at,
+       j.run_at <= statement_timestamp() AS due,
+       CASE WHEN isfinite(j.run_at)
+            THEN EXTRACT(EPOCH FROM j.run_at - statement_timestamp())::float8 END AS due_in_seconds,
+       CASE WHEN isfinite(j.processing_at)
+            THEN EXTRACT(EPOCH FROM statement_timestamp() - j.processing_at)::float8 END AS running_seconds,
+       CASE WHEN isfinite(j.run_at) AND isfinite(j.created_at)
+            THEN EXTRACT(EPOCH FROM j.run_at - j.created_at)::float8 END AS delay_seconds,
+       COALESCE(q.paused, false) AS paused
+FROM batchq_job AS j LEFT JOIN batchq_queue AS q ON q.name = j.queue
+WHERE j.id = %(id)s;
+
+-- name: explain_jobs_ahead
+-- How many due jobs of the job's queue a claim takes before it: the claim's order (priority
+-- DESC, run_at, id), as three ranges of batchq_job_claim. Due 'scheduled' rows count: a worker
+-- promotes them within a second, into the same order.
+SELECT (SELECT COUNT(*) FROM batchq_job AS o
+        WHERE o.queue = j.queue AND o.status IN ('ready', 'scheduled')
+          AND o.run_at <= statement_timestamp() AND o.priority > j.priority)
+     + (SELECT COUNT(*) FROM batchq_job AS o
+        WHERE o.queue = j.queue AND o.status IN ('ready', 'scheduled')
+          AND o.run_at <= statement_timestamp() AND o.priority = j.priority AND o.run_at < j.run_at)
+     + (SELECT COUNT(*) FROM batchq_job AS o
+        WHERE o.queue = j.queue AND o.status IN ('ready', 'scheduled')
+          AND o.priority = j.priority AND o.run_at = j.run_at AND o.id < j.id
+          AND o.run_at <= statement_timestamp()) AS ahead
+FROM batchq_job AS j
+WHERE j.id = %(id)s;

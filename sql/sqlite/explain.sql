@@ -1,0 +1,34 @@
+-- `batchq explain` on SQLite: plain SELECTs in autocommit, so no BEGIN IMMEDIATE and no lock a
+-- worker could wait on (WAL: readers never block the writer). Times come back as the stored
+-- text ('YYYY-MM-DD HH:MM:SS.SSS', UTC); ages are on the database's clock ('now').
+
+-- name: explain_job
+-- One job with its times on the database's clock and whether its queue is paused (as workers
+-- read it: paused = 1). due is the claim's own test, so a row written by hand reads as it claims.
+SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors, j.last_error,
+       j.locked_by, j.run_at, j.processing_at, j.created_at,
+       j.run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') AS due,
+       (julianday(j.run_at) - julianday('now')) * 86400.0 AS due_in_seconds,
+       (julianday('now') - julianday(j.processing_at)) * 86400.0 AS running_seconds,
+       (julianday(j.run_at) - julianday(j.created_at)) * 86400.0 AS delay_seconds,
+       COALESCE(q.paused = 1, 0) AS paused
+FROM batchq_job AS j LEFT JOIN batchq_queue AS q ON q.name = j.queue
+WHERE j.id = :id;
+
+-- name: explain_jobs_ahead
+-- How many due jobs of the job's queue a claim takes before it: the claim's order (priority
+-- DESC, run_at, id), as three ranges of batchq_job_claim. Due 'scheduled' rows count: a worker
+-- promotes them within a second, into the same order.
+SELECT (SELECT COUNT(*) FROM batchq_job AS o
+        WHERE o.queue = j.queue AND o.status IN ('ready', 'scheduled')
+          AND o.run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') AND o.priority > j.priority)
+     + (SELECT COUNT(*) FROM batchq_job AS o
+        WHERE o.queue = j.queue AND o.status IN ('ready', 'scheduled')
+          AND o.run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
+          AND o.priority = j.priority AND o.run_at < j.run_at)
+     + (SELECT COUNT(*) FROM batchq_job AS o
+        WHERE o.queue = j.queue AND o.status IN ('ready', 'scheduled')
+          AND o.priority = j.priority AND o.run_at = j.run_at AND o.id < j.id
+          AND o.run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')) AS ahead
+FROM batchq_job AS j
+WHERE j.id = :id;

@@ -1,0 +1,155 @@
+"""`batchq explain` and `batchq metrics` as an operator (and cron) runs them: output, --json, exit
+statuses, a real worker alive and then SIGKILLed, and the textfile node_exporter reads (issue 13)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from batchq import Queue
+from tests.support.processes import assert_one_line_error, batchq_env, run_batchq, start_batchq, wait_for
+
+FAMILIES = {
+    "batchq_jobs",
+    "batchq_queue_paused",
+    "batchq_oldest_due_job_age_seconds",
+    "batchq_oldest_processing_job_age_seconds",
+    "batchq_locks_held",
+}
+
+
+def test_explain_prints_plain_words_and_json(queue: Queue, db_url: str) -> None:
+    queue.enqueue("jobs:noop", priority=1)
+    job = queue.enqueue("jobs:noop")
+    queue.pause("default")
+    result = run_batchq(db_url, "explain", str(job))
+    assert (result.returncode, result.stderr) == (0, "")
+    summary, *details = result.stdout.splitlines()
+    assert summary.startswith(f"job {job}: waiting, due since ")
+    assert "queue default is paused" in summary
+    ahead = "  1 job ahead of it in queue default (claimed first: higher priority, then due earlier, "
+    assert f"{ahead}then lower id)" in details
+    found = json.loads(run_batchq(db_url, "explain", str(job), "--json").stdout)
+    assert (found["id"], found["state"], found["exists"], found["jobs_ahead"]) == (job, "waiting", True, 1)
+    assert found["queue_paused"] is True and found["summary"] == summary
+
+
+def test_explain_an_unknown_id_exits_1_in_one_line(queue: Queue, db_url: str) -> None:
+    result = run_batchq(db_url, "explain", "424242")
+    assert_one_line_error(result, "no job 424242: it may have finished")
+    assert result.stdout == ""
+    as_json = run_batchq(db_url, "explain", "424242", "--json")
+    assert_one_line_error(as_json, "no job 424242")
+    assert json.loads(as_json.stdout)["state"] == "unknown"
+    assert run_batchq(db_url, "explain", "abc").returncode == 2  # a usage error
+
+
+def test_explain_a_real_worker_alive_then_killed(queue: Queue, db_url: str, tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    job = queue.enqueue("jobs:slow", {"started": str(started), "seconds": 60})
+    worker = start_batchq(db_url, "run")
+    try:
+        wait_for(started.exists)
+        alive = json.loads(run_batchq(db_url, "explain", str(job), "--json").stdout)
+        assert (alive["state"], alive["worker_alive"]) == ("running", True)
+        assert alive["worker"].split(":")[1] == str(worker.pid)
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(timeout=10)
+
+    def gone() -> dict[str, object] | None:
+        found = json.loads(run_batchq(db_url, "explain", str(job), "--json").stdout)
+        return found if found["worker_alive"] is False else None  # once the server saw the socket close
+
+    found = wait_for(gone, timeout=15, interval=0.2)
+    assert found["state"] == "running"
+    assert "its worker is gone: `batchq gc-processing` puts the job back" in found["summary"]
+
+
+def test_metrics_prints_the_text_format(queue: Queue, db_url: str) -> None:
+    queue.enqueue("jobs:noop", queue="mail")
+    result = run_batchq(db_url, "metrics")
+    assert (result.returncode, result.stderr) == (0, "")
+    families = {family.name: family for family in text_string_to_metric_families(result.stdout)}
+    assert set(families) == FAMILIES
+    assert families["batchq_jobs"].type == "gauge"
+    ready = [s for s in families["batchq_jobs"].samples if s.labels == {"queue": "mail", "state": "ready"}]
+    assert [s.value for s in ready] == [1]
+
+
+def test_metrics_textfile_is_replaced_whole(queue: Queue, db_url: str, tmp_path: Path) -> None:
+    folder = tmp_path / "textfile_collector"
+    folder.mkdir()
+    path = folder / "batchq.prom"
+    queue.enqueue("jobs:noop")
+    first = run_batchq(db_url, "metrics", "--textfile", str(path))
+    assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
+    inode = path.stat().st_ino
+    assert set(_families(path.read_text())) == FAMILIES
+    queue.enqueue("jobs:noop")
+    assert run_batchq(db_url, "metrics", "--textfile", str(path)).returncode == 0
+    assert path.stat().st_ino != inode  # a new file renamed over the old one, never rewritten in place
+    assert _families(path.read_text())["batchq_jobs"][("default", "ready")] == 2
+    assert [p.name for p in folder.iterdir()] == ["batchq.prom"]  # no temporary file left
+
+
+def test_metrics_textfile_readers_never_see_half_a_file(queue: Queue, db_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "batchq.prom"
+    for n in range(300):  # a file of some size: about 100 KB
+        queue.enqueue("jobs:noop", queue=f"queue-{n:03d}")
+    assert run_batchq(db_url, "metrics", "--textfile", str(path)).returncode == 0
+    reader = subprocess.Popen([sys.executable, "-c", READER, str(path)], stdout=subprocess.PIPE, text=True)
+    write = WRITER.format(path=str(path))
+    writers = [subprocess.Popen([sys.executable, "-c", write], env=batchq_env(db_url)) for _ in range(3)]
+    assert all(writer.wait(timeout=120) == 0 for writer in writers)
+    reader.send_signal(signal.SIGTERM)
+    reads, torn = map(int, reader.communicate(timeout=10)[0].split())
+    assert reads > 0 and torn == 0
+
+
+# `batchq metrics --textfile PATH` ten times in one process.
+WRITER = """
+from batchq.cli import cli
+for _ in range(10):
+    cli.main(["metrics", "--textfile", {path!r}], prog_name="batchq", standalone_mode=False)
+"""
+
+# A node_exporter stand-in: reads the file in a loop and counts the reads that were not whole.
+READER = """
+import signal, sys
+path, reads, torn = sys.argv[1], 0, 0
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+while not stop:
+    with open(path) as f:
+        text = f.read()
+    reads += 1
+    torn += not text.endswith("batchq_locks_held 0.0\\n")
+print(reads, torn)
+"""
+
+
+def test_metrics_textfile_keeps_the_old_file_when_the_database_fails(tmp_path: Path) -> None:
+    path = tmp_path / "batchq.prom"
+    path.write_text("old\n")
+    result = run_batchq(f"sqlite:///{tmp_path / 'empty.db'}", "metrics", "--textfile", str(path))
+    assert_one_line_error(result, "batchq init-db")
+    assert path.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["batchq.prom", "empty.db"]
+
+
+def test_metrics_textfile_in_a_missing_folder_exits_1(queue: Queue, db_url: str, tmp_path: Path) -> None:
+    result = run_batchq(db_url, "metrics", "--textfile", str(tmp_path / "missing" / "batchq.prom"))
+    assert_one_line_error(result, "cannot write", "No such file or directory")
+
+
+def _families(text: str) -> dict[str, dict[tuple[str, ...], float]]:
+    return {
+        family.name: {tuple(sample.labels.values()): sample.value for sample in family.samples}
+        for family in text_string_to_metric_families(text)
+    }

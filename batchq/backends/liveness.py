@@ -4,7 +4,8 @@ PostgreSQL advisory lock), or, on SQLite, its process on this host.
 A worker takes its lock on every connection it opens, before any statement runs, and keeps its
 session busy with a heartbeat during a job; a sweep asks whether the lock of a claim's
 ``locked_by`` is still held. A session the server still keeps after the worker lost it (a
-ghost) is ended: by the worker itself when it reconnects, by a sweep on request.
+ghost) is ended: by the worker itself when it reconnects (holding a handover lock, which sweeps
+count as a sign of life too, until it has its own lock back), by a sweep on request.
 """
 
 from __future__ import annotations
@@ -146,10 +147,22 @@ class Liveness:
         return True
 
     def _end_ghost(self, worker: str, session: int) -> None:
-        """End our own previous session, which still holds the lock, and take the lock."""
+        """End our own previous session, which still holds the lock, and take the lock.
+
+        The ghost frees the lock before our wait for it can be queued; the handover lock,
+        held meanwhile, keeps a sweep from seeing the worker dead in that gap."""
         log.warning(
             "worker %s: its previous database session %d still holds its lock; ending it", worker, session
         )
+        params = {**self.lock_params(worker), "wait": GHOST_END_WAIT_SECONDS}
+        handover = self.backend.fetchone("liveness_handover_lock", params)
+        try:
+            self._end_then_take(worker, session, params)
+        finally:
+            if handover and handover["acquired"]:
+                self.backend.fetchone("liveness_handover_unlock", params)
+
+    def _end_then_take(self, worker: str, session: int, params: dict[str, Any]) -> None:
         try:
             self.backend.execute("end_session", {"session": session})
         except BackendUnavailable:
@@ -160,7 +173,6 @@ class Liveness:
                 f"which could not be ended ({exc}); the server frees it once it notices the "
                 "connection is gone"
             ) from None
-        params = {**self.lock_params(worker), "wait": GHOST_END_WAIT_SECONDS}
         try:
             row = self.backend.fetchone("liveness_lock_wait", params)
         except BackendUnavailable:

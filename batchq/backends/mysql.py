@@ -77,7 +77,7 @@ class MySQLBackend(Backend):
         self._packets: weakref.WeakKeyDictionary[Any, tuple[Any, int]] = weakref.WeakKeyDictionary()
 
     def _liveness(self) -> Liveness:
-        return Liveness(self, lambda worker: {"name": liveness_lock_name(worker)})
+        return Liveness(self, liveness_lock_names)
 
     def _connect(self) -> Any:
         url = self.url
@@ -293,7 +293,8 @@ def supports_skip_locked(version: str) -> bool:
     return numbers >= (8, 0, 1)
 
 
-def liveness_lock_name(worker: str) -> str:
-    """GET_LOCK names are limited to 64 characters."""
-    name = f"batchq:{worker}"
-    return name if len(name) <= 64 else "batchq:" + hashlib.sha1(worker.encode()).hexdigest()
+def liveness_lock_names(worker: str) -> dict[str, str]:
+    """A worker's lock name and its handover lock's (GET_LOCK names are limited to 64 characters)."""
+    if len(worker) > 64 - len("batchq:"):
+        worker = hashlib.sha1(worker.encode()).hexdigest()
+    return {"name": f"batchq:{worker}", "handover": f"batchq>{worker}"}

@@ -200,9 +200,17 @@ DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'schedule
 SELECT GET_LOCK(%(name)s, 0) AS acquired, CONNECTION_ID() AS session;
 
 -- name: liveness_lock_wait
--- Take the lock, waiting up to %(wait)s seconds for a session we just ended to let go of it:
--- the server hands it straight over, so it is never seen free in between.
+-- Take the lock, waiting up to %(wait)s seconds for a session we just ended to let go of it.
 SELECT GET_LOCK(%(name)s, %(wait)s) AS acquired, CONNECTION_ID() AS session;
+
+-- name: liveness_handover_lock
+-- Held while a worker takes its lock back from its ghost: the ghost frees the lock before the
+-- worker can ask for it, and a sweep must not see the worker dead in between (liveness_held
+-- counts this lock too).
+SELECT GET_LOCK(%(handover)s, 0) AS acquired;
+
+-- name: liveness_handover_unlock
+SELECT RELEASE_LOCK(%(handover)s) AS released;
 
 -- name: liveness_holder
 -- The session holding the worker's lock (NULL when free).
@@ -228,5 +236,5 @@ SET SESSION wait_timeout = 31536000;
 SELECT 1 AS alive;
 
 -- name: liveness_held
--- Is the worker's lock held by some session? Never takes it.
-SELECT IS_USED_LOCK(%(name)s) IS NOT NULL AS held;
+-- Is the worker's lock (or its handover lock) held by some session? Never takes it.
+SELECT IS_USED_LOCK(%(name)s) IS NOT NULL OR IS_USED_LOCK(%(handover)s) IS NOT NULL AS held;

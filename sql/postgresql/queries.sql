@@ -196,12 +196,22 @@ DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'schedule
 SELECT pg_try_advisory_lock(%(key)s::bigint) AS acquired, pg_backend_pid() AS session;
 
 -- name: liveness_lock_wait
--- Take the lock, waiting up to %(wait)s seconds for a backend we just ended to let go of it:
--- the server hands it straight over, so it is never seen free in between. lock_timeout is set
--- for this statement's own transaction only (an error 55P03 when it runs out).
+-- Take the lock, waiting up to %(wait)s seconds for a backend we just ended to let go of it.
+-- lock_timeout is set for this statement's own transaction only (an error 55P03 when it runs out).
 SELECT true AS acquired, pg_backend_pid() AS session
 FROM (SELECT set_config('lock_timeout', (%(wait)s * 1000)::int::text, true)) AS wait_limit,
      LATERAL (SELECT pg_advisory_lock(%(key)s::bigint)) AS taken;
+
+-- name: liveness_handover_lock
+-- Held while a worker takes its lock back from its ghost: the ghost frees the lock before the
+-- worker can ask for it, and a sweep must not see the worker dead in between. The two-int form
+-- of the same 64 bits (objsubid 2 in pg_locks), which liveness_held also counts.
+SELECT pg_try_advisory_lock((%(key)s::bigint >> 32)::bit(32)::int, %(key)s::bigint::bit(32)::int)
+       AS acquired;
+
+-- name: liveness_handover_unlock
+SELECT pg_advisory_unlock((%(key)s::bigint >> 32)::bit(32)::int, %(key)s::bigint::bit(32)::int)
+       AS released;
 
 -- name: liveness_holder
 -- The backend holding the worker's lock, if any.
@@ -241,15 +251,16 @@ WHERE current_setting('server_version_num')::int >= 140000;
 SELECT 1 AS alive;
 
 -- name: liveness_held
--- Is the worker's lock held by some session of this database? Reads pg_locks: never takes it.
--- A bigint key shows up as classid = high 32 bits, objid = low 32 bits, objsubid = 1.
+-- Is the worker's lock (or its handover lock) held by some session of this database? Reads
+-- pg_locks: never takes it. A bigint key shows up as classid = high 32 bits, objid = low 32
+-- bits, objsubid = 1; the two-int form of the same bits as objsubid = 2.
 SELECT EXISTS (
     SELECT 1 FROM pg_locks
     WHERE locktype = 'advisory' AND granted
       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
       AND classid = ((%(key)s::bigint >> 32) & 4294967295)::oid
       AND objid = (%(key)s::bigint & 4294967295)::oid
-      AND objsubid = 1
+      AND objsubid IN (1, 2)
 ) AS held;
 
 -- name: listen

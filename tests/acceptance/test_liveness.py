@@ -16,6 +16,7 @@ import pytest
 
 from batchq import Queue
 from batchq.backends import create_backend
+from batchq.backends.liveness import owner_name
 from batchq.config import parse_url
 from batchq.errors import BackendUnavailable
 from batchq.sweeps import StuckJob, gc_processing
@@ -209,6 +210,37 @@ def test_a_worker_ends_its_ghost_session_and_finishes_its_job(
     assert (row.lost, row.duplicates) == (0, 0)
     assert job_rows(queue) == []  # its finished job did not stay processing
     queue.close()
+
+
+def test_a_sweep_never_sees_a_worker_dead_while_it_takes_its_lock_back_from_its_ghost(
+    server_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The ghost frees the lock before the worker's wait for it can be queued; the handover
+    lock covers that gap (without it, 7 takeovers in 10 were seen dead by a polling sweep)."""
+    takeovers, seen_dead = 20, 0
+    watcher = create_backend(server_url)
+
+    def watch(stop: threading.Event) -> None:
+        nonlocal seen_dead
+        while not stop.is_set():
+            seen_dead += watcher.liveness.is_alive(worker) is False
+
+    with TcpProxy(_port(server_url)) as proxy:
+        backend = create_backend(proxy.url_for(server_url))
+        worker = owner_name()
+        backend.liveness.hold(worker)
+        for _ in range(takeovers):
+            proxy.drop()
+            stop = threading.Event()
+            watching = threading.Thread(target=watch, args=(stop,))
+            watching.start()
+            backend.liveness.ping()  # the connection is gone: reconnect, end the ghost, take the lock
+            stop.set()
+            watching.join()
+        backend.close()
+    watcher.close()
+    assert caplog.text.count("previous database session") == takeovers
+    assert seen_dead == 0
 
 
 @pytest.mark.slow

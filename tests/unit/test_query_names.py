@@ -20,6 +20,8 @@ SERVER_ONLY = {
     "heartbeat",
     "keep_session_open",
     "liveness_ghost",
+    "liveness_handover_lock",
+    "liveness_handover_unlock",
     "liveness_held",
     "liveness_holder",
     "liveness_lock",

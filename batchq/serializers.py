@@ -18,6 +18,9 @@ from .errors import ConfigError, PayloadError, SignatureError
 
 SECRET_ENV = "BATCHQ_SECRET"
 _SIGNATURE_BYTES = 32
+# One encoder for every payload: json.dumps with options builds a new one per call, a fifth of
+# enqueue_many's Python time.
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def secret_from_env() -> bytes | None:
@@ -31,8 +34,7 @@ def dumps(payload: Any, serializer: str, secret: bytes | None) -> bytes | None:
         return None
     if serializer == "json":
         try:
-            text = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-            return text.encode("utf-8")
+            return _JSON.encode(payload).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise PayloadError(
                 f"payload cannot be stored as JSON ({exc}); pass JSON types (dict, list, str, "

@@ -224,6 +224,18 @@ def redact(text: str, url: DatabaseURL) -> str:
     return str(url).join(echo.sub("***", piece) for piece in text.split(str(url)))
 
 
+def format_duration(seconds: float) -> str:
+    """A duration as people read it: 45s, 3m12s, 2h05m, 3d04h (never negative)."""
+    whole = max(0, int(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+
+
 def parse_duration(value: Duration | None, what: str = "duration") -> float:
     """Seconds from 90, 2.5, '90', '90s', '15m', '1h30m', '2d', '250ms' or a timedelta; None is 0.
 

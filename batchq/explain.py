@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from .backends import Backend, Row, stored_seconds, stored_text, stored_time
+from .config import format_duration
 from .errors import BackendUnavailable, BatchqError, ConfigError
 from .job import JOB_ID_RANGE
 
@@ -22,7 +23,8 @@ from .job import JOB_ID_RANGE
 class Explanation:
     """Why job ``id`` is or is not running, on the database server's clock.
 
-    ``state``: waiting (due, not yet claimed), delayed (not due yet), running (claimed),
+    ``state``: waiting (due, not yet claimed), blocked (due, waiting for a slot of its
+    concurrency key), delayed (not due yet), running (claimed),
     failed (out of tries), unrunnable (a status no worker claims: a row written by hand) or
     unknown (no such row: finished, cancelled, purged, or never there). ``summary`` and
     ``details`` say it in plain words; the other fields are what they are drawn from.
@@ -50,6 +52,9 @@ class Explanation:
     processing_at: datetime | str | None = None
     running_seconds: float | None = None
     worker_alive: bool | None = None  # running: None when it cannot be told from here
+    concurrency_key: str | None = None
+    concurrency_limit: int | None = None
+    key_active: int | None = None  # jobs of its concurrency key that are ready or running
     notes: tuple[str, ...] = field(default=())  # what could not be read (a row written by hand)
 
     @property
@@ -70,6 +75,8 @@ def explain(backend: Backend, job_id: int) -> Explanation:
         if facts.due:
             return _waiting(backend, facts)
         return _delayed(facts)
+    if status == "blocked":
+        return _blocked(facts) if facts.due else _delayed(facts)
     if status == "processing":
         return _running(backend, facts)
     if status == "failed":
@@ -103,6 +110,9 @@ class _Facts:
         self.running_seconds = stored_seconds(row["running_seconds"])
         self.delay_seconds = stored_seconds(row["delay_seconds"])
         self.paused = bool(row["paused"])
+        self.concurrency_key = None if row["concurrency_key"] is None else stored_text(row["concurrency_key"])
+        self.concurrency_limit = self._whole("concurrency_limit", row["concurrency_limit"])
+        self.key_active = int(row["key_active"] or 0)
 
     def _whole(self, column: str, value: Any) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -125,6 +135,9 @@ class _Facts:
             "last_error": self.last_error,
             "created_at": self.created_at,
             "run_at": self.run_at,
+            "concurrency_key": self.concurrency_key,
+            "concurrency_limit": self.concurrency_limit,
+            "key_active": self.key_active if self.concurrency_key is not None else None,
             "due_in_seconds": self.due_in_seconds,
             "queue_paused": self.paused,
             "notes": tuple(self.notes),
@@ -162,6 +175,24 @@ def _waiting(backend: Backend, facts: _Facts) -> Explanation:
     )
 
 
+def _blocked(facts: _Facts) -> Explanation:
+    limit = 1 if facts.concurrency_limit is None else facts.concurrency_limit
+    slots = f"{facts.key_active} of its {limit} slots taken"
+    if facts.key_active >= limit:
+        why = f"{slots} (ready or running): it becomes ready when one of those ends"
+    else:
+        why = f"{slots}: a worker admits it within a second of looking"
+    details = [_about(facts)]
+    if facts.paused:
+        details.append(facts.paused_line())
+    return Explanation(
+        state="blocked",
+        summary=f"job {facts.id}: waiting for a slot of concurrency key {facts.concurrency_key!r}, {why}",
+        details=tuple(details),
+        **facts.common(),
+    )
+
+
 def _delayed(facts: _Facts) -> Explanation:
     until = f"delayed until {_when(facts.run_at)}{_in(facts.due_in_seconds)}"
     if facts.error_count:  # job_error wrote run_at: a backoff after the latest failure
@@ -169,7 +200,7 @@ def _delayed(facts: _Facts) -> Explanation:
         why = f"retry backoff after failure {facts.tries()}; last error: {_first_line(facts)}"
     elif facts.error_count == 0:
         reason = "delay"
-        asked = "" if facts.delay_seconds is None else f" of {_duration(facts.delay_seconds)}"
+        asked = "" if facts.delay_seconds is None else f" of {format_duration(facts.delay_seconds)}"
         why = f"enqueued with a delay{asked}"
     else:
         reason = None
@@ -282,27 +313,15 @@ def _when(value: datetime | str | None) -> str:
 
 
 def _ago(seconds: float | None) -> str:
-    return "" if seconds is None else f" ({_duration(-seconds)} ago)"
+    return "" if seconds is None else f" ({format_duration(-seconds)} ago)"
 
 
 def _in(seconds: float | None) -> str:
-    return "" if seconds is None else f" (in {_duration(seconds)})"
+    return "" if seconds is None else f" (in {format_duration(seconds)})"
 
 
 def _for(seconds: float | None) -> str:
-    return "" if seconds is None else f" ({_duration(seconds)})"
-
-
-def _duration(seconds: float) -> str:
-    """A duration as people read it: 45s, 3m12s, 2h05m, 3d04h (never negative)."""
-    whole = max(0, int(seconds))
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    if whole < 86400:
-        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+    return "" if seconds is None else f" ({format_duration(seconds)})"
 
 
 def _n_jobs(n: int) -> str:

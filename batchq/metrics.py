@@ -19,7 +19,7 @@ from prometheus_client.registry import Collector
 
 from .backends import Backend, Row, stored_count, stored_seconds, stored_text
 
-STATES = ("ready", "delayed", "processing", "failed")
+STATES = ("ready", "delayed", "blocked", "processing", "failed")
 
 
 @dataclass
@@ -31,6 +31,7 @@ class QueueMetrics:
     delayed: int = 0  # not due yet: a delay or a retry backoff
     processing: int = 0
     failed: int = 0
+    blocked: int = 0  # due, waiting for a slot of their concurrency key
     paused: bool = False
     oldest_due_seconds: float = 0.0  # since the oldest due job's run_at; 0 with none due
     oldest_processing_seconds: float = 0.0  # the oldest claim's age; 0 with none (or none known)
@@ -56,6 +57,10 @@ def _count(metrics: QueueMetrics, row: Row) -> None:
         metrics.delayed += jobs - due
         oldest_due = stored_seconds(row["oldest_due_seconds"]) or 0.0
         metrics.oldest_due_seconds = max(metrics.oldest_due_seconds, oldest_due)
+    elif status == "blocked":
+        due = stored_count(row["due"])
+        metrics.blocked += due
+        metrics.delayed += jobs - due
     elif status == "processing":
         metrics.processing += jobs
         metrics.oldest_processing_seconds = stored_seconds(row["oldest_processing_seconds"]) or 0.0
@@ -80,7 +85,8 @@ class QueueCollector(Collector):
         queues = read_queues(self.backend)
         jobs = GaugeMetricFamily(
             "batchq_jobs",
-            "Jobs per queue and state: ready (due), delayed (not due yet), processing, failed.",
+            "Jobs per queue and state: ready (due), delayed (not due yet), blocked (due, waiting for a "
+            "concurrency slot), processing, failed.",
             labels=["queue", "state"],
         )
         paused = GaugeMetricFamily("batchq_queue_paused", "1 if workers skip the queue.", labels=["queue"])

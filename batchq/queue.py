@@ -22,6 +22,8 @@ Task = str | Callable[..., Any]
 Delay = Duration | None
 PRIORITY_RANGE = (-32768, 32767)
 MAX_ERRORS_RANGE = (1, 65535)
+CONCURRENCY_LIMIT_RANGE = (1, 65535)
+CONCURRENCY_KEY_MAX_CHARS = 255
 
 
 @dataclass
@@ -33,6 +35,7 @@ class QueueStats:
     oldest_processing_seconds: float | None = None
     failed: int = 0
     paused: bool = False
+    blocked: int = 0  # due, waiting for a slot of their concurrency key
 
 
 class Queue(OnDatabase):
@@ -66,14 +69,21 @@ class Queue(OnDatabase):
         priority: int = 0,
         max_errors: int = 10,
         serializer: str = "json",
+        concurrency_key: str | None = None,
+        concurrency_limit: int | None = None,
         conn: Any = None,
     ) -> int:
         """Write one job and return its id. Bad input raises before anything is written.
 
         With ``conn=`` (an open PyMySQL / sqlite3 / psycopg connection) the INSERT joins
         that connection's transaction: the job exists only if the caller commits.
+
+        With ``concurrency_key``, workers run at most ``concurrency_limit`` (default 1) jobs of
+        that key at once; the job waits as 'blocked' meanwhile, and other jobs run past it.
         """
-        template = self.job_template(task, queue, delay, priority, max_errors, serializer)
+        template = self.job_template(
+            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit
+        )
         row = self.job_row(template, payload)
         backend = self.backend
         if conn is not None:
@@ -91,10 +101,14 @@ class Queue(OnDatabase):
         priority: int = 0,
         max_errors: int = 10,
         serializer: str = "json",
+        concurrency_key: str | None = None,
+        concurrency_limit: int | None = None,
         conn: Any = None,
     ) -> int:
         """Write one job per payload in one statement batch; returns how many."""
-        template = self.job_template(task, queue, delay, priority, max_errors, serializer)
+        template = self.job_template(
+            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit
+        )
         rows = [self.job_row(template, payload) for payload in payloads]
         if not rows:
             return 0
@@ -112,12 +126,15 @@ class Queue(OnDatabase):
         priority: int,
         max_errors: int,
         serializer: str,
+        concurrency_key: str | None = None,
+        concurrency_limit: int | None = None,
     ) -> dict[str, Any]:
         """Everything of a job row but its payload, validated once per call."""
         check_queue_name(queue)
         _check_int("priority", priority, PRIORITY_RANGE)
         _check_int("max_errors", max_errors, MAX_ERRORS_RANGE)
         seconds = parse_duration(delay, "delay")
+        concurrency_limit = _check_concurrency(concurrency_key, concurrency_limit)
         return {
             "queue": queue,
             "task": self.resolver.name_for(task),
@@ -125,6 +142,8 @@ class Queue(OnDatabase):
             "priority": priority,
             "max_errors": max_errors,
             "delay": seconds,
+            "concurrency_key": concurrency_key,
+            "concurrency_limit": concurrency_limit,
         }
 
     def job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:
@@ -164,6 +183,9 @@ class Queue(OnDatabase):
             jobs, due = int(row["jobs"]), int(row["due"] or 0)
             if row["status"] in ("ready", "scheduled"):  # a due scheduled job awaits promotion
                 stats.ready += due
+                stats.delayed += jobs - due
+            elif row["status"] == "blocked":  # not due: a retry backoff before it waits for a slot
+                stats.blocked += due
                 stats.delayed += jobs - due
             elif row["status"] == "processing":
                 stats.processing = jobs
@@ -217,6 +239,26 @@ class Queue(OnDatabase):
     def tick(self) -> TickReport:
         """Enqueue the due schedules' jobs, each slot once across hosts: Schedules.tick."""
         return self.schedules.tick()
+
+
+def _check_concurrency(key: str | None, limit: int | None) -> int | None:
+    """The limit to store (1 when a key comes without one); raises on a bad key or limit."""
+    if key is None:
+        if limit is not None:
+            raise ConfigError("concurrency_limit needs a concurrency_key: pass the key the limit is for")
+        return None
+    if not isinstance(key, str) or not 0 < len(key) <= CONCURRENCY_KEY_MAX_CHARS or "\x00" in key:
+        raise ConfigError(
+            f"bad concurrency_key {key!r}: use a string of 1-{CONCURRENCY_KEY_MAX_CHARS} characters "
+            "without NUL, such as 'customer:42'"
+        )
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"bad concurrency_key {key!r}: it is not valid UTF-8 text") from None
+    limit = 1 if limit is None else limit
+    _check_int("concurrency_limit", limit, CONCURRENCY_LIMIT_RANGE)
+    return limit
 
 
 def _check_int(name: str, value: Any, bounds: tuple[int, int]) -> None:

@@ -54,6 +54,7 @@ class FailedJob:
     max_errors: Any
     last_error: str | None
     created_at: datetime | str | None
+    concurrency_key: str | None = None
     status: str = "failed"
     error_count_before: int | None = None  # --requeue: the count it had (error_count is 0 now)
 
@@ -155,7 +156,8 @@ def gc_error(
     """List failed jobs (filtered by queue and id); ``action`` 'requeue' or 'delete' acts on them.
 
     Returns the jobs listed, or with an action the jobs it acted on; requeued ones as they are
-    now (ready, no errors), with the count they had in ``error_count_before``.
+    now (ready, or blocked for a slot of their concurrency key; no errors), with the count they
+    had in ``error_count_before``.
     """
     wanted_queues, wanted_ids = set(queues), set(ids)
     jobs = [
@@ -172,4 +174,5 @@ def gc_error(
 
 
 def _requeued(job: FailedJob) -> FailedJob:
-    return replace(job, status="ready", error_count=0, error_count_before=stored_count(job.error_count))
+    status = "ready" if job.concurrency_key is None else "blocked"
+    return replace(job, status=status, error_count=0, error_count_before=stored_count(job.error_count))

@@ -166,11 +166,12 @@ class Worker:
 
     def _tick(self) -> int:
         """About once a second (and whenever a claim finds nothing): promote due scheduled jobs,
-        and learn which queues are paused. Returns how many jobs became ready."""
+        admit jobs waiting for a concurrency slot, and learn which queues are paused. Returns how
+        many jobs became ready."""
         self._paused = {row["name"] for row in self.backend.fetchall("queues_paused")}
         self._next_tick = time.monotonic() + TICK_SECONDS
         self.backend.vacuum_if_due()
-        return self.backend.promote_due()
+        return self.backend.promote_due() + self.backend.unblock_due()
 
     def _claim_next(self, done: list[Job]) -> tuple[int, list[Job]]:
         """Delete ``done`` and claim one job (in batch mode up to batch_size) of the first queue

@@ -289,6 +289,20 @@ class Backend(ABC):
         """Make scheduled jobs whose time has come ready; returns how many."""
         return self.execute("jobs_promote")
 
+    def unblock_due(self) -> int:
+        """Jobs waiting for a slot of their concurrency key get one where it is free; returns how
+        many became ready. One worker at a time: the others skip, the holder admits for them."""
+        locked = False
+        try:
+            with self.transaction():
+                row = self.fetchone("jobs_unblock_lock")
+                locked = bool(row and row["locked"])
+                admitted = self.execute("jobs_unblock") if locked else 0
+        finally:
+            if locked:  # MySQL's lock outlives the transaction: let go only after the commit
+                self.fetchone("jobs_unblock_unlock")
+        return admitted
+
     def vacuum_if_due(self) -> bool:
         """Clean up after the finished jobs where the database leaves that to us (PostgreSQL);
         True if this worker did."""

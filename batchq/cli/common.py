@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..config import parse_duration
+from ..config import format_duration, parse_duration
 from ..errors import BatchqError
 from ..queue import Queue
 
@@ -86,12 +86,7 @@ def n_jobs(n: int) -> str:
 def age(seconds: float | None) -> str:
     if seconds is None:
         return "an unknown time"  # processing_at NULL or infinite: a row written by hand
-    seconds = int(float(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return format_duration(float(seconds))
 
 
 def print_json(data: Any) -> None:

@@ -150,6 +150,8 @@ def run(
 @click.option("--delay", type=DURATION, default=0)
 @click.option("--priority", type=int, default=0, show_default=True, help="Higher runs first.")
 @click.option("--max-errors", type=int, default=10, show_default=True)
+@click.option("--concurrency-key", metavar="KEY", help="Run at most --concurrency-limit jobs of KEY at once.")
+@click.option("--concurrency-limit", type=int, metavar="N", help="With --concurrency-key (default 1).")
 @click.option("--task-modules", envvar=TASK_MODULES_ENV, show_envvar=True, metavar="M1,M2")
 @click.pass_context
 def enqueue(
@@ -160,6 +162,8 @@ def enqueue(
     delay: float,
     priority: int,
     max_errors: int,
+    concurrency_key: str | None,
+    concurrency_limit: int | None,
     task_modules: str | None,
 ) -> None:
     """Enqueue TASK with a JSON PAYLOAD; prints the job id."""
@@ -170,7 +174,14 @@ def enqueue(
     except RecursionError:
         raise click.BadParameter("JSON nested too deeply", param_hint="PAYLOAD") from None
     job_id = open_queue(ctx, task_modules).enqueue(
-        task, data, queue=queue, delay=delay, priority=priority, max_errors=max_errors
+        task,
+        data,
+        queue=queue,
+        delay=delay,
+        priority=priority,
+        max_errors=max_errors,
+        concurrency_key=concurrency_key,
+        concurrency_limit=concurrency_limit,
     )
     click.echo(job_id)
 

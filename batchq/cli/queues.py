@@ -15,19 +15,26 @@ from .common import age, common_options, exit_with, open_queue, print_json
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool) -> None:
-    """Per-queue counts: ready, delayed, processing (and the oldest's age), failed."""
+    """Per-queue counts: ready, delayed, blocked (waiting for a concurrency slot), processing (and
+    the oldest's age), failed."""
     queue = open_queue(ctx)
     rows = queue.stats()
     if as_json:
         print_json({"backend": queue.backend.describe(), "queues": [asdict(r) for r in rows]})
         return
     click.echo(queue.backend.describe())
-    header = f"{'queue':<20} {'ready':>8} {'delayed':>8} {'processing':>10} {'oldest':>8} {'failed':>8}"
+    header = (
+        f"{'queue':<20} {'ready':>8} {'delayed':>8} {'blocked':>8} {'processing':>10} {'oldest':>8} "
+        f"{'failed':>8}"
+    )
     click.echo(header)
     for r in rows:
         oldest = age(r.oldest_processing_seconds) if r.oldest_processing_seconds is not None else "-"
         name = r.queue + (" (paused)" if r.paused else "")
-        click.echo(f"{name:<20} {r.ready:>8} {r.delayed:>8} {r.processing:>10} {oldest:>8} {r.failed:>8}")
+        click.echo(
+            f"{name:<20} {r.ready:>8} {r.delayed:>8} {r.blocked:>8} {r.processing:>10} {oldest:>8} "
+            f"{r.failed:>8}"
+        )
 
 
 @click.command()

@@ -38,11 +38,13 @@ SELECT @@max_allowed_packet AS max_allowed_packet;
 -- name: enqueue
 -- One job, due after `delay` seconds on the server's clock: 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote).
-INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at)
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
+                        concurrency_key, concurrency_limit)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
-        IF(%(delay)s > 0, 'scheduled', 'ready'),
+        CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
+             WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
         UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, %(max_errors)s,
-        UTC_TIMESTAMP(6));
+        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s);
 
 -- name: jobs_promote
 -- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
@@ -51,6 +53,36 @@ UPDATE batchq_job SET status = 'ready'
 WHERE status = 'scheduled' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY run_at
 LIMIT 1000;
+
+-- name: jobs_unblock_lock
+-- One unblocker at a time per database; the others skip (the holder admits for them).
+SELECT GET_LOCK(CONCAT('batchq unblock ', DATABASE()), 0) AS locked;
+
+-- name: jobs_unblock
+-- Jobs waiting for a concurrency slot ('blocked', due) become ready while fewer than their
+-- concurrency_limit jobs of their key are 'ready' or 'processing', best first as a claim takes
+-- them. Only jobs_unblock makes a keyed job ready, one worker at a time (jobs_unblock_lock), so
+-- two workers never fill the same free slot. A row written by hand without a limit gets 1.
+-- (The derived table is materialised, so it may read the table the UPDATE writes.)
+UPDATE batchq_job AS job
+JOIN (
+    SELECT waiting.id FROM (
+        SELECT b.id, b.concurrency_key, coalesce(b.concurrency_limit, 1) AS slots,
+               ROW_NUMBER() OVER (PARTITION BY b.concurrency_key
+                                  ORDER BY b.priority DESC, b.run_at, b.id) AS place,
+               (SELECT COUNT(*) FROM batchq_job a
+                WHERE a.concurrency_key = b.concurrency_key
+                  AND a.status IN ('ready', 'processing')) AS active
+        FROM batchq_job b
+        WHERE b.status = 'blocked' AND b.run_at <= UTC_TIMESTAMP(6)
+    ) AS waiting
+    WHERE waiting.place <= waiting.slots - waiting.active OR waiting.concurrency_key IS NULL
+) AS admitted ON admitted.id = job.id
+SET job.status = 'ready';
+
+-- name: jobs_unblock_unlock
+-- After the commit: the next unblocker must see what this one admitted.
+SELECT RELEASE_LOCK(CONCAT('batchq unblock ', DATABASE())) AS released;
 
 -- name: jobs_claim
 -- A worker's one round trip per job: open the transaction, delete the jobs it finished (fenced
@@ -111,6 +143,7 @@ WHERE claim_token = %(token)s AND id IN %(ids)s;
 -- status is assigned first: MySQL evaluates SET left to right with updated values.
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
+                  WHEN %(delay)s > 0 AND concurrency_key IS NOT NULL THEN 'blocked'
                   WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = %(error)s,
@@ -126,7 +159,7 @@ WHERE status = 'processing' AND locked_by = %(worker)s;
 
 -- name: job_cancel
 -- Remove a job nobody is running; a claimed job stays.
-DELETE FROM batchq_job WHERE id = %(id)s AND status IN ('ready', 'scheduled', 'failed');
+DELETE FROM batchq_job WHERE id = %(id)s AND status IN ('ready', 'scheduled', 'blocked', 'failed');
 
 -- name: queue_stats
 -- Per queue and status: counts, due counts and the oldest processing age, in seconds.
@@ -161,20 +194,21 @@ WHERE id = %(id)s AND status = 'processing' AND claim_token <=> %(token)s;
 -- session without strict mode). SMALLINT keeps every priority claimable. Walks batchq_job_due.
 SELECT id, queue, task, status, priority
 FROM batchq_job
-WHERE status NOT IN ('ready', 'processing', 'failed', 'scheduled')
+WHERE status NOT IN ('ready', 'processing', 'failed', 'scheduled', 'blocked')
 ORDER BY id;
 
 -- name: jobs_failed
 -- Jobs out of tries, for a human.
-SELECT id, queue, task, error_count, max_errors, last_error, created_at
+SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;
 
 -- name: job_requeue_failed
--- Give a failed job a fresh set of tries, due now.
+-- Give a failed job a fresh set of tries, due now (a job with a concurrency key waits for a slot).
 UPDATE batchq_job
-SET status = 'ready', error_count = 0, run_at = UTC_TIMESTAMP(6)
+SET status = CASE WHEN concurrency_key IS NULL THEN 'ready' ELSE 'blocked' END,
+    error_count = 0, run_at = UTC_TIMESTAMP(6)
 WHERE id = %(id)s AND status = 'failed';
 
 -- name: job_delete_failed
@@ -192,7 +226,7 @@ SELECT name FROM batchq_queue WHERE paused = 1 ORDER BY name;
 
 -- name: queue_purge
 -- Delete a queue's jobs that nobody is running.
-DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'failed');
+DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked', 'failed');
 
 -- name: liveness_lock
 -- Held on the worker's connection for its whole life: free means the worker is gone.

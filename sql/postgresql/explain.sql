@@ -22,7 +22,11 @@ SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
             THEN EXTRACT(EPOCH FROM statement_timestamp() - j.processing_at)::float8 END AS running_seconds,
        CASE WHEN isfinite(j.run_at) AND isfinite(j.created_at)
             THEN EXTRACT(EPOCH FROM j.run_at - j.created_at)::float8 END AS delay_seconds,
-       COALESCE(q.paused, false) AS paused
+       COALESCE(q.paused, false) AS paused,
+       j.concurrency_key, j.concurrency_limit,
+       (SELECT COUNT(*) FROM batchq_job AS a
+        WHERE a.concurrency_key = j.concurrency_key
+          AND a.status IN ('ready', 'processing')) AS key_active
 FROM batchq_job AS j LEFT JOIN batchq_queue AS q ON q.name = j.queue
 WHERE j.id = %(id)s;
 

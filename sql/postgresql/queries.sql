@@ -28,20 +28,24 @@ ON CONFLICT (version) DO NOTHING;
 -- name: enqueue
 -- One job, due after `delay` seconds on the server's clock: 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote). A trigger NOTIFYs waiting workers.
-INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at)
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
+                        concurrency_key, concurrency_limit)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
-        CASE WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
+        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
+             WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
         statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
-        statement_timestamp())
+        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int)
 RETURNING id;
 
 -- name: enqueue_many
 -- Many jobs of one task, queue and delay in one statement, their payloads as one array, in order.
-INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at)
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
+                        concurrency_key, concurrency_limit)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
-       CASE WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
+       CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
+            WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
        statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
-       statement_timestamp()
+       statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int
 FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
 ORDER BY batch.n;
 
@@ -57,6 +61,36 @@ WHERE id = ANY(ARRAY(
     LIMIT 1000
     FOR UPDATE SKIP LOCKED
 ));
+
+-- name: jobs_unblock_lock
+-- One unblocker at a time per database, until its transaction ends; the others skip (the holder
+-- admits for them). Two-int form: clear of the liveness and migration keys.
+SELECT pg_try_advisory_xact_lock(hashtext('batchq_job unblock'), 2) AS locked;
+
+-- name: jobs_unblock
+-- Jobs waiting for a concurrency slot ('blocked', due) become ready while fewer than their
+-- concurrency_limit jobs of their key are 'ready' or 'processing', best first as a claim takes
+-- them. Only jobs_unblock makes a keyed job ready, one worker at a time (jobs_unblock_lock), so
+-- two workers never fill the same free slot. A row written by hand without a limit gets 1.
+-- The NOTIFY trigger wakes waiting workers.
+UPDATE batchq_job SET status = 'ready'
+WHERE id IN (
+    SELECT waiting.id FROM (
+        SELECT b.id, b.concurrency_key, coalesce(b.concurrency_limit, 1) AS slots,
+               ROW_NUMBER() OVER (PARTITION BY b.concurrency_key
+                                  ORDER BY b.priority DESC, b.run_at, b.id) AS place,
+               (SELECT COUNT(*) FROM batchq_job a
+                WHERE a.concurrency_key = b.concurrency_key
+                  AND a.status IN ('ready', 'processing')) AS active
+        FROM batchq_job b
+        WHERE b.status = 'blocked' AND b.run_at <= statement_timestamp()
+    ) AS waiting
+    WHERE waiting.place <= waiting.slots - waiting.active OR waiting.concurrency_key IS NULL
+);
+
+-- name: jobs_unblock_unlock
+-- Nothing to do: jobs_unblock_lock ends with its transaction.
+SELECT true AS released;
 
 -- name: jobs_claim
 -- A worker's one statement per job, its own transaction: delete the jobs it finished (fenced by
@@ -104,6 +138,7 @@ WHERE claim_token = %(token)s AND id = ANY(%(ids)s::bigint[]);
 -- (PostgreSQL evaluates every SET expression against the old row.)
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
+                  WHEN %(delay)s::float8 > 0 AND concurrency_key IS NOT NULL THEN 'blocked'
                   WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = %(error)s,
@@ -119,7 +154,7 @@ WHERE status = 'processing' AND locked_by = %(worker)s;
 
 -- name: job_cancel
 -- Remove a job nobody is running; a claimed job stays.
-DELETE FROM batchq_job WHERE id = %(id)s AND status IN ('ready', 'scheduled', 'failed');
+DELETE FROM batchq_job WHERE id = %(id)s AND status IN ('ready', 'scheduled', 'blocked', 'failed');
 
 -- name: queue_stats
 -- Per queue and status: counts, due counts and the oldest processing age, in seconds (an
@@ -162,15 +197,16 @@ WHERE false;
 
 -- name: jobs_failed
 -- Jobs out of tries, for a human.
-SELECT id, queue, task, error_count, max_errors, last_error, created_at
+SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;
 
 -- name: job_requeue_failed
--- Give a failed job a fresh set of tries, due now.
+-- Give a failed job a fresh set of tries, due now (a job with a concurrency key waits for a slot).
 UPDATE batchq_job
-SET status = 'ready', error_count = 0, run_at = statement_timestamp()
+SET status = CASE WHEN concurrency_key IS NULL THEN 'ready' ELSE 'blocked' END,
+    error_count = 0, run_at = statement_timestamp()
 WHERE id = %(id)s AND status = 'failed';
 
 -- name: job_delete_failed
@@ -188,7 +224,7 @@ SELECT name FROM batchq_queue WHERE paused ORDER BY name;
 
 -- name: queue_purge
 -- Delete a queue's jobs that nobody is running.
-DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'failed');
+DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked', 'failed');
 
 -- name: liveness_lock
 -- A session-level advisory lock held on the worker's connection for its whole life.

@@ -21,11 +21,13 @@ VALUES (:version, strftime('%Y-%m-%d %H:%M:%f', 'now'));
 -- name: enqueue
 -- One job, due after `delay` seconds: 'ready' when due now, else 'scheduled' until a worker
 -- promotes it (jobs_promote).
-INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at)
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
+                        concurrency_key, concurrency_limit)
 VALUES (:queue, :task, :payload, :serializer, :priority,
-        CASE WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
+        CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
+             WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
         strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), :max_errors,
-        strftime('%Y-%m-%d %H:%M:%f', 'now'));
+        strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit);
 
 -- name: jobs_promote
 -- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
@@ -37,6 +39,34 @@ WHERE id IN (
     ORDER BY run_at
     LIMIT 1000
 );
+
+-- name: jobs_unblock_lock
+-- Nothing to take: jobs_unblock runs inside BEGIN IMMEDIATE, which lets one writer in at a time.
+SELECT 1 AS locked;
+
+-- name: jobs_unblock
+-- Jobs waiting for a concurrency slot ('blocked', due) become ready while fewer than their
+-- concurrency_limit jobs of their key are 'ready' or 'processing', best first as a claim takes
+-- them. Only jobs_unblock makes a keyed job ready, one worker at a time (jobs_unblock_lock), so
+-- two workers never fill the same free slot. A row written by hand without a limit gets 1.
+UPDATE batchq_job SET status = 'ready'
+WHERE id IN (
+    SELECT waiting.id FROM (
+        SELECT b.id, b.concurrency_key, coalesce(b.concurrency_limit, 1) AS slots,
+               ROW_NUMBER() OVER (PARTITION BY b.concurrency_key
+                                  ORDER BY b.priority DESC, b.run_at, b.id) AS place,
+               (SELECT COUNT(*) FROM batchq_job a
+                WHERE a.concurrency_key = b.concurrency_key
+                  AND a.status IN ('ready', 'processing')) AS active
+        FROM batchq_job b
+        WHERE b.status = 'blocked' AND b.run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
+    ) AS waiting
+    WHERE waiting.place <= waiting.slots - waiting.active OR waiting.concurrency_key IS NULL
+);
+
+-- name: jobs_unblock_unlock
+-- Nothing to release (see jobs_unblock_lock).
+SELECT 1 AS released;
 
 -- name: jobs_claim
 -- Inside BEGIN IMMEDIATE, after jobs_delete: mark the next due jobs of a queue as ours, with a
@@ -72,6 +102,7 @@ WHERE claim_token = :token AND id IN (SELECT value FROM json_each(:ids));
 -- good once out of tries.
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
+                  WHEN :delay > 0 AND concurrency_key IS NOT NULL THEN 'blocked'
                   WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = :error,
@@ -87,7 +118,7 @@ WHERE status = 'processing' AND locked_by = :worker;
 
 -- name: job_cancel
 -- Remove a job nobody is running; a claimed job stays.
-DELETE FROM batchq_job WHERE id = :id AND status IN ('ready', 'scheduled', 'failed');
+DELETE FROM batchq_job WHERE id = :id AND status IN ('ready', 'scheduled', 'blocked', 'failed');
 
 -- name: queue_stats
 -- Per queue and status: counts, due counts and the oldest processing age, in seconds.
@@ -127,15 +158,16 @@ WHERE false;
 
 -- name: jobs_failed
 -- Jobs out of tries, for a human.
-SELECT id, queue, task, error_count, max_errors, last_error, created_at
+SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;
 
 -- name: job_requeue_failed
--- Give a failed job a fresh set of tries, due now.
+-- Give a failed job a fresh set of tries, due now (a job with a concurrency key waits for a slot).
 UPDATE batchq_job
-SET status = 'ready', error_count = 0, run_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
+SET status = CASE WHEN concurrency_key IS NULL THEN 'ready' ELSE 'blocked' END,
+    error_count = 0, run_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
 WHERE id = :id AND status = 'failed';
 
 -- name: job_delete_failed
@@ -153,4 +185,4 @@ SELECT name FROM batchq_queue WHERE paused = 1 ORDER BY name;
 
 -- name: queue_purge
 -- Delete a queue's jobs that nobody is running.
-DELETE FROM batchq_job WHERE queue = :queue AND status IN ('ready', 'scheduled', 'failed');
+DELETE FROM batchq_job WHERE queue = :queue AND status IN ('ready', 'scheduled', 'blocked', 'failed');

@@ -55,15 +55,16 @@ def test_values_per_queue(queue: Queue) -> None:
     write_row(queue, status="failed")
     write_row(queue, **processing(queue, dead_worker()))  # claimed an hour ago
     queue.enqueue("jobs:noop")
+    queue.enqueue("jobs:noop", concurrency_key="k")  # due, waiting for a slot
     queue.pause("idle")  # a queue with no jobs, known from batchq_queue
 
     m = scrape(queue)
     assert set(m) == FAMILIES
     states = {name: jobs_by_state(m, name) for name in ("mail", "default", "idle")}
     assert states == {
-        "mail": {"ready": 2, "delayed": 1, "processing": 0, "failed": 0},
-        "default": {"ready": 2, "delayed": 0, "processing": 1, "failed": 1},
-        "idle": {"ready": 0, "delayed": 0, "processing": 0, "failed": 0},
+        "mail": {"ready": 2, "delayed": 1, "blocked": 0, "processing": 0, "failed": 0},
+        "default": {"ready": 2, "delayed": 0, "blocked": 1, "processing": 1, "failed": 1},
+        "idle": {"ready": 0, "delayed": 0, "blocked": 0, "processing": 0, "failed": 0},
     }
     assert per_queue(m, "batchq_queue_paused", "idle") == 1
     assert per_queue(m, "batchq_queue_paused", "mail") == 0

@@ -9,6 +9,14 @@ CREATE TABLE IF NOT EXISTS test_ledger (n INTEGER NOT NULL, pid INTEGER NOT NULL
 -- A job's effect (or an application's earlier write), recorded in the ledger.
 INSERT INTO test_ledger (n, pid) VALUES (:n, :pid);
 
+-- name: ledger_count
+-- Ledger rows with n in [low, high]: the jobs of one concurrency key running right now.
+SELECT COUNT(*) FROM test_ledger WHERE n BETWEEN :low AND :high;
+
+-- name: ledger_delete
+-- A job's ledger row, gone when it ends.
+DELETE FROM test_ledger WHERE n = :n;
+
 -- name: job_insert
 -- A job row written with plain SQL, due an hour ago (and claimed then, if claimed_an_hour_ago).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, error_count, max_errors,

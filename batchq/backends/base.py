@@ -292,12 +292,14 @@ class Backend(ABC):
     def unblock_due(self) -> int:
         """Jobs waiting for a slot of their concurrency key get one where it is free; returns how
         many became ready. One worker at a time: the others skip, the holder admits for them."""
-        locked = False
+        locked, admitted = False, 0
         try:
             with self.transaction():
                 row = self.fetchone("jobs_unblock_lock")
                 locked = bool(row and row["locked"])
-                admitted = self.execute("jobs_unblock") if locked else 0
+                ids = [found[0] for found in self.rows("jobs_unblockable")] if locked else []
+                if ids:
+                    admitted = self.execute("jobs_unblock", {"ids": ids})
         finally:
             if locked:  # MySQL's lock outlives the transaction: let go only after the commit
                 self.fetchone("jobs_unblock_unlock")

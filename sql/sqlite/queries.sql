@@ -44,25 +44,28 @@ WHERE id IN (
 -- Nothing to take: jobs_unblock runs inside BEGIN IMMEDIATE, which lets one writer in at a time.
 SELECT 1 AS locked;
 
+-- name: jobs_unblockable
+-- Jobs waiting for a concurrency slot ('blocked', due) that may become ready: while fewer than
+-- their concurrency_limit jobs of their key are 'ready' or 'processing', best first as a claim
+-- takes them. Read inside jobs_unblock_lock, which lets one worker at a time admit, so two
+-- never fill the same free slot; only jobs_unblock makes a keyed job ready. A plain read (no
+-- row locks): a claim or a finish holding a row never makes it wait. A row written by hand
+-- without a limit gets 1.
+SELECT waiting.id FROM (
+    SELECT b.id, b.concurrency_key, coalesce(b.concurrency_limit, 1) AS slots,
+           ROW_NUMBER() OVER (PARTITION BY b.concurrency_key
+                              ORDER BY b.priority DESC, b.run_at, b.id) AS place,
+           (SELECT COUNT(*) FROM batchq_job a
+            WHERE a.concurrency_key = b.concurrency_key
+              AND a.status IN ('ready', 'processing')) AS active
+    FROM batchq_job b
+    WHERE b.status = 'blocked' AND b.run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
+) AS waiting
+WHERE waiting.place <= waiting.slots - waiting.active OR waiting.concurrency_key IS NULL;
+
 -- name: jobs_unblock
--- Jobs waiting for a concurrency slot ('blocked', due) become ready while fewer than their
--- concurrency_limit jobs of their key are 'ready' or 'processing', best first as a claim takes
--- them. Only jobs_unblock makes a keyed job ready, one worker at a time (jobs_unblock_lock), so
--- two workers never fill the same free slot. A row written by hand without a limit gets 1.
-UPDATE batchq_job SET status = 'ready'
-WHERE id IN (
-    SELECT waiting.id FROM (
-        SELECT b.id, b.concurrency_key, coalesce(b.concurrency_limit, 1) AS slots,
-               ROW_NUMBER() OVER (PARTITION BY b.concurrency_key
-                                  ORDER BY b.priority DESC, b.run_at, b.id) AS place,
-               (SELECT COUNT(*) FROM batchq_job a
-                WHERE a.concurrency_key = b.concurrency_key
-                  AND a.status IN ('ready', 'processing')) AS active
-        FROM batchq_job b
-        WHERE b.status = 'blocked' AND b.run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
-    ) AS waiting
-    WHERE waiting.place <= waiting.slots - waiting.active OR waiting.concurrency_key IS NULL
-);
+-- Admit the jobs jobs_unblockable found (one that was cancelled meanwhile stays gone).
+UPDATE batchq_job SET status = 'ready' WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'blocked';
 
 -- name: jobs_unblock_unlock
 -- Nothing to release (see jobs_unblock_lock).

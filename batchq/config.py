@@ -7,7 +7,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, unquote
@@ -222,6 +222,16 @@ def redact(text: str, url: DatabaseURL) -> str:
     forms = sorted({url.password, quote(url.password, safe="")}, key=len, reverse=True)
     echo = re.compile(r"(?<![A-Za-z0-9_])(?:" + "|".join(map(re.escape, forms)) + r")(?![A-Za-z0-9_])")
     return str(url).join(echo.sub("***", piece) for piece in text.split(str(url)))
+
+
+def format_time(value: datetime | str | None) -> str:
+    """A time as batchq prints it (UTC); a value that is not a time (a row written by hand) as
+    stored."""
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if value is None:
+        return "an unknown time"
+    return repr(value)
 
 
 def format_duration(seconds: float) -> str:

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from .backends import Backend, Row, stored_seconds, stored_text, stored_time
-from .config import format_duration
+from .config import format_duration, format_time
 from .errors import BackendUnavailable, BatchqError, ConfigError
 from .job import JOB_ID_RANGE
 
@@ -155,7 +155,7 @@ class _Facts:
 def _waiting(backend: Backend, facts: _Facts) -> Explanation:
     ahead_row = backend.fetchone("explain_jobs_ahead", {"id": facts.id})
     ahead = None if ahead_row is None else int(ahead_row["ahead"] or 0)  # None: gone meanwhile
-    due = f"due since {_when(facts.run_at)}{_ago(facts.due_in_seconds)}"
+    due = f"due since {format_time(facts.run_at)}{_ago(facts.due_in_seconds)}"
     if facts.paused:
         summary = f"job {facts.id}: waiting, {due}, but not claimed: {facts.paused_line()}"
     else:
@@ -194,7 +194,7 @@ def _blocked(facts: _Facts) -> Explanation:
 
 
 def _delayed(facts: _Facts) -> Explanation:
-    until = f"delayed until {_when(facts.run_at)}{_in(facts.due_in_seconds)}"
+    until = f"delayed until {format_time(facts.run_at)}{_in(facts.due_in_seconds)}"
     if facts.error_count:  # job_error wrote run_at: a backoff after the latest failure
         reason = "backoff"
         why = f"retry backoff after failure {facts.tries()}; last error: {_first_line(facts)}"
@@ -221,7 +221,7 @@ def _delayed(facts: _Facts) -> Explanation:
 def _running(backend: Backend, facts: _Facts) -> Explanation:
     alive = _alive(backend, facts.worker)
     worker = facts.worker if facts.worker is not None else "(no worker recorded)"
-    since = f"since {_when(facts.processing_at)}{_for(facts.running_seconds)}"
+    since = f"since {format_time(facts.processing_at)}{_for(facts.running_seconds)}"
     if alive is True:
         verdict = "its worker is alive"
     elif alive is False:
@@ -295,21 +295,13 @@ def _about(facts: _Facts) -> str:
     priority = "?" if facts.priority is None else str(facts.priority)
     return (
         f"queue {facts.queue}, task {facts.task}, priority {priority}, "
-        f"created {_when(facts.created_at)}, {facts.tries()} tries used"
+        f"created {format_time(facts.created_at)}, {facts.tries()} tries used"
     )
 
 
 def _first_line(facts: _Facts) -> str:
     lines = (facts.last_error or "").strip().splitlines()
     return lines[0] if lines else "(none recorded)"
-
-
-def _when(value: datetime | str | None) -> str:
-    if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S UTC")
-    if value is None:
-        return "an unknown time"
-    return repr(value)  # as stored, when it is not a time
 
 
 def _ago(seconds: float | None) -> str:

@@ -8,8 +8,9 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from .backends import Backend, Row, stored_count
+from .backends import Backend, Row, stored_count, stored_time
 from .errors import BackendError, BackendUnavailable
+from .failures import FailureGroup, fingerprint_of, fingerprint_of_text, group_failures
 from .queue import Queue
 
 DEFAULT_OLDER_THAN_SECONDS = 3600.0
@@ -55,12 +56,17 @@ class FailedJob:
     last_error: str | None
     created_at: datetime | str | None
     concurrency_key: str | None = None
+    fingerprint: str = ""  # the cause its failures share with others' (batchq.failures)
+    last_error_at: datetime | str | None = None  # when it last failed (None before schema 007)
     status: str = "failed"
     error_count_before: int | None = None  # --requeue: the count it had (error_count is 0 now)
 
     @classmethod
     def from_row(cls, row: Row) -> FailedJob:
-        return cls(**{name: row[name] for name in _FIELDS[cls] if name in row})
+        values = {name: row[name] for name in _FIELDS[cls] if name in row}
+        values["fingerprint"] = row.get("error_fingerprint") or fingerprint_of_text(row.get("last_error"))
+        values["last_error_at"] = stored_time(row.get("last_error_at"))  # SQLite's text: a time
+        return cls(**values)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -115,7 +121,15 @@ def gc_processing(
 
 def _requeue(backend: Backend, row: Row, report: ProcessingReport, why_gone: str) -> None:
     """Put back one job of a dead worker; a statement that fails for this row is reported."""
-    params = {"id": row["id"], "token": row["claim_token"], "error": f"{why_gone}; put back by gc-processing"}
+    error = f"{why_gone}; put back by gc-processing"
+    owner = row["locked_by"] or ""
+    params = {
+        "id": row["id"],
+        "token": row["claim_token"],
+        "error": error,
+        # One group for every job lost this way, whichever worker it was.
+        "fingerprint": fingerprint_of("WorkerGone", error.replace(owner, "<worker>") if owner else error),
+    }
     try:
         # The token fences the race with the worker's own finish and with a second sweep.
         if backend.retrying(partial(backend.execute, "job_requeue_abandoned", params)) == 1:
@@ -152,18 +166,22 @@ def gc_error(
     action: str | None = None,
     queues: Iterable[str] = (),
     ids: Iterable[int] = (),
+    groups: Iterable[str] = (),
 ) -> list[FailedJob]:
-    """List failed jobs (filtered by queue and id); ``action`` 'requeue' or 'delete' acts on them.
+    """List failed jobs (filtered by queue, id and failure group, each filter given meaning 'one
+    of these'); ``action`` 'requeue' or 'delete' acts on them.
 
     Returns the jobs listed, or with an action the jobs it acted on; requeued ones as they are
     now (ready, or blocked for a slot of their concurrency key; no errors), with the count they
     had in ``error_count_before``.
     """
-    wanted_queues, wanted_ids = set(queues), set(ids)
+    wanted_queues, wanted_ids, wanted_groups = set(queues), set(ids), set(groups)
     jobs = [
         job
         for job in map(FailedJob.from_row, queue.backend.fetchall("jobs_failed"))
-        if (not wanted_queues or job.queue in wanted_queues) and (not wanted_ids or job.id in wanted_ids)
+        if (not wanted_queues or job.queue in wanted_queues)
+        and (not wanted_ids or job.id in wanted_ids)
+        and (not wanted_groups or job.fingerprint in wanted_groups)
     ]
     if action is None:
         return jobs
@@ -171,6 +189,12 @@ def gc_error(
     backend = queue.backend
     done = [job for job in jobs if backend.retrying(partial(backend.execute, query, {"id": job.id})) == 1]
     return [_requeued(job) for job in done] if action == "requeue" else done
+
+
+def failure_groups(queue: Queue, queues: Iterable[str] = ()) -> list[FailureGroup]:
+    """The failed jobs (of ``queues``, or all) grouped by the cause of their failures, largest
+    group first."""
+    return group_failures(gc_error(queue, queues=queues))
 
 
 def _requeued(job: FailedJob) -> FailedJob:

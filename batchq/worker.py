@@ -19,6 +19,7 @@ from typing import Any
 from .backends import Backend, stored_count
 from .backends.liveness import owner_name
 from .errors import BackendUnavailable
+from .failures import fingerprint, fingerprint_of
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
 from .job import Job
 from .queue import Queue
@@ -203,25 +204,31 @@ class Worker:
             self.summary.job_ids.append(job.id)
             heartbeat.in_job = True  # the session sits idle while the job runs
             try:
-                error = self._call(job)
+                failure = self._call(job)
             finally:
                 heartbeat.in_job = False
-            if error is None:
+            if failure is None:
                 self.summary.succeeded += 1
                 done.append(job)
                 log.debug("job %s (%s) done", job.id, job.task)
             else:
                 self.summary.errors += 1
-                self._record_error(job, error)
+                self._record_error(job, *failure)
         return done
 
     def _check_done(self, done: list[Job], matched: int) -> None:
         if matched < len(done):
             self._stale(len(done) - matched, done)
 
-    def _record_error(self, job: Job, error: str) -> None:
+    def _record_error(self, job: Job, error: str, fingerprint: str) -> None:
         delay = retry_delay(stored_count(job.error_count) + 1, self.options.backoff_base)
-        params = {"id": job.id, "token": job.claim_token, "error": error, "delay": delay}
+        params = {
+            "id": job.id,
+            "token": job.claim_token,
+            "error": error,
+            "fingerprint": fingerprint,
+            "delay": delay,
+        }
         log.info("job %s (%s) failed: %s", job.id, job.task, error.splitlines()[0])
         if self._finish("job_error", params) == 0:
             self._stale(1, [job])
@@ -235,15 +242,18 @@ class Worker:
             ", ".join(str(job.id) for job in jobs),
         )
 
-    def _call(self, job: Job) -> str | None:
-        """Run the job's callable outside any transaction; None on success, else the error."""
+    def _call(self, job: Job) -> tuple[str, str] | None:
+        """Run the job's callable outside any transaction; None on success, else the error and
+        its fingerprint (batchq.failures)."""
         try:
             func = self.options.handler or self.queue.resolver.resolve(job.task)
             payload = loads(job.payload, job.serializer, self.queue.secret)
             result = call_task(func, () if job.payload is None else (payload,))
         except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a task too: the job's failure
-            return _describe_error(exc)
-        return "the task returned False" if result is False else None
+            return _describe_error(exc), _fingerprint(exc, job.task)
+        if result is False:
+            return "the task returned False", fingerprint_of("ReturnedFalse", "", job.task)
+        return None
 
     def _finish(self, query: str, params: dict[str, Any]) -> int:
         return self._with_reconnect(lambda: self.backend.execute(query, params), between_jobs=False)
@@ -280,6 +290,14 @@ def _describe_error(exc: BaseException) -> str:
     text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates cannot be stored
     text = text.replace("\x00", "\\x00")  # nor can NUL in PostgreSQL text
     return text[:LAST_ERROR_MAX_CHARS]
+
+
+def _fingerprint(exc: BaseException, task: str) -> str:
+    """Never raises, like _describe_error."""
+    try:
+        return fingerprint(exc, _type_name(exc), _message(exc), task)
+    except BaseException:
+        return fingerprint_of(_type_name(exc), "")
 
 
 def _message(exc: BaseException) -> str:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import click
 
 from .. import sweeps
+from ..config import format_time
+from ..failures import group_failures
 from ..tasks import load_trusted
 from .common import DURATION, age, common_options, n_jobs, open_queue, report_found
+
+JOBS_SHOWN_PER_GROUP = 3  # gc-error's text report: a few jobs of each group, then a count
 
 
 @click.command("gc-processing")
@@ -46,6 +52,13 @@ def gc_processing(
 @common_options
 @click.option("--queue", "queues", multiple=True, metavar="Q", help="Only this queue (repeatable).")
 @click.option("--id", "ids", multiple=True, type=int, metavar="ID", help="Only this job (repeatable).")
+@click.option(
+    "--group",
+    "groups",
+    multiple=True,
+    metavar="FP",
+    help="Only this failure group, by fingerprint (repeatable).",
+)
 @click.option("--requeue", is_flag=True, help="Give the failed jobs a fresh set of tries, due now.")
 @click.option("--delete", is_flag=True, help="Delete the failed jobs.")
 @click.option("--hook", metavar="PATH", help="Call pkg.mod:func with the affected jobs (a list of dicts).")
@@ -55,12 +68,13 @@ def gc_error(
     ctx: click.Context,
     queues: tuple[str, ...],
     ids: tuple[int, ...],
+    groups: tuple[str, ...],
     requeue: bool,
     delete: bool,
     hook: str | None,
     as_json: bool,
 ) -> None:
-    """List jobs that failed max_errors times; --requeue or --delete them.
+    """List jobs that failed max_errors times, grouped by cause; --requeue or --delete them.
 
     Quiet and exit 0 when there are none; a report and exit 3 otherwise.
     """
@@ -68,7 +82,7 @@ def gc_error(
         raise click.UsageError("--requeue and --delete cannot be used together")
     action = "requeue" if requeue else "delete" if delete else None
     hook_fn = load_trusted(hook) if hook else None
-    jobs = sweeps.gc_error(open_queue(ctx), action, queues, ids)
+    jobs = sweeps.gc_error(open_queue(ctx), action, queues, ids, groups)
     report_found([job.as_dict() for job in jobs], hook_fn, as_json, lambda: _failed_report(jobs, action))
 
 
@@ -113,16 +127,39 @@ def _owner(job: sweeps.StuckJob) -> str:
 
 
 def _failed_report(jobs: list[sweeps.FailedJob], action: str | None) -> str:
+    """One block per cause (failure group), largest first: the cron mail of 500 jobs failing
+    for one reason is one block, with a few of its jobs and the command that acts on it."""
     verb = {"requeue": "requeued", "delete": "deleted", None: "out of tries"}[action]
-    lines = [f"batchq gc-error: {n_jobs(len(jobs))} {verb}"]
-    for job in jobs:
-        first_line = (job.last_error or "").splitlines()[:1] or [""]
-        errors = (
-            f"{job.error_count} errors"
-            if job.error_count_before is None
-            else f"{job.error_count_before} errors, reset to 0"
+    groups = group_failures(jobs)
+    causes = "1 cause" if len(groups) == 1 else f"{len(groups)} causes"
+    lines = [f"batchq gc-error: {n_jobs(len(jobs))} {verb}, {causes}"]
+    by_id = {job.id: job for job in jobs}
+    for group in groups:
+        lines.append(
+            f"  group {group.fingerprint}: {n_jobs(group.count)}, queue {', '.join(group.queues)}, "
+            f"task {', '.join(group.tasks)}, last failed {_seen(group.first_seen, group.last_seen)}"
         )
-        lines.append(f"  {_named(job)} ({errors}): {first_line[0][:200]}")
-    if action is None:
-        lines.append("Retry them with `batchq gc-error --requeue`, or drop them with `--delete`.")
+        lines.extend(f"    {_failed_line(by_id[job_id])}" for job_id in group.job_ids[:JOBS_SHOWN_PER_GROUP])
+        if group.count > JOBS_SHOWN_PER_GROUP:
+            lines.append(f"    ... and {n_jobs(group.count - JOBS_SHOWN_PER_GROUP)} more")
+        if action is None:
+            lines.append(
+                f"    act on it: batchq gc-error --group {group.fingerprint} --requeue (or --delete)"
+            )
     return "\n".join(lines)
+
+
+def _failed_line(job: sweeps.FailedJob) -> str:
+    first_line = (job.last_error or "").splitlines()[:1] or [""]
+    errors = (
+        f"{job.error_count} errors"
+        if job.error_count_before is None
+        else f"{job.error_count_before} errors, reset to 0"
+    )
+    return f"{_named(job)} ({errors}): {first_line[0][:200]}"
+
+
+def _seen(first: datetime | str | None, last: datetime | str | None) -> str:
+    if first == last:
+        return format_time(last)
+    return f"from {format_time(first)} to {format_time(last)}"

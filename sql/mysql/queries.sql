@@ -147,7 +147,7 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
                   WHEN %(delay)s > 0 AND concurrency_key IS NOT NULL THEN 'blocked'
                   WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = %(error)s,
+    last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = UTC_TIMESTAMP(6),
     run_at = UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND,
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND claim_token = %(token)s;
@@ -185,7 +185,7 @@ ORDER BY processing_at, id;
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = %(error)s,
+    last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = UTC_TIMESTAMP(6),
     run_at = UTC_TIMESTAMP(6),
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND status = 'processing' AND claim_token <=> %(token)s;
@@ -200,7 +200,8 @@ ORDER BY id;
 
 -- name: jobs_failed
 -- Jobs out of tries, for a human.
-SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key
+SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key,
+       error_fingerprint, last_error_at
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;

@@ -143,7 +143,7 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
                   WHEN %(delay)s::float8 > 0 AND concurrency_key IS NOT NULL THEN 'blocked'
                   WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = %(error)s,
+    last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = statement_timestamp(),
     run_at = statement_timestamp() + %(delay)s::float8 * interval '1 second',
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND claim_token = %(token)s;
@@ -185,7 +185,7 @@ ORDER BY processing_at, id;
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = %(error)s,
+    last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = statement_timestamp(),
     run_at = statement_timestamp(),
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND status = 'processing' AND claim_token IS NOT DISTINCT FROM %(token)s;
@@ -199,7 +199,8 @@ WHERE false;
 
 -- name: jobs_failed
 -- Jobs out of tries, for a human.
-SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key
+SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key,
+       error_fingerprint, last_error_at
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;

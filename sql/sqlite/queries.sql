@@ -108,7 +108,7 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
                   WHEN :delay > 0 AND concurrency_key IS NOT NULL THEN 'blocked'
                   WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = :error,
+    last_error = :error, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
     run_at = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)),
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = :id AND claim_token = :token;
@@ -146,7 +146,7 @@ ORDER BY processing_at, id;
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = :error,
+    last_error = :error, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
     run_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = :id AND status = 'processing' AND claim_token IS :token;
@@ -161,7 +161,8 @@ WHERE false;
 
 -- name: jobs_failed
 -- Jobs out of tries, for a human.
-SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key
+SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key,
+       error_fingerprint, last_error_at
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;

@@ -1,0 +1,118 @@
+"""Failure fingerprints: one cause, one group, however many jobs it failed.
+
+A fingerprint is a short hash of the exception's type, its message with the parts that vary from
+job to job masked (numbers, hex ids, quoted values), and the innermost frame in the task's own
+module (its function, not its line: a deploy that shifts lines keeps the group). gc-error groups
+failed jobs by it and acts on a group.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+import traceback
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .sweeps import FailedJob
+
+FINGERPRINT_CHARS = 16
+
+_QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+_HEX = re.compile(r"\b(?=[0-9a-fA-F-]*[0-9])(?=[0-9a-fA-F-]*[a-fA-F])[0-9a-fA-F-]{8,}\b|\b0x[0-9a-fA-F]+\b")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_BATCHQ_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def masked(message: str) -> str:
+    """The message with what varies between jobs masked: quoted values, hex ids, numbers."""
+    message = _QUOTED.sub("'…'", message)
+    message = _HEX.sub("<hex>", message)
+    return _NUMBER.sub("N", message)
+
+
+def fingerprint_of(kind: str, message: str, frame: str = "") -> str:
+    """The fingerprint of a failure of type ``kind`` with ``message`` (masked here) at ``frame``."""
+    text = "\x1f".join((kind, masked(message), frame))
+    return hashlib.sha1(text.encode("utf-8", "replace")).hexdigest()[:FINGERPRINT_CHARS]
+
+
+def fingerprint(exc: BaseException, type_name: str, message: str, task: str | None) -> str:
+    """A task's exception: its type, masked message and innermost frame in the task's module."""
+    return fingerprint_of(type_name, _first_line(message), _task_frame(exc, task))
+
+
+def fingerprint_of_text(last_error: str | None) -> str:
+    """For a row without a fingerprint (written by hand, or before batchq recorded them): from
+    the first line of its last error, 'Type: message' as the worker writes it."""
+    kind, _, message = _first_line(last_error or "").partition(": ")
+    return fingerprint_of(kind, message)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().split("\n", 1)[0]
+
+
+def _task_frame(exc: BaseException, task: str | None) -> str:
+    """'module.function' of the innermost frame in the task's module; failing that, of the
+    innermost frame outside batchq (the file's name then); '' with no frames at all."""
+    try:
+        frames = traceback.extract_tb(exc.__traceback__)
+    except Exception:
+        return ""
+    module_name = (task or "").partition(":")[0]
+    module_file = getattr(sys.modules.get(module_name), "__file__", None)
+    if module_file:
+        for frame in reversed(frames):
+            if os.path.abspath(frame.filename) == os.path.abspath(module_file):
+                return f"{module_name}.{frame.name}"
+    for frame in reversed(frames):
+        if not os.path.abspath(frame.filename).startswith(_BATCHQ_DIR + os.sep):
+            return f"{os.path.basename(frame.filename)}.{frame.name}"
+    return ""
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    """Failed jobs that share a fingerprint, as gc-error reports them."""
+
+    fingerprint: str
+    count: int
+    queues: tuple[str, ...]
+    tasks: tuple[str, ...]
+    first_seen: datetime | str | None  # the earliest last failure among the group's jobs
+    last_seen: datetime | str | None
+    sample: str  # one job's last error, first line
+    job_ids: tuple[int, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def group_failures(jobs: Iterable[FailedJob]) -> list[FailureGroup]:
+    """Groups of failed jobs by fingerprint, largest first (then most recent)."""
+    by_print: dict[str, list[FailedJob]] = {}
+    for job in jobs:
+        by_print.setdefault(job.fingerprint, []).append(job)
+    groups = [_group(fp, members) for fp, members in by_print.items()]
+    groups.sort(key=lambda g: (-g.count, g.fingerprint))
+    return groups
+
+
+def _group(fp: str, jobs: list[FailedJob]) -> FailureGroup:
+    seen = sorted((job.last_error_at for job in jobs if job.last_error_at is not None), key=str)
+    return FailureGroup(
+        fingerprint=fp,
+        count=len(jobs),
+        queues=tuple(sorted({job.queue for job in jobs})),
+        tasks=tuple(sorted({job.task for job in jobs})),
+        first_seen=seen[0] if seen else None,
+        last_seen=seen[-1] if seen else None,
+        sample=_first_line(jobs[-1].last_error or "")[:200],
+        job_ids=tuple(job.id for job in jobs),
+    )

@@ -1,0 +1,6 @@
+-- Failure groups (batchq.failures): each recorded failure's fingerprint (exception type, masked
+-- message, the task's innermost frame), and when the job last failed. gc-error groups failed
+-- jobs by the fingerprint; rows failed before this migration are grouped by their last error.
+ALTER TABLE batchq_job
+    ADD COLUMN error_fingerprint CHAR(16) NULL,
+    ADD COLUMN last_error_at DATETIME(6) NULL;

@@ -1,0 +1,77 @@
+"""Failures grouped by fingerprint (issue 13): recorded by real workers, grouped and acted on by
+gc-error, on every backend."""
+
+from __future__ import annotations
+
+from batchq import Queue
+from batchq.sweeps import failure_groups, gc_error, gc_processing
+from batchq.worker import RunOptions, Worker
+from tests.support.db import job_rows, sql
+from tests.support.processes import run_batchq
+from tests.support.rows import dead_worker, processing, write_row
+
+
+def run_all(queue: Queue) -> None:
+    Worker(queue, RunOptions(backoff_base=0)).run()
+
+
+def test_one_cause_is_one_group_whatever_the_payloads(queue: Queue) -> None:
+    for n in range(5):
+        queue.enqueue("jobs:fail", f"order {n}", max_errors=1)  # ValueError: boom: 'order N'
+    queue.enqueue("jobs:return_false", max_errors=1)
+    run_all(queue)
+    big, small = failure_groups(queue)
+    assert (big.count, big.tasks, big.queues) == (5, ("jobs:fail",), ("default",))
+    assert big.sample.startswith("ValueError: boom: ")
+    assert (small.count, small.tasks, small.sample) == (1, ("jobs:return_false",), "the task returned False")
+    assert big.first_seen is not None and big.last_seen is not None
+    stored = {row[0] for row in sql(queue, "SELECT error_fingerprint FROM batchq_job")}
+    assert stored == {big.fingerprint, small.fingerprint}
+
+
+def test_acting_on_a_group_leaves_the_others(queue: Queue) -> None:
+    for n in range(3):
+        queue.enqueue("jobs:fail", n, max_errors=1)
+    other = queue.enqueue("jobs:return_false", max_errors=1)
+    run_all(queue)
+    big, small = failure_groups(queue)
+    requeued = gc_error(queue, "requeue", groups=[big.fingerprint])
+    assert sorted(job.id for job in requeued) == sorted(big.job_ids)
+    assert {row["id"]: row["status"] for row in job_rows(queue) if row["status"] == "failed"} == {
+        other: "failed"
+    }
+    assert [job.id for job in gc_error(queue, "delete", groups=[small.fingerprint])] == [other]
+    assert gc_error(queue, groups=["0" * 16]) == []
+
+
+def test_jobs_of_dead_workers_share_one_group_and_old_rows_group_by_their_error(queue: Queue) -> None:
+    for _ in range(2):
+        write_row(queue, **processing(queue, dead_worker(), error_count=0, max_errors=1))
+    gc_processing(queue)  # out of tries: failed, one cause whichever worker died
+    for key in "ab":  # failed before batchq recorded fingerprints, or written by hand
+        job_id = write_row(queue, status="failed", error_count=3, max_errors=3)
+        error = f"'KeyError: ''{key}'''"  # a SQL literal: KeyError: 'a'
+        sql(queue, f"UPDATE batchq_job SET last_error = {error} WHERE id = {job_id}")
+    by_hand, dead = sorted(failure_groups(queue), key=lambda group: group.sample)  # K before w
+    assert (dead.count, by_hand.count) == (2, 2)  # KeyError 'a' and 'b': one cause, values masked
+    assert by_hand.sample.startswith("KeyError: ") and by_hand.first_seen is None  # no time recorded
+    assert "died while running the job" in dead.sample and dead.last_seen is not None
+
+
+def test_the_cli_prints_one_block_per_cause(queue: Queue, db_url: str) -> None:
+    for n in range(5):
+        queue.enqueue("jobs:fail", n, max_errors=1)
+    run_all(queue)
+    [group] = failure_groups(queue)
+    report = run_batchq(db_url, "gc-error")
+    assert report.returncode == 3
+    lines = report.stdout.splitlines()
+    assert lines[0] == "batchq gc-error: 5 jobs out of tries, 1 cause"
+    assert lines[1].startswith(
+        f"  group {group.fingerprint}: 5 jobs, queue default, task jobs:fail, last failed "
+    )
+    assert lines[-2] == "    ... and 2 jobs more"
+    assert lines[-1] == f"    act on it: batchq gc-error --group {group.fingerprint} --requeue (or --delete)"
+    done = run_batchq(db_url, "gc-error", "--group", group.fingerprint, "--delete")
+    assert done.returncode == 3 and done.stdout.startswith("batchq gc-error: 5 jobs deleted, 1 cause")
+    assert job_rows(queue) == []

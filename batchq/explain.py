@@ -55,6 +55,7 @@ class Explanation:
     concurrency_key: str | None = None
     concurrency_limit: int | None = None
     key_active: int | None = None  # jobs of its concurrency key that are ready or running
+    key_holders: tuple[int, ...] = ()  # blocked: some of those jobs (the oldest five)
     notes: tuple[str, ...] = field(default=())  # what could not be read (a row written by hand)
 
     @property
@@ -76,7 +77,7 @@ def explain(backend: Backend, job_id: int) -> Explanation:
             return _waiting(backend, facts)
         return _delayed(facts)
     if status == "blocked":
-        return _blocked(facts) if facts.due else _delayed(facts)
+        return _blocked(backend, facts) if facts.due else _delayed(facts)
     if status == "processing":
         return _running(backend, facts)
     if status == "failed":
@@ -175,22 +176,35 @@ def _waiting(backend: Backend, facts: _Facts) -> Explanation:
     )
 
 
-def _blocked(facts: _Facts) -> Explanation:
+def _blocked(backend: Backend, facts: _Facts) -> Explanation:
     limit = 1 if facts.concurrency_limit is None else facts.concurrency_limit
     slots = f"{facts.key_active} of its {limit} slots taken"
     if facts.key_active >= limit:
         why = f"{slots} (ready or running): it becomes ready when one of those ends"
     else:
         why = f"{slots}: a worker admits it within a second of looking"
+    holders = backend.fetchall("explain_key_holders", {"key": facts.concurrency_key})
     details = [_about(facts)]
+    if holders:
+        held = ", ".join(_holder(row) for row in holders)
+        more = f" and {facts.key_active - len(holders)} more" if facts.key_active > len(holders) else ""
+        details.append(f"its key's slots are held by {held}{more}")
     if facts.paused:
         details.append(facts.paused_line())
     return Explanation(
         state="blocked",
+        key_holders=tuple(int(row["id"]) for row in holders),
         summary=f"job {facts.id}: waiting for a slot of concurrency key {facts.concurrency_key!r}, {why}",
         details=tuple(details),
         **facts.common(),
     )
+
+
+def _holder(row: Row) -> str:
+    if stored_text(row["status"]) == "processing":
+        worker = "an unknown worker" if row["locked_by"] is None else stored_text(row["locked_by"])
+        return f"job {row['id']} (running on {worker})"
+    return f"job {row['id']} (ready, not yet claimed)"
 
 
 def _delayed(facts: _Facts) -> Explanation:

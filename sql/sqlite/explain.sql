@@ -36,3 +36,11 @@ SELECT (SELECT COUNT(*) FROM batchq_job AS o
           AND o.run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')) AS ahead
 FROM batchq_job AS j
 WHERE j.id = :id;
+
+-- name: explain_key_holders
+-- The jobs holding a concurrency key's slots (ready or running), oldest first: a few, for a human.
+SELECT id, status, locked_by
+FROM batchq_job
+WHERE concurrency_key = :key AND status IN ('ready', 'processing')
+ORDER BY id
+LIMIT 5;

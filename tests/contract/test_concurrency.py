@@ -87,7 +87,12 @@ def test_explain_names_the_key_and_its_slots(queue: Queue) -> None:
     waiting = queue.explain(second)
     assert (waiting.state, waiting.concurrency_key, waiting.key_active) == ("blocked", "report:eu", 1)
     assert "waiting for a slot of concurrency key 'report:eu', 1 of its 1 slots taken" in waiting.summary
+    assert waiting.key_holders == (first,)
+    assert f"its key's slots are held by job {first} (ready, not yet claimed)" in waiting.details
     assert queue.explain(first).state == "waiting"
+    claim_one(queue)
+    running = queue.explain(second)
+    assert f"its key's slots are held by job {first} (running on host:1:00000000)" in running.details
 
 
 def test_cancel_and_purge_take_blocked_jobs(queue: Queue) -> None:

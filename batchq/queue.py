@@ -13,7 +13,7 @@ from .explain import Explanation, explain
 from .job import JOB_ID_RANGE
 from .locks import Lock, Semaphore
 from .serializers import dumps, secret_from_env
-from .tasks import Resolver, modules_from_env, split_modules
+from .tasks import Resolver, check_task_name, modules_from_env, split_modules
 
 if TYPE_CHECKING:
     from .schedules import Schedule, Schedules, TickReport
@@ -24,6 +24,7 @@ PRIORITY_RANGE = (-32768, 32767)
 MAX_ERRORS_RANGE = (1, 65535)
 CONCURRENCY_LIMIT_RANGE = (1, 65535)
 CONCURRENCY_KEY_MAX_CHARS = 255
+CANCEL_BATCH = 1000  # rows per statement of cancel_where: no cancel holds many locks for long
 
 
 @dataclass
@@ -170,6 +171,29 @@ class Queue(OnDatabase):
         if not JOB_ID_RANGE[0] <= job_id <= JOB_ID_RANGE[1]:
             return False  # out of every backend's id range: no such job
         return self.backend.retrying(lambda: self.backend.execute("job_cancel", {"id": job_id})) == 1
+
+    def cancel_where(self, queue: str, *, task: Task | None = None, older_than: Duration = 0) -> int:
+        """Delete every waiting job (ready, delayed or blocked) of ``queue``, of ``task`` when
+        given, enqueued at least ``older_than`` ago on the database's clock; never a claimed or a
+        failed job (gc-error deals with those). In statements of CANCEL_BATCH rows, each its own
+        transaction: a job enqueued meanwhile may be cancelled too. Returns how many."""
+        params = {
+            "queue": check_queue_name(queue),
+            "task": None if task is None else self._stored_task_name(task),
+            "older_than": parse_duration(older_than, "older_than"),
+            "batch": CANCEL_BATCH,
+        }
+        backend, cancelled = self.backend, 0
+        while True:
+            deleted = backend.retrying(lambda: backend.execute("jobs_cancel_where", params))
+            cancelled += deleted
+            if deleted < CANCEL_BATCH:
+                return cancelled
+
+    def _stored_task_name(self, task: Task) -> str:
+        """A task as job rows name it; a name is taken as written, so that jobs of a task no
+        longer in the code can still be cancelled."""
+        return check_task_name(task) if isinstance(task, str) else self.resolver.name_for(task)
 
     def explain(self, job_id: int) -> Explanation:
         """Why a job is or is not running, in plain words (batchq.explain); reads only."""

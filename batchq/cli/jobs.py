@@ -12,7 +12,7 @@ from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from ..slots import host_slot
 from ..tasks import TASK_MODULES_ENV, load_trusted
 from ..worker import BACKOFF_BASE_SECONDS, RunOptions, Worker
-from .common import DURATION, common_options, exit_with, open_queue
+from .common import DURATION, common_options, exit_with, n_jobs, open_queue
 from .schedules import tick_once
 
 
@@ -188,10 +188,28 @@ def enqueue(
 
 @click.command()
 @common_options
-@click.argument("job_id", type=int)
+@click.argument("job_id", type=int, required=False)
+@click.option("--queue", "queue_name", metavar="Q", help="Cancel every waiting job of this queue.")
+@click.option("--task", metavar="TASK", help="With --queue: only jobs of this task.")
+@click.option(
+    "--older-than", type=DURATION, default=0, help="With --queue: only jobs enqueued that long ago."
+)
 @click.pass_context
-def cancel(ctx: click.Context, job_id: int) -> None:
-    """Delete a job nobody is running; exit 1 if it is being run or gone."""
-    if not open_queue(ctx).cancel(job_id):
-        click.echo(f"batchq: job {job_id} was not cancelled: it is being run, or no longer exists", err=True)
-        exit_with(1)
+def cancel(
+    ctx: click.Context, job_id: int | None, queue_name: str | None, task: str | None, older_than: float
+) -> None:
+    """Delete a job nobody is running (exit 1 if it is being run or gone); or, with --queue,
+    every waiting job that matches (never a running or failed one), printing how many."""
+    if job_id is not None:
+        if queue_name or task or older_than:
+            raise click.UsageError("give a job id, or --queue with its filters, not both")
+        if not open_queue(ctx).cancel(job_id):
+            click.echo(
+                f"batchq: job {job_id} was not cancelled: it is being run, or no longer exists", err=True
+            )
+            exit_with(1)
+        return
+    if queue_name is None:
+        raise click.UsageError("give a job id, or --queue Q (with --task, --older-than) to cancel by filter")
+    cancelled = open_queue(ctx).cancel_where(queue_name, task=task, older_than=older_than)
+    click.echo(f"{n_jobs(cancelled)} cancelled")

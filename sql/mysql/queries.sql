@@ -162,6 +162,16 @@ WHERE status = 'processing' AND locked_by = %(worker)s;
 -- Remove a job nobody is running; a claimed job stays.
 DELETE FROM batchq_job WHERE id = %(id)s AND status IN ('ready', 'scheduled', 'blocked', 'failed');
 
+-- name: jobs_cancel_where
+-- Up to %(batch)s waiting jobs of a queue (of one task when given, enqueued at least
+-- %(older_than)s seconds ago), never a claimed or a failed one: one bounded batch per statement,
+-- so a large cancel never holds many locks for long. Walks batchq_job_claim's queue prefix.
+DELETE FROM batchq_job
+WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked')
+  AND (%(task)s IS NULL OR task = %(task)s)
+  AND created_at <= UTC_TIMESTAMP(6) - INTERVAL ROUND(%(older_than)s * 1000000) MICROSECOND
+LIMIT %(batch)s;
+
 -- name: queue_stats
 -- Per queue and status: counts, due counts and the oldest processing age, in seconds.
 SELECT queue, status, COUNT(*) AS jobs,

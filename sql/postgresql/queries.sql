@@ -158,6 +158,21 @@ WHERE status = 'processing' AND locked_by = %(worker)s;
 -- Remove a job nobody is running; a claimed job stays.
 DELETE FROM batchq_job WHERE id = %(id)s AND status IN ('ready', 'scheduled', 'blocked', 'failed');
 
+-- name: jobs_cancel_where
+-- Up to %(batch)s waiting jobs of a queue (of one task when given, enqueued at least
+-- %(older_than)s seconds ago), never a claimed or a failed one: one bounded batch per statement,
+-- so a large cancel never holds many locks for long. A row a claim holds right now is skipped:
+-- it is being claimed.
+DELETE FROM batchq_job
+WHERE id = ANY(ARRAY(
+    SELECT id FROM batchq_job
+    WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked')
+      AND (%(task)s::text IS NULL OR task = %(task)s::text)
+      AND created_at <= statement_timestamp() - %(older_than)s::float8 * interval '1 second'
+    LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
+));
+
 -- name: queue_stats
 -- Per queue and status: counts, due counts and the oldest processing age, in seconds (an
 -- infinite processing_at, written by hand, has no age).

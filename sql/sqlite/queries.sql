@@ -123,6 +123,19 @@ WHERE status = 'processing' AND locked_by = :worker;
 -- Remove a job nobody is running; a claimed job stays.
 DELETE FROM batchq_job WHERE id = :id AND status IN ('ready', 'scheduled', 'blocked', 'failed');
 
+-- name: jobs_cancel_where
+-- Up to :batch waiting jobs of a queue (of one task when given, enqueued at least :older_than
+-- seconds ago), never a claimed or a failed one: one bounded batch per statement, so a large
+-- cancel never keeps other writers out for long.
+DELETE FROM batchq_job
+WHERE id IN (
+    SELECT id FROM batchq_job
+    WHERE queue = :queue AND status IN ('ready', 'scheduled', 'blocked')
+      AND (:task IS NULL OR task = :task)
+      AND created_at <= strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -:older_than))
+    LIMIT :batch
+);
+
 -- name: queue_stats
 -- Per queue and status: counts, due counts and the oldest processing age, in seconds.
 SELECT queue, status, COUNT(*) AS jobs,

@@ -13,7 +13,7 @@ from .explain import Explanation, explain
 from .job import JOB_ID_RANGE
 from .locks import Lock, Semaphore
 from .serializers import dumps, secret_from_env
-from .tasks import Resolver, check_task_name, modules_from_env, split_modules
+from .tasks import Resolver, check_task_name, modules_from_env, split_modules, task_policy
 
 if TYPE_CHECKING:
     from .schedules import Schedule, Schedules, TickReport
@@ -22,6 +22,7 @@ Task = str | Callable[..., Any]
 Delay = Duration | None
 PRIORITY_RANGE = (-32768, 32767)
 MAX_ERRORS_RANGE = (1, 65535)
+DEFAULT_MAX_ERRORS = 10
 CONCURRENCY_LIMIT_RANGE = (1, 65535)
 CONCURRENCY_KEY_MAX_CHARS = 255
 CANCEL_BATCH = 1000  # rows per statement of cancel_where: no cancel holds many locks for long
@@ -68,7 +69,7 @@ class Queue(OnDatabase):
         queue: str = "default",
         delay: Delay = None,
         priority: int = 0,
-        max_errors: int = 10,
+        max_errors: int | None = None,
         serializer: str = "json",
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
@@ -100,7 +101,7 @@ class Queue(OnDatabase):
         queue: str = "default",
         delay: Delay = None,
         priority: int = 0,
-        max_errors: int = 10,
+        max_errors: int | None = None,
         serializer: str = "json",
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
@@ -125,20 +126,23 @@ class Queue(OnDatabase):
         queue: str,
         delay: Delay,
         priority: int,
-        max_errors: int,
+        max_errors: int | None,
         serializer: str,
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
     ) -> dict[str, Any]:
         """Everything of a job row but its payload, validated once per call."""
         check_queue_name(queue)
+        name = self.resolver.name_for(task)
+        if max_errors is None:  # the task's own (@task(max_errors=...)), else the default
+            max_errors = task_policy(self.resolver.resolve(name))[0] or DEFAULT_MAX_ERRORS
         _check_int("priority", priority, PRIORITY_RANGE)
         _check_int("max_errors", max_errors, MAX_ERRORS_RANGE)
         seconds = parse_duration(delay, "delay")
         concurrency_limit = _check_concurrency(concurrency_key, concurrency_limit)
         return {
             "queue": queue,
-            "task": self.resolver.name_for(task),
+            "task": name,
             "serializer": serializer,
             "priority": priority,
             "max_errors": max_errors,

@@ -20,6 +20,7 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from .config import Duration, parse_duration
 from .errors import ConfigError, TaskError, TaskNotAllowed
 
 TASK_MODULES_ENV = "BATCHQ_TASK_MODULES"
@@ -33,18 +34,33 @@ F = TypeVar("F", bound=Callable[..., Any])
 _registry: dict[str, Callable[..., Any]] = {}
 
 
-def task(func: F | None = None, *, name: str | None = None) -> Any:
-    """Register a function as a task: ``@task`` or ``@task(name="send_mail")``.
+def task(
+    func: F | None = None,
+    *,
+    name: str | None = None,
+    max_errors: int | None = None,
+    backoff: Duration | None = None,
+) -> Any:
+    """Register a function as a task: ``@task``, ``@task(name="send_mail")``, and its retry
+    policy: ``max_errors`` for jobs enqueued without one, ``backoff`` (the first retry's delay,
+    doubling up to an hour) instead of `batchq run --backoff`.
 
     A registered name is resolved by workers only when the function's module is one they
     import (listed in BATCHQ_TASK_MODULES, or a submodule of a listed 'package.*').
     """
+    if max_errors is not None and (
+        isinstance(max_errors, bool) or not isinstance(max_errors, int) or not 1 <= max_errors <= 65535
+    ):
+        raise ConfigError(f"bad max_errors {max_errors!r} for a task: use a whole number from 1 to 65535")
+    backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
 
     def register(fn: F) -> F:
         path = task_path(fn)
         if name is not None:
             _register(check_task_name(name), fn, path)
         fn.batchq_task_name = name or path  # type: ignore[attr-defined]
+        fn.batchq_max_errors = max_errors  # type: ignore[attr-defined]
+        fn.batchq_backoff = backoff_seconds  # type: ignore[attr-defined]
         return fn
 
     return register(func) if func is not None else register
@@ -411,3 +427,8 @@ def _instantiate(cls: type, name: str) -> Any:
             f"task {name!r}: {cls.__name__}() cannot be created with no arguments ({exc}); "
             "make the method a staticmethod or classmethod"
         ) from None
+
+
+def task_policy(func: Callable[..., Any] | None) -> tuple[int | None, float | None]:
+    """(max_errors, backoff seconds) a task declared with @task, None for each it did not."""
+    return getattr(func, "batchq_max_errors", None), getattr(func, "batchq_backoff", None)

@@ -24,7 +24,7 @@ from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
 from .job import Job
 from .queue import Queue
 from .serializers import loads
-from .tasks import call_task
+from .tasks import call_task, task_policy
 
 log = logging.getLogger("batchq.worker")
 
@@ -221,7 +221,7 @@ class Worker:
             self._stale(len(done) - matched, done)
 
     def _record_error(self, job: Job, error: str, fingerprint: str) -> None:
-        delay = retry_delay(stored_count(job.error_count) + 1, self.options.backoff_base)
+        delay = retry_delay(stored_count(job.error_count) + 1, self._backoff_base(job))
         params = {
             "id": job.id,
             "token": job.claim_token,
@@ -232,6 +232,15 @@ class Worker:
         log.info("job %s (%s) failed: %s", job.id, job.task, error.splitlines()[0])
         if self._finish("job_error", params) == 0:
             self._stale(1, [job])
+
+    def _backoff_base(self, job: Job) -> float:
+        """The task's own backoff (@task(backoff=...)), else `run --backoff`."""
+        try:
+            func = self.options.handler or self.queue.resolver.resolve(job.task)
+        except Exception:  # a task that does not resolve fails with that reason; any backoff will do
+            return self.options.backoff_base
+        backoff = task_policy(func)[1]
+        return self.options.backoff_base if backoff is None else backoff
 
     def _stale(self, count: int, jobs: list[Job]) -> None:
         self.summary.stale_finishes += count

@@ -149,7 +149,7 @@ def run(
 @click.option("--queue", default="default", show_default=True)
 @click.option("--delay", type=DURATION, default=0)
 @click.option("--priority", type=int, default=0, show_default=True, help="Higher runs first.")
-@click.option("--max-errors", type=int, default=10, show_default=True)
+@click.option("--max-errors", type=int, help="Tries before it fails for good (default: the task's, else 10).")
 @click.option("--concurrency-key", metavar="KEY", help="Run at most --concurrency-limit jobs of KEY at once.")
 @click.option("--concurrency-limit", type=int, metavar="N", help="With --concurrency-key (default 1).")
 @click.option("--task-modules", envvar=TASK_MODULES_ENV, show_envvar=True, metavar="M1,M2")
@@ -161,7 +161,7 @@ def enqueue(
     queue: str,
     delay: float,
     priority: int,
-    max_errors: int,
+    max_errors: int | None,
     concurrency_key: str | None,
     concurrency_limit: int | None,
     task_modules: str | None,

@@ -52,6 +52,12 @@ def fail(payload: Any = None) -> None:
     raise ValueError(f"boom: {payload!r}")
 
 
+@batchq.task(max_errors=2, backoff="1m")
+def fail_with_policy(payload: Any = None) -> None:
+    """A task with its own retry policy: 2 tries, a minute's backoff."""
+    raise ValueError(f"policy: {payload!r}")
+
+
 def return_false(payload: Any = None) -> bool:
     return False
 

@@ -112,7 +112,8 @@ class _Facts:
         self.delay_seconds = stored_seconds(row["delay_seconds"])
         self.paused = bool(row["paused"])
         self.concurrency_key = None if row["concurrency_key"] is None else stored_text(row["concurrency_key"])
-        self.concurrency_limit = self._whole("concurrency_limit", row["concurrency_limit"])
+        limit = row["concurrency_limit"]  # NULL for a job without a key
+        self.concurrency_limit = None if limit is None else self._whole("concurrency_limit", limit)
         self.key_active = int(row["key_active"] or 0)
 
     def _whole(self, column: str, value: Any) -> int | None:

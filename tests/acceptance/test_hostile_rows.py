@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from tests.support.db import drop_database, fresh_database_url, job_rows, run_query
+from tests.support.db import drop_database, fresh_database_url, job_rows, run_query, sibling_database
 from tests.support.processes import run_batchq, start_batchq
 from tests.support.rows import (
     ERROR_COUNT_MAX,
@@ -199,7 +199,7 @@ def test_run_at_far_past_runs_and_far_future_waits(
 
 def test_four_concurrent_init_db_on_an_empty_database(backend_name: str, tmp_path: Path) -> None:
     for attempt in range(6):
-        name = f"batchq_test_rows_init_{attempt}"
+        name = f"rows_init_{attempt}"
         url = fresh_database_url(backend_name, tmp_path, name)
         try:
             procs = [start_batchq(url, "init-db") for _ in range(4)]
@@ -212,4 +212,4 @@ def test_four_concurrent_init_db_on_an_empty_database(backend_name: str, tmp_pat
             queue.close()
         finally:
             if backend_name != "sqlite":
-                drop_database(backend_name, name)
+                drop_database(backend_name, sibling_database(backend_name, name))

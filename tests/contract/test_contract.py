@@ -18,10 +18,10 @@ from batchq.worker import RunOptions, Worker
 from tests.support.db import (
     SERVER_URLS,
     app_connection,
-    create_database,
     job_rows,
     run_query,
     selected_backends,
+    sibling_database_url,
     sql,
 )
 
@@ -327,8 +327,7 @@ def test_missing_schema_is_a_clear_error(backend_name: str, tmp_path: Path) -> N
     if backend_name == "sqlite":
         url = f"sqlite:///{tmp_path / 'empty.db'}"
     else:
-        url = SERVER_URLS[backend_name].rsplit("/", 1)[0] + "/batchq_test_empty"
-        create_database(url)
+        url = sibling_database_url(backend_name, "empty")
     queue = Queue(url, task_modules=["jobs"])
     with pytest.raises(SchemaMissing, match="batchq init-db"):
         queue.enqueue("jobs:noop")

@@ -17,7 +17,7 @@ from batchq import Queue
 from batchq.backends import create_backend
 from batchq.sqlfiles import migrations
 from batchq.worker import RunOptions, Worker
-from tests.support.db import SERVER_URLS, create_database, job_rows, run_query, sql
+from tests.support.db import job_rows, run_query, sibling_database_url, sql
 
 TABLES = (
     "batchq_lock",
@@ -35,8 +35,7 @@ def old_url(backend_name: str, tmp_path: Path) -> str:
     if backend_name == "sqlite":
         url = f"sqlite:///{tmp_path / 'old.db'}"
     else:
-        url = SERVER_URLS[backend_name].rsplit("/", 1)[0] + "/batchq_test_upgrade"
-        create_database(url)
+        url = sibling_database_url(backend_name, "upgrade")
     backend = create_backend(url)
     with backend.errors():
         cur = backend.conn.cursor()

@@ -94,14 +94,25 @@ def drop_database(backend_name: str, name: str) -> None:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def fresh_database_url(backend_name: str, tmp_path: Path, name: str) -> str:
-    """The URL of an empty database ``name`` (a file under tmp_path on SQLite)."""
-    if backend_name == "sqlite":
-        return f"sqlite:///{tmp_path / name}.db"
-    drop_database(backend_name, name)
-    url = SERVER_URLS[backend_name].rsplit("/", 1)[0] + "/" + name
+def sibling_database(backend_name: str, suffix: str) -> str:
+    """The name of a test database beside the configured one (``batchq_test`` + ``_suffix``), so
+    that checkouts testing against other databases of one server never share it."""
+    return f"{parse_url(SERVER_URLS[backend_name]).database}_{suffix}"
+
+
+def sibling_database_url(backend_name: str, suffix: str) -> str:
+    """The URL of sibling_database(), created if missing."""
+    url = SERVER_URLS[backend_name].rsplit("/", 1)[0] + "/" + sibling_database(backend_name, suffix)
     create_database(url)
     return url
+
+
+def fresh_database_url(backend_name: str, tmp_path: Path, suffix: str) -> str:
+    """The URL of an empty sibling database (a file under tmp_path on SQLite)."""
+    if backend_name == "sqlite":
+        return f"sqlite:///{tmp_path / suffix}.db"
+    drop_database(backend_name, sibling_database(backend_name, suffix))
+    return sibling_database_url(backend_name, suffix)
 
 
 _prepared: set[str] = set()

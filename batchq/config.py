@@ -42,7 +42,9 @@ _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}")
 # connect_timeout in whole seconds; PyMySQL refuses 0, libpq takes it as "wait forever".
 CONNECT_TIMEOUT_RANGE = {"mysql": (1, 24 * 3600), "postgresql": (0, 24 * 3600)}
 # What the MySQL backend reads from a URL; anything else (a typo like sslmod=) is refused, not ignored.
-MYSQL_URL_OPTIONS = ("connect_timeout", "sslmode", "sslrootcert")
+MYSQL_URL_OPTIONS = ("connect_timeout", "sslmode", "sslrootcert", "skip_locked")
+# skip_locked=off: claim as on a server without SKIP LOCKED (to try that path, or measure it).
+SKIP_LOCKED_CHOICES = ("auto", "off")
 _SSL_MODES = {
     "mysql": ("disable", "prefer", "require", "verify-ca", "verify-full"),
     "postgresql": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
@@ -201,6 +203,12 @@ def _options(dialect: str, query: str, url: DatabaseURL) -> dict[str, str]:
     if timeout is not None and not (timeout.isdigit() and low <= int(timeout) <= high):
         raise ConfigError(
             f"bad connect_timeout {timeout!r} in the URL of {url}: use whole seconds from {low} to {high}"
+        )
+    skip_locked = options.get("skip_locked", "auto")
+    if skip_locked not in SKIP_LOCKED_CHOICES:
+        raise ConfigError(
+            f"bad skip_locked {skip_locked!r} in the URL of {url}: use auto (SKIP LOCKED where the server "
+            "has it) or off (claimers wait for each other, as on servers without it)"
         )
     mode = options.get("sslmode")
     if mode is not None and mode not in _SSL_MODES[dialect]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,13 @@ from .errors import ConfigError, PayloadError
 from .explain import Explanation, explain
 from .job import JOB_ID_RANGE
 from .locks import Lock, Semaphore
+from .partitions import (
+    COUNT_CACHE_SECONDS,
+    PartitionInfo,
+    list_partitions,
+    partition_count,
+    set_partition_count,
+)
 from .serializers import dumps, secret_from_env
 from .tasks import Resolver, check_task_name, modules_from_env, split_modules, task_policy
 
@@ -58,6 +66,7 @@ class Queue(OnDatabase):
         self.secret = secret.encode() if isinstance(secret, str) else secret or secret_from_env()
         modules = modules_from_env() if task_modules is None else split_modules(task_modules)
         self.resolver = Resolver(modules)
+        self._partitions_known: tuple[float, int] | None = None  # (valid until, count)
 
     # -- enqueue --------------------------------------------------------------
 
@@ -84,7 +93,7 @@ class Queue(OnDatabase):
         that key at once; the job waits as 'blocked' meanwhile, and other jobs run past it.
         """
         template = self.job_template(
-            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit
+            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit, conn
         )
         row = self.job_row(template, payload)
         backend = self.backend
@@ -109,7 +118,7 @@ class Queue(OnDatabase):
     ) -> int:
         """Write one job per payload in one statement batch; returns how many."""
         template = self.job_template(
-            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit
+            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit, conn
         )
         rows = [self.job_row(template, payload) for payload in payloads]
         if not rows:
@@ -130,8 +139,10 @@ class Queue(OnDatabase):
         serializer: str,
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
+        conn: Any = None,
     ) -> dict[str, Any]:
-        """Everything of a job row but its payload, validated once per call."""
+        """Everything of a job row but its payload, validated once per call (``conn``: the
+        caller's connection, where the partition count is read when it is due)."""
         check_queue_name(queue)
         name = self.resolver.name_for(task)
         if max_errors is None:  # the task's own (@task(max_errors=...)), else the default
@@ -149,7 +160,20 @@ class Queue(OnDatabase):
             "delay": seconds,
             "concurrency_key": concurrency_key,
             "concurrency_limit": concurrency_limit,
+            "partitions": self._partitions(conn),
         }
+
+    def _partitions(self, conn: Any = None) -> int:
+        """How many partitions new jobs are spread over (batchq.partitions; 1 when none are set
+        up), read at most once a minute: on ``conn`` when given, so that enqueue(conn=...) needs
+        no connection of its own."""
+        known, now = self._partitions_known, time.monotonic()
+        if known is None or now >= known[0]:
+            if conn is not None:
+                self.backend.check_connection(conn)
+            count = max(partition_count(self.backend, conn), 1)
+            known = self._partitions_known = (now + COUNT_CACHE_SECONDS, count)
+        return known[1]
 
     def job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:
         data = dumps(payload, template["serializer"], self.secret)
@@ -251,6 +275,20 @@ class Queue(OnDatabase):
     def semaphore(self, name: str, limit: int, *, ttl: Duration = 60, wait: Duration = 0) -> Semaphore:
         """A handle on one of ``limit`` slots of the semaphore ``name``."""
         return Semaphore(self.database, name, limit, ttl=ttl, wait=wait)
+
+    # -- partitioned claims (batchq.partitions) ---------------------------------------------
+
+    def set_partitions(self, count: int) -> None:
+        """Spread new jobs over ``count`` partitions for `batchq run --claim partition` (0: off),
+        building or dropping the index those claims walk. Other producers learn the new count
+        within a minute; workers move jobs left in partitions that no longer exist."""
+        queues = sorted({row["queue"] for row in self.backend.fetchall("queue_stats")})
+        set_partition_count(self.backend, count, queues)
+        self._partitions_known = None
+
+    def partitions(self) -> list[PartitionInfo]:
+        """Every partition, with who leases it and for how long yet."""
+        return list_partitions(self.backend)
 
     # -- cron schedules (batchq.schedules) ------------------------------------------------
 

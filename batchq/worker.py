@@ -18,10 +18,11 @@ from typing import Any
 
 from .backends import Backend, stored_count
 from .backends.liveness import owner_name
-from .errors import BackendUnavailable
+from .errors import BackendError, BackendUnavailable
 from .failures import fingerprint, fingerprint_of
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
 from .job import Job
+from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
 from .queue import Queue
 from .serializers import loads
 from .tasks import call_task, task_policy
@@ -32,6 +33,7 @@ BACKOFF_BASE_SECONDS = 10.0
 BACKOFF_MAX_SECONDS = 3600.0
 LAST_ERROR_MAX_CHARS = 4000
 TICK_SECONDS = 1.0  # how often a busy worker promotes due scheduled jobs and reads paused queues
+PARTITION_TRIES = 3  # partitions a claim tries before the worker counts as idle
 RECONNECT_ATTEMPTS = 8  # backoff 0.2s doubling, capped at 5s: about 16s for a server to come back
 
 
@@ -62,6 +64,8 @@ class RunOptions:
     batch_size: int = 1  # >1: claim that many per transaction and delete the successes together
     backoff_base: float = BACKOFF_BASE_SECONDS
     heartbeat: float = DEFAULT_HEARTBEAT_SECONDS  # ping the idle session this often during a job
+    claim: str = "row"  # "partition": claim within one leased partition at a time (batchq.partitions)
+    jobs_per_lease: int = DEFAULT_JOBS_PER_LEASE  # with claim="partition": then lease another
 
 
 @dataclass
@@ -89,6 +93,7 @@ class Worker:
         self._paused: set[str] = set()  # queues paused when last looked (_tick)
         self._next_tick = 0.0  # monotonic time of the next _tick
         self._started = time.monotonic()
+        self._lease: PartitionLease | None = None  # with claim="partition"
 
     @property
     def backend(self) -> Backend:
@@ -100,6 +105,11 @@ class Worker:
 
     def run(self) -> RunSummary:
         with _stop_on_signals(self.stop):
+            if self.options.claim == "partition":
+                check_partitions_ready(self.backend)
+                self._lease = PartitionLease(
+                    self.backend, self.name, jobs_per_lease=self.options.jobs_per_lease
+                )
             self.backend.liveness.hold(self.name)
             heartbeat = Heartbeat(self.backend, self.options.heartbeat)
             heartbeat.start()
@@ -107,7 +117,16 @@ class Worker:
                 self._run_loop(heartbeat)
             finally:
                 heartbeat.stop()
+                self._give_back_partition()
         return self.summary
+
+    def _give_back_partition(self) -> None:
+        """On the way out: free the leased partition now rather than when its lease ends."""
+        if self._lease is not None:
+            try:
+                self._lease.release()
+            except BackendError as exc:  # it expires by itself; other workers see us dead sooner
+                log.warning("could not release partition %s: %s", self._lease.partition, exc)
 
     def _run_loop(self, heartbeat: Heartbeat) -> None:
         self._started = time.monotonic()
@@ -172,7 +191,12 @@ class Worker:
         self._paused = {row["name"] for row in self.backend.fetchall("queues_paused")}
         self._next_tick = time.monotonic() + TICK_SECONDS
         self.backend.vacuum_if_due()
+        if self._lease is not None:
+            self._lease.tidy(self._active_queues())
         return self.backend.promote_due() + self.backend.unblock_due()
+
+    def _active_queues(self) -> list[str]:
+        return [name for name in self.options.queues if name not in self._paused]
 
     def _claim_next(self, done: list[Job]) -> tuple[int, list[Job]]:
         """Delete ``done`` and claim one job (in batch mode up to batch_size) of the first queue
@@ -180,15 +204,37 @@ class Worker:
         limit = self.options.batch_size
         if self.options.max_jobs is not None:
             limit = min(limit, self.options.max_jobs - self.summary.processed)
+        queues = self._active_queues()
+        if self._lease is not None:
+            return self._claim_in_partitions(queues, limit, done)
         deleted = 0
-        for queue_name in self.options.queues:
-            if queue_name in self._paused:
-                continue
+        for queue_name in queues:
             claim = self.backend.claim(queue_name, self.name, os.urandom(16).hex(), limit, done)
             deleted, done = deleted + claim.deleted, []
             if claim.jobs:
                 return deleted, claim.jobs
         if done:  # every queue is paused: the finished jobs still go
+            deleted += self.backend.delete_jobs(done)
+        return deleted, []
+
+    def _claim_in_partitions(self, queues: list[str], limit: int, done: list[Job]) -> tuple[int, list[Job]]:
+        """_claim_next within the leased partition; one that comes back empty is given up for
+        another holding due jobs (a few tries: its jobs may all be in other claims right now)."""
+        assert self._lease is not None
+        lease, deleted = self._lease, 0
+        partition = lease.current(queues)
+        for _ in range(PARTITION_TRIES):
+            if partition is None:
+                break
+            for queue_name in queues:
+                token = os.urandom(16).hex()
+                claim = self.backend.claim(queue_name, self.name, token, limit, done, partition)
+                deleted, done = deleted + claim.deleted, []
+                if claim.jobs:
+                    lease.claimed(len(claim.jobs))
+                    return deleted, claim.jobs
+            partition = lease.exhausted(queues)
+        if done:
             deleted += self.backend.delete_jobs(done)
         return deleted, []
 

@@ -142,8 +142,8 @@ class Backend(ABC):
             cur.executemany(self.sql(name), rows)
             return len(rows)
 
-    def fetchone(self, name: str, params: Any = None) -> Row | None:
-        return self._query(name, params, None, self._first_row)
+    def fetchone(self, name: str, params: Any = None, conn: Any = None) -> Row | None:
+        return self._query(name, params, conn, self._first_row)
 
     def fetchall(self, name: str, params: Any = None) -> list[Row]:
         return self._query(name, params, None, self._all_rows)
@@ -268,13 +268,22 @@ class Backend(ABC):
     # -- the job cycle ------------------------------------------------------------
 
     @abstractmethod
-    def claim(self, queue: str, worker: str, token: str, limit: int = 1, done: Sequence[Job] = ()) -> Claim:
+    def claim(
+        self,
+        queue: str,
+        worker: str,
+        token: str,
+        limit: int = 1,
+        done: Sequence[Job] = (),
+        partition: int | None = None,
+    ) -> Claim:
         """In one transaction: delete the jobs ``done`` (finished by this worker, fenced by their
         claim's token) and claim up to ``limit`` due jobs of ``queue``, in the claim index's
         order (priority, then due time, then id), marked ours with ``token``.
 
         Every 'ready' row is due (jobs_promote moves 'scheduled' ones once their time comes), so
         a claim takes the first unlocked rows of the claim index: it never walks the backlog.
+        With ``partition``, only jobs of that partition, which the worker leases (batchq.partitions).
         """
 
     def delete_jobs(self, jobs: Sequence[Job]) -> int:

@@ -102,7 +102,8 @@ class MySQLBackend(Backend):
             version, packet = cur.fetchone()
         self.server_version = str(version)
         self.max_allowed_packet = int(packet)
-        self.skip_locked = supports_skip_locked(self.server_version)
+        turned_off = url.options.get("skip_locked") == "off"
+        self.skip_locked = supports_skip_locked(self.server_version) and not turned_off
         return conn
 
     def _translate(self, exc: Exception) -> BackendError | None:
@@ -207,16 +208,26 @@ class MySQLBackend(Backend):
             known = self._packets[conn] = (session, int(packet))
         return known[1] - PACKET_OVERHEAD
 
-    def claim(self, queue: str, worker: str, token: str, limit: int = 1, done: Sequence[Job] = ()) -> Claim:
+    def claim(
+        self,
+        queue: str,
+        worker: str,
+        token: str,
+        limit: int = 1,
+        done: Sequence[Job] = (),
+        partition: int | None = None,
+    ) -> Claim:
         """Two round trips, one commit: jobs_claim (begin, delete what is done, lock the next
         jobs) as one multi-statement query, then jobs_claim_mark (mark them, commit)."""
-        params = {"queue": queue, "limit": limit, **done_params(done)}
+        params = {"queue": queue, "limit": limit, "partition": partition, **done_params(done)}
         params["done_ids"] = params["done_ids"] or [None]  # IN (NULL): PyMySQL cannot send ()
+        if partition is None:
+            query = "jobs_claim" if self.skip_locked else "jobs_claim_waiting"
+        else:
+            query = "jobs_claim_partition" if self.skip_locked else "jobs_claim_partition_waiting"
         with self.session_lock:
             try:
-                _, _, (deleted, _), (_, rows) = self._multi(
-                    "jobs_claim" if self.skip_locked else "jobs_claim_waiting", params
-                )
+                _, _, (deleted, _), (_, rows) = self._multi(query, params)
                 ids = [row[0] for row in rows]
                 if ids:
                     self._multi("jobs_claim_mark", {"ids": ids, "worker": worker, "token": token})
@@ -241,9 +252,17 @@ class MySQLBackend(Backend):
         claim = (
             "SELECT ... FOR UPDATE SKIP LOCKED"
             if self.skip_locked
-            else ("SELECT ... FOR UPDATE (no SKIP LOCKED on this server: claimers wait for each other)")
+            else (
+                f"SELECT ... FOR UPDATE (no SKIP LOCKED {self._why_no_skip_locked()}: row claimers "
+                "wait for each other; `batchq run --claim partition` spreads them out)"
+            )
         )
         return f"MySQL/MariaDB {self.server_version} at {self.url}; claims with {claim}"
+
+    def _why_no_skip_locked(self) -> str:
+        return (
+            "by the URL's skip_locked=off" if supports_skip_locked(self.server_version) else "on this server"
+        )
 
     def payload_limit(self) -> int:
         """MEDIUMBLOB's capacity; max_allowed_packet is checked on the statement as sent."""

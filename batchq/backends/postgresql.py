@@ -120,11 +120,22 @@ class PostgreSQLBackend(Backend):
         if conn is not None and conn.info.transaction_status == pq.TransactionStatus.INERROR:
             conn.rollback()
 
-    def claim(self, queue: str, worker: str, token: str, limit: int = 1, done: Sequence[Job] = ()) -> Claim:
+    def claim(
+        self,
+        queue: str,
+        worker: str,
+        token: str,
+        limit: int = 1,
+        done: Sequence[Job] = (),
+        partition: int | None = None,
+    ) -> Claim:
         """One statement, one round trip, its own transaction in autocommit: jobs_claim deletes
         what is done, then locks and marks the next jobs; its first row carries the count."""
         params = {"queue": queue, "limit": limit, "worker": worker, "token": token, **done_params(done)}
-        rows = self.rows("jobs_claim", params)
+        if partition is None:
+            rows = self.rows("jobs_claim", params)
+        else:
+            rows = self.rows("jobs_claim_partition", {**params, "partition": partition})
         jobs = [Job.from_row(row, token) for row in rows if row[0] is not None]
         if jobs:
             self._drop_notifications()

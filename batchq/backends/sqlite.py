@@ -68,12 +68,20 @@ class SQLiteBackend(Backend):
         # fail with SQLITE_BUSY_SNAPSHOT in WAL mode without waiting.
         self.conn.execute("BEGIN IMMEDIATE")
 
-    def claim(self, queue: str, worker: str, token: str, limit: int = 1, done: Sequence[Job] = ()) -> Claim:
+    def claim(
+        self,
+        queue: str,
+        worker: str,
+        token: str,
+        limit: int = 1,
+        done: Sequence[Job] = (),
+        partition: int | None = None,
+    ) -> Claim:
         """BEGIN IMMEDIATE; jobs_delete (what is done); jobs_claim (UPDATE ... RETURNING); COMMIT."""
-        params = {"queue": queue, "limit": limit, "worker": worker, "token": token}
+        params = {"queue": queue, "limit": limit, "worker": worker, "token": token, "partition": partition}
         with self.transaction():
             deleted = self.delete_jobs(done) if done else 0
-            rows = self.rows("jobs_claim", params)
+            rows = self.rows("jobs_claim" if partition is None else "jobs_claim_partition", params)
         if len(rows) > 1:
             rows.sort(key=_claim_order)  # RETURNING gives no order
         return Claim(deleted, [Job.from_row(row, token) for row in rows])

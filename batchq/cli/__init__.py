@@ -13,7 +13,7 @@ import click
 
 from ..config import URL_ENV
 from ..errors import BatchqError
-from . import explain, jobs, locks, metrics, queues, schedules, sweeps
+from . import explain, jobs, locks, metrics, partitions, queues, schedules, sweeps
 from .common import URL_HELP, VERBOSE_HELP, set_verbosity
 
 
@@ -51,6 +51,7 @@ for command in (
     queues.resume,
     queues.purge,
     locks.locks,
+    partitions.partitions,
     schedules.tick,
     schedules.schedule,
     explain.explain,

@@ -9,6 +9,7 @@ import click
 
 from ..config import check_queue_name
 from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
+from ..partitions import DEFAULT_JOBS_PER_LEASE
 from ..slots import host_slot
 from ..tasks import TASK_MODULES_ENV, load_trusted
 from ..worker import BACKOFF_BASE_SECONDS, RunOptions, Worker
@@ -88,6 +89,22 @@ def init_db(ctx: click.Context) -> None:
     "timeout cuts it (0: never).",
 )
 @click.option(
+    "--claim",
+    type=click.Choice(["row", "partition"]),
+    default="row",
+    show_default=True,
+    help="row: claim any due job (SKIP LOCKED where the server has it). partition: lease one "
+    "partition at a time and claim only its jobs, so workers stop contending where row claims "
+    "do (no SKIP LOCKED, clusters); needs `batchq partitions set N` once.",
+)
+@click.option(
+    "--jobs-per-lease",
+    type=click.IntRange(min=1),
+    default=DEFAULT_JOBS_PER_LEASE,
+    show_default=True,
+    help="With --claim partition: claim this many jobs from a partition, then lease another.",
+)
+@click.option(
     "--tick",
     "tick_first",
     is_flag=True,
@@ -107,6 +124,8 @@ def run(
     backoff: float,
     batch: int,
     heartbeat: float,
+    claim: str,
+    jobs_per_lease: int,
     tick_first: bool,
 ) -> None:
     """Process jobs until the queue is empty or a limit is reached.
@@ -124,6 +143,8 @@ def run(
         backoff_base=backoff,
         batch_size=batch,
         heartbeat=heartbeat,
+        claim=claim,
+        jobs_per_lease=jobs_per_lease,
     )
     if tick_first:
         tick_once(queue)  # a schedule that fails is logged; the jobs of the others are drained

@@ -16,13 +16,26 @@ from .common import age, common_options, exit_with, open_queue, print_json
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool) -> None:
     """Per-queue counts: ready, delayed, blocked (waiting for a concurrency slot), processing (and
-    the oldest's age), failed."""
+    the oldest's age), failed. First, how workers claim: the row claim's statement, and the
+    partitions of `run --claim partition` with how many are leased, when they are set up."""
     queue = open_queue(ctx)
     rows = queue.stats()
+    parts = queue.partitions()
+    leased = sum(info.held for info in parts)
     if as_json:
-        print_json({"backend": queue.backend.describe(), "queues": [asdict(r) for r in rows]})
+        print_json(
+            {
+                "backend": queue.backend.describe(),
+                "partitions": {"count": len(parts), "leased": leased},
+                "queues": [asdict(r) for r in rows],
+            }
+        )
         return
     click.echo(queue.backend.describe())
+    if parts:
+        click.echo(
+            f"partitioned claims (run --claim partition): {len(parts)} partitions, {leased} leased now"
+        )
     header = (
         f"{'queue':<20} {'ready':>8} {'delayed':>8} {'blocked':>8} {'processing':>10} {'oldest':>8} "
         f"{'failed':>8}"

@@ -38,13 +38,14 @@ SELECT @@max_allowed_packet AS max_allowed_packet;
 -- name: enqueue
 -- One job, due after `delay` seconds on the server's clock: 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote).
+-- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit)
+                        concurrency_key, concurrency_limit, claim_partition)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
         UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, %(max_errors)s,
-        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s);
+        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, FLOOR(RAND() * %(partitions)s));
 
 -- name: jobs_promote
 -- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
@@ -115,6 +116,36 @@ DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+ORDER BY priority DESC, run_at, id
+LIMIT %(limit)s
+FOR UPDATE;
+
+-- name: jobs_claim_partition
+-- jobs_claim within one partition that the worker leases (run --claim partition), through
+-- batchq_job_partition. In the session's READ COMMITTED, not jobs_claim's REPEATABLE READ: a
+-- partition with fewer due jobs than the limit would take a next-key lock on the first row
+-- past it, which is another partition's. jobs_claim_mark follows, as after jobs_claim.
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+START TRANSACTION;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
+FROM batchq_job FORCE INDEX (batchq_job_partition)
+WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
+  AND run_at <= UTC_TIMESTAMP(6)
+ORDER BY priority DESC, run_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: jobs_claim_partition_waiting
+-- jobs_claim_partition for servers without SKIP LOCKED, where partitions matter most: a worker
+-- waits only for claimers of its own partition (a lease that ran out, a row claimer).
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+START TRANSACTION;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
+FROM batchq_job FORCE INDEX (batchq_job_partition)
+WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
+  AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
 LIMIT %(limit)s
 FOR UPDATE;

@@ -28,24 +28,27 @@ ON CONFLICT (version) DO NOTHING;
 -- name: enqueue
 -- One job, due after `delay` seconds on the server's clock: 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote). A trigger NOTIFYs waiting workers.
+-- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit)
+                        concurrency_key, concurrency_limit, claim_partition)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
         statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
-        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int)
+        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int,
+        floor(random() * %(partitions)s::int)::int)
 RETURNING id;
 
 -- name: enqueue_many
 -- Many jobs of one task, queue and delay in one statement, their payloads as one array, in order.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit)
+                        concurrency_key, concurrency_limit, claim_partition)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
        statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
-       statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int
+       statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int,
+       floor(random() * %(partitions)s::int)::int
 FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
 ORDER BY batch.n;
 
@@ -107,6 +110,33 @@ WITH done AS (
 ), picked AS MATERIALIZED (
     SELECT id FROM batchq_job
     WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE batchq_job
+    SET status = 'processing', processing_at = statement_timestamp(),
+        locked_by = %(worker)s, claim_token = %(token)s
+    -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
+    -- with picked may hash the whole table in a generic plan).
+    WHERE id = ANY(ARRAY(SELECT id FROM picked))
+    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, run_at
+)
+SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
+       claimed.priority, claimed.error_count, claimed.max_errors, (SELECT count(*) FROM done) AS deleted
+FROM (SELECT 1) AS one LEFT JOIN claimed ON true
+ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
+
+-- name: jobs_claim_partition
+-- jobs_claim within one partition that the worker leases (run --claim partition): the same
+-- statement, walking batchq_job_partition (partial, 'ready' rows only) instead.
+WITH done AS (
+    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
+    RETURNING 1
+), picked AS MATERIALIZED (
+    SELECT id FROM batchq_job
+    WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
+      AND run_at <= statement_timestamp()
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED

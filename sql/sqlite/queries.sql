@@ -21,13 +21,15 @@ VALUES (:version, strftime('%Y-%m-%d %H:%M:%f', 'now'));
 -- name: enqueue
 -- One job, due after `delay` seconds: 'ready' when due now, else 'scheduled' until a worker
 -- promotes it (jobs_promote).
+-- Its claim partition is a random one of :partitions (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit)
+                        concurrency_key, concurrency_limit, claim_partition)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
         strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), :max_errors,
-        strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit);
+        strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit,
+        abs(random() % :partitions));
 
 -- name: jobs_promote
 -- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
@@ -84,6 +86,22 @@ SET status = 'processing', processing_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
 WHERE id IN (
     SELECT id FROM batchq_job INDEXED BY batchq_job_claim
     WHERE queue = :queue AND status = 'ready' AND run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
+    ORDER BY priority DESC, run_at, id
+    LIMIT :limit
+)
+RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
+          max_errors, run_at;
+
+-- name: jobs_claim_partition
+-- jobs_claim within one partition that the worker leases (run --claim partition), through
+-- batchq_job_partition (partial, 'ready' rows only).
+UPDATE batchq_job
+SET status = 'processing', processing_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
+    locked_by = :worker, claim_token = :token
+WHERE id IN (
+    SELECT id FROM batchq_job INDEXED BY batchq_job_partition
+    WHERE queue = :queue AND status = 'ready' AND claim_partition = :partition
+      AND run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
     ORDER BY priority DESC, run_at, id
     LIMIT :limit
 )

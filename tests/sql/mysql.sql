@@ -153,3 +153,18 @@ DROP TRIGGER IF EXISTS test_jobs_refuse;
 -- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
 CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job FOR EACH ROW
 IF NEW.queue = 'refused' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by a test trigger'; END IF;
+
+-- name: job_set_partition
+-- Place a job in a partition by hand, as a producer with a stale partition count would.
+UPDATE batchq_job SET claim_partition = %(partition)s WHERE id = %(id)s;
+
+-- name: jobs_per_partition
+-- How many jobs each partition holds.
+SELECT claim_partition, COUNT(*) FROM batchq_job GROUP BY claim_partition ORDER BY claim_partition;
+
+-- name: partition_lease_by_hand
+-- A lease written by plain SQL, as a worker that then died would have left it.
+UPDATE batchq_partition
+SET lock_by = %(worker)s, leased_at = UTC_TIMESTAMP(6),
+    expire_at = UTC_TIMESTAMP(6) + INTERVAL %(seconds)s SECOND
+WHERE partition_no = %(partition)s;

@@ -174,3 +174,17 @@ END $$;
 -- name: jobs_refuse_create
 -- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
 CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job FOR EACH ROW EXECUTE FUNCTION test_jobs_refuse();
+
+-- name: job_set_partition
+-- Place a job in a partition by hand, as a producer with a stale partition count would.
+UPDATE batchq_job SET claim_partition = %(partition)s WHERE id = %(id)s;
+
+-- name: jobs_per_partition
+-- How many jobs each partition holds.
+SELECT claim_partition, COUNT(*) FROM batchq_job GROUP BY claim_partition ORDER BY claim_partition;
+
+-- name: partition_lease_by_hand
+-- A lease written by plain SQL, as a worker that then died would have left it.
+UPDATE batchq_partition
+SET lock_by = %(worker)s, leased_at = now(), expire_at = now() + %(seconds)s * interval '1 second'
+WHERE partition_no = %(partition)s;

@@ -1,0 +1,16 @@
+-- Partitioned claims (seed 003's block locks; `batchq run --claim partition`): each job gets a
+-- partition number at insert (0 until partitions are set up), and a worker leases one partition
+-- at a time from batchq_partition, least recently used first by expire_at, and claims only its
+-- jobs. The index they claim through, batchq_job_partition, and the partitions' rows are made by
+-- `batchq partitions set N`, not here: row claims (the default) pay nothing for them.
+-- lock_by is the leasing worker's name; expire_at (server clock) is the only time that decides.
+ALTER TABLE batchq_job ADD COLUMN IF NOT EXISTS claim_partition INTEGER NOT NULL DEFAULT 0
+    CHECK (claim_partition BETWEEN 0 AND 65535);
+
+CREATE TABLE IF NOT EXISTS batchq_partition (
+    partition_no INTEGER     NOT NULL PRIMARY KEY CHECK (partition_no BETWEEN 0 AND 65535),
+    lock_by      TEXT        NULL,
+    expire_at    TIMESTAMPTZ NOT NULL CHECK (isfinite(expire_at)),
+    leased_at    TIMESTAMPTZ NULL
+);
+CREATE INDEX IF NOT EXISTS batchq_partition_lru ON batchq_partition (expire_at);

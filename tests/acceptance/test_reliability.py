@@ -28,6 +28,7 @@ from tests.support.db import (
     prepare_database,
     run_query,
     run_query_on,
+    sql,
 )
 from tests.support.harness import (
     FIGURES,
@@ -199,6 +200,80 @@ def test_sigkill_at_each_point(
             max_recovery_s=recovery,
         )
     )
+
+
+# -- partitioned claims ---------------------------------------------------------------------
+
+PARTITION_ARGS = ("--claim", "partition", "--jobs-per-lease", "25")
+
+
+def without_skip_locked(url: str, backend_name: str) -> str:
+    """MySQL claims as on a server without SKIP LOCKED (the case partitions exist for)."""
+    if backend_name != "mysql":
+        return url
+    return url + ("&" if "?" in url else "?") + "skip_locked=off"
+
+
+def test_partition_claims_4_workers_drain_4000_once(queue: Queue, db_url: str, backend_name: str) -> None:
+    jobs = 4000
+    queue.set_partitions(8)
+    try:
+        queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
+        pool = WorkerPool(without_skip_locked(db_url, backend_name), *PARTITION_ARGS)
+        pool.start(4)
+        pool.wait()
+        assert [code for code, _ in pool.logs()] == [0] * 4, pool.logs()
+        scenario = "drain, --claim partition" + (" (skip_locked=off)" if backend_name == "mysql" else "")
+        row = account(queue, jobs, Figures(backend_name, scenario, 4, jobs, lock_retries=pool.lock_retries()))
+        assert (row.lost, row.duplicates) == (0, 0)
+        assert job_rows(queue) == []
+        assert len({pid for _, pid in sql(queue, "SELECT n, pid FROM test_ledger")}) > 1  # side by side
+    finally:
+        queue.set_partitions(0)
+
+
+def test_partition_claims_random_sigkills_lose_nothing(queue: Queue, db_url: str, backend_name: str) -> None:
+    """Workers killed while they hold a partition: the survivors take it back at once (its holder
+    is dead), gc-processing puts back the job it held, nothing is lost."""
+    jobs, workers, max_kills = 3000, 4, 12
+    queue.set_partitions(8)
+    try:
+        queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
+        pool = WorkerPool(without_skip_locked(db_url, backend_name), *PARTITION_ARGS)
+        pool.start(workers)
+        rng = random.Random(20261125)
+        held_at_kill = 0
+        deadline = time.monotonic() + 600
+        while unfinished(queue) and time.monotonic() < deadline:
+            time.sleep(rng.uniform(0.05, 0.25))
+            pool.reap()
+            if pool.running and pool.kills < max_kills:
+                pid = pool.kill_one()
+                held_at_kill += held_by(queue, pid)
+                sweep_after_crash(queue, worker_name(pid))
+                assert held_by(queue, pid) == 0
+            pool.reap()
+            pool.start(workers - len(pool.running))
+        pool.stop()
+        row = account(
+            queue,
+            jobs,
+            Figures(
+                backend_name,
+                "chaos, --claim partition",
+                workers,
+                jobs,
+                kills=pool.kills,
+                bound=held_at_kill,
+                lock_retries=pool.lock_retries(),
+            ),
+        )
+        assert row.lost == 0
+        assert row.duplicates <= held_at_kill
+        assert pool.kills >= 5
+        assert job_rows(queue) == []
+    finally:
+        queue.set_partitions(0)
 
 
 # -- chaos ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The command on MySQL/MariaDB: libpq's sslmode names in the URL."""
+"""The command on MySQL/MariaDB: libpq's sslmode names in the URL; skip_locked=off."""
 
 from __future__ import annotations
 
@@ -24,3 +24,15 @@ def test_mysql_sslmode_in_the_url(queue: Queue, db_url: str) -> None:
         assert required.returncode == 0, required.stderr
     else:
         assert_one_line_error(required, "sslmode=")
+
+
+@pytest.mark.backends("mysql")
+def test_mysql_skip_locked_off_in_the_url(queue: Queue, db_url: str) -> None:
+    """skip_locked=off claims as servers without SKIP LOCKED do, and stats says why."""
+    separator = "&" if "?" in db_url else "?"
+    assert_one_line_error(
+        run_batchq(f"{db_url}{separator}skip_locked=never", "stats"), "bad skip_locked 'never'"
+    )
+    stats = run_batchq(f"{db_url}{separator}skip_locked=off", "stats")
+    assert "FOR UPDATE (no SKIP LOCKED by the URL's skip_locked=off" in stats.stdout
+    assert "FOR UPDATE SKIP LOCKED" in run_batchq(f"{db_url}{separator}skip_locked=auto", "stats").stdout

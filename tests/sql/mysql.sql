@@ -153,3 +153,13 @@ DROP TRIGGER IF EXISTS test_jobs_refuse;
 -- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
 CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job FOR EACH ROW
 IF NEW.queue = 'refused' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by a test trigger'; END IF;
+
+-- name: job_insert_unique
+-- A job row with a unique key, written with plain SQL (the key column alone: MySQL derives
+-- unique_key_held), due now.
+INSERT INTO batchq_job (queue, task, status, run_at, max_errors, created_at, unique_key)
+VALUES ('default', 'jobs:noop', %(status)s, UTC_TIMESTAMP(6), 10, UTC_TIMESTAMP(6), %(unique_key)s);
+
+-- name: job_unique_keys
+-- Every job's id, status and unique key, in id order.
+SELECT id, status, unique_key FROM batchq_job ORDER BY id;

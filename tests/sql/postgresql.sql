@@ -174,3 +174,13 @@ END $$;
 -- name: jobs_refuse_create
 -- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
 CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job FOR EACH ROW EXECUTE FUNCTION test_jobs_refuse();
+
+-- name: job_insert_unique
+-- A job row with a unique key, written with plain SQL, due now.
+INSERT INTO batchq_job (queue, task, status, run_at, max_errors, created_at, unique_key)
+VALUES ('default', 'jobs:noop', %(status)s::varchar, statement_timestamp(), 10, statement_timestamp(),
+        %(unique_key)s::varchar);
+
+-- name: job_unique_keys
+-- Every job's id, status and unique key, in id order.
+SELECT id, status, unique_key FROM batchq_job ORDER BY id;

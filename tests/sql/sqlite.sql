@@ -116,3 +116,15 @@ DROP TRIGGER IF EXISTS test_jobs_refuse;
 -- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
 CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job WHEN NEW.queue = 'refused'
 BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END;
+
+
+-- name: job_insert_unique
+-- A job row with a unique key, written with plain SQL (any type: SQLite keeps what it is given),
+-- due now.
+INSERT INTO batchq_job (queue, task, status, run_at, max_errors, created_at, unique_key)
+VALUES ('default', 'jobs:noop', :status, strftime('%Y-%m-%d %H:%M:%f', 'now'), 10,
+        strftime('%Y-%m-%d %H:%M:%f', 'now'), :unique_key);
+
+-- name: job_unique_keys
+-- Every job's id, status and unique key, in id order.
+SELECT id, status, unique_key FROM batchq_job ORDER BY id;

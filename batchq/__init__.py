@@ -19,7 +19,7 @@ from .errors import (
     TaskNotAllowed,
 )
 from .locks import Acquired, Lock, LockInfo, Semaphore
-from .queue import Queue, QueueStats
+from .queue import Enqueued, Queue, QueueStats
 from .tasks import task
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ __all__ = [
     "BackendUnavailable",
     "BatchqError",
     "ConfigError",
+    "Enqueued",
     "Lock",
     "LockError",
     "LockInfo",

@@ -9,7 +9,7 @@ explained as far as it can be read, never a crash.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +17,9 @@ from .backends import Backend, Row, stored_seconds, stored_text, stored_time
 from .config import format_duration, format_time
 from .errors import BackendUnavailable, BatchqError, ConfigError
 from .job import JOB_ID_RANGE
+
+# The statuses in which a job holds its unique key (the partial index batchq_job_unique).
+UNIQUE_KEY_HELD_IN = ("ready", "scheduled", "blocked", "processing")
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class Explanation:
     concurrency_limit: int | None = None
     key_active: int | None = None  # jobs of its concurrency key that are ready or running
     key_holders: tuple[int, ...] = ()  # blocked: some of those jobs (the oldest five)
+    unique_key: str | None = None
     notes: tuple[str, ...] = field(default=())  # what could not be read (a row written by hand)
 
     @property
@@ -71,6 +75,13 @@ def explain(backend: Backend, job_id: int) -> Explanation:
     if row is None:
         return _unknown(job_id)
     facts = _Facts(row)
+    explanation = _by_state(backend, facts)
+    if facts.unique_key is None:
+        return explanation
+    return replace(explanation, details=(*explanation.details, _unique_key_line(facts)))
+
+
+def _by_state(backend: Backend, facts: _Facts) -> Explanation:
     status = facts.status
     if status in ("ready", "scheduled"):
         if facts.due:
@@ -115,6 +126,7 @@ class _Facts:
         limit = row["concurrency_limit"]  # NULL for a job without a key
         self.concurrency_limit = None if limit is None else self._whole("concurrency_limit", limit)
         self.key_active = int(row["key_active"] or 0)
+        self.unique_key = None if row["unique_key"] is None else stored_text(row["unique_key"])
 
     def _whole(self, column: str, value: Any) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -142,6 +154,7 @@ class _Facts:
             "key_active": self.key_active if self.concurrency_key is not None else None,
             "due_in_seconds": self.due_in_seconds,
             "queue_paused": self.paused,
+            "unique_key": self.unique_key,
             "notes": tuple(self.notes),
         }
 
@@ -312,6 +325,13 @@ def _about(facts: _Facts) -> str:
         f"queue {facts.queue}, task {facts.task}, priority {priority}, "
         f"created {format_time(facts.created_at)}, {facts.tries()} tries used"
     )
+
+
+def _unique_key_line(facts: _Facts) -> str:
+    key = f"unique key {facts.unique_key!r}"
+    if facts.status in UNIQUE_KEY_HELD_IN:
+        return f"{key}: an enqueue with it returns this job instead of writing one"
+    return f"{key}: not held while {facts.status}: an enqueue with it writes a new job"
 
 
 def _first_line(facts: _Facts) -> str:

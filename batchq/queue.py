@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .backends import OnDatabase
 from .config import Duration, check_queue_name, parse_duration
-from .errors import ConfigError, PayloadError
+from .errors import BackendError, ConfigError, PayloadError
 from .explain import Explanation, explain
 from .job import JOB_ID_RANGE
 from .locks import Lock, Semaphore
@@ -33,6 +33,10 @@ MAX_ERRORS_RANGE = (1, 65535)
 DEFAULT_MAX_ERRORS = 10
 CONCURRENCY_LIMIT_RANGE = (1, 65535)
 CONCURRENCY_KEY_MAX_CHARS = 255
+UNIQUE_KEY_MAX_CHARS = 255
+# An enqueue whose key's job ended between its INSERT and its lookup inserts again; only a key
+# changing hands this many times in a row gives up.
+UNIQUE_ATTEMPTS = 10
 CANCEL_BATCH = 1000  # rows per statement of cancel_where: no cancel holds many locks for long
 
 
@@ -46,6 +50,19 @@ class QueueStats:
     failed: int = 0
     paused: bool = False
     blocked: int = 0  # due, waiting for a slot of their concurrency key
+
+
+class Enqueued(int):
+    """What ``enqueue()`` returns: the job's id, an ``int`` as ever, and ``created``: True if this
+    call wrote the job, False if a job with its ``unique_key`` was already waiting or running and
+    this is that job's id (nothing was written)."""
+
+    created: bool
+
+    def __new__(cls, job_id: int, created: bool = True) -> Enqueued:
+        enqueued = super().__new__(cls, job_id)
+        enqueued.created = created
+        return enqueued
 
 
 class Queue(OnDatabase):
@@ -82,8 +99,9 @@ class Queue(OnDatabase):
         serializer: str = "json",
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
+        unique_key: str | None = None,
         conn: Any = None,
-    ) -> int:
+    ) -> Enqueued:
         """Write one job and return its id. Bad input raises before anything is written.
 
         With ``conn=`` (an open PyMySQL / sqlite3 / psycopg connection) the INSERT joins
@@ -91,6 +109,11 @@ class Queue(OnDatabase):
 
         With ``concurrency_key``, workers run at most ``concurrency_limit`` (default 1) jobs of
         that key at once; the job waits as 'blocked' meanwhile, and other jobs run past it.
+
+        With ``unique_key``, while a job of that key is waiting (ready, delayed, blocked) or
+        running, nothing is written and that job's id is returned: the result's ``created`` is
+        False (True when this call wrote the job). A job that succeeded, was cancelled or failed
+        for good no longer holds its key.
         """
         template = self.job_template(
             task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit, conn
@@ -99,8 +122,33 @@ class Queue(OnDatabase):
         backend = self.backend
         if conn is not None:
             backend.check_connection(conn)
-            return backend.insert("enqueue", row, conn=conn)
-        return backend.retrying(lambda: backend.insert("enqueue", row))
+        if unique_key is not None:
+            row["unique_key"] = _check_unique_key(unique_key)
+            return self._enqueue_unique(row, conn)
+        if conn is not None:
+            return Enqueued(backend.insert("enqueue", row, conn=conn))
+        return Enqueued(backend.retrying(lambda: backend.insert("enqueue", row)))
+
+    def _enqueue_unique(self, row: dict[str, Any], conn: Any) -> Enqueued:
+        """INSERT unless the key is held (the database decides: its unique index), else look up
+        the holder; a holder that ended in between (none found) means the INSERT may now pass."""
+        backend = self.backend
+
+        def attempt() -> Enqueued | None:
+            job_id = backend.insert_unique(row, conn)
+            if job_id is not None:
+                return Enqueued(job_id, created=True)
+            holder = backend.unique_holder(row["unique_key"], conn)
+            return None if holder is None else Enqueued(holder, created=False)
+
+        for _ in range(UNIQUE_ATTEMPTS):
+            found = attempt() if conn is not None else backend.retrying(attempt)
+            if found is not None:
+                return found
+        raise BackendError(
+            f"unique key {row['unique_key']!r} changed hands {UNIQUE_ATTEMPTS} times while enqueueing: "
+            "its jobs end as fast as they are enqueued; try again"
+        )
 
     def enqueue_many(
         self,
@@ -114,20 +162,29 @@ class Queue(OnDatabase):
         serializer: str = "json",
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
+        unique_keys: Iterable[str | None] | None = None,
         conn: Any = None,
     ) -> int:
-        """Write one job per payload in one statement batch; returns how many."""
+        """Write one job per payload in one statement batch, all or none; returns how many.
+
+        ``unique_keys``: one key (or None) per payload, in order, as ``enqueue``'s
+        ``unique_key``: a payload whose key a waiting or running job holds, or that an earlier
+        payload of the batch has, is not written, and the count leaves it out.
+        """
         template = self.job_template(
             task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit, conn
         )
         rows = [self.job_row(template, payload) for payload in payloads]
+        if unique_keys is not None:
+            _set_unique_keys(rows, list(unique_keys))
         if not rows:
             return 0
         backend = self.backend
+        insert = backend.insert_jobs if unique_keys is None else backend.insert_unique_jobs
         if conn is not None:
             backend.check_connection(conn)
-            return backend.insert_jobs(rows, conn=conn)
-        return backend.retrying(lambda: backend.insert_jobs(rows))
+            return insert(rows, conn)
+        return backend.retrying(lambda: insert(rows))
 
     def job_template(
         self,
@@ -161,6 +218,7 @@ class Queue(OnDatabase):
             "concurrency_key": concurrency_key,
             "concurrency_limit": concurrency_limit,
             "partitions": self._partitions(conn),
+            "unique_key": None,
         }
 
     def _partitions(self, conn: Any = None) -> int:
@@ -313,18 +371,37 @@ def _check_concurrency(key: str | None, limit: int | None) -> int | None:
         if limit is not None:
             raise ConfigError("concurrency_limit needs a concurrency_key: pass the key the limit is for")
         return None
-    if not isinstance(key, str) or not 0 < len(key) <= CONCURRENCY_KEY_MAX_CHARS or "\x00" in key:
+    _check_key("concurrency_key", key, CONCURRENCY_KEY_MAX_CHARS, "customer:42")
+    limit = 1 if limit is None else limit
+    _check_int("concurrency_limit", limit, CONCURRENCY_LIMIT_RANGE)
+    return limit
+
+
+def _check_key(name: str, key: Any, max_chars: int, example: str) -> str:
+    """A key (concurrency or unique) as stored: text of 1-max_chars characters, no NUL, UTF-8."""
+    if not isinstance(key, str) or not 0 < len(key) <= max_chars or "\x00" in key:
         raise ConfigError(
-            f"bad concurrency_key {key!r}: use a string of 1-{CONCURRENCY_KEY_MAX_CHARS} characters "
-            "without NUL, such as 'customer:42'"
+            f"bad {name} {key!r}: use a string of 1-{max_chars} characters without NUL, such as {example!r}"
         )
     try:
         key.encode("utf-8")
     except UnicodeEncodeError:
-        raise ConfigError(f"bad concurrency_key {key!r}: it is not valid UTF-8 text") from None
-    limit = 1 if limit is None else limit
-    _check_int("concurrency_limit", limit, CONCURRENCY_LIMIT_RANGE)
-    return limit
+        raise ConfigError(f"bad {name} {key!r}: it is not valid UTF-8 text") from None
+    return key
+
+
+def _check_unique_key(key: Any) -> str:
+    return _check_key("unique_key", key, UNIQUE_KEY_MAX_CHARS, "invoice:42")
+
+
+def _set_unique_keys(rows: list[dict[str, Any]], keys: list[str | None]) -> None:
+    """enqueue_many's unique_keys: one per payload, each checked before anything is written."""
+    if len(keys) != len(rows):
+        raise ConfigError(
+            f"unique_keys has {len(keys)} keys for {len(rows)} payloads: give one key (or None) per payload"
+        )
+    for row, key in zip(rows, keys):
+        row["unique_key"] = None if key is None else _check_unique_key(key)
 
 
 def _check_int(name: str, value: Any, bounds: tuple[int, int]) -> None:

@@ -8,10 +8,10 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from .backends import Backend, Row, stored_count, stored_time
+from .backends import Backend, DuplicateKey, Row, stored_count, stored_time
 from .errors import BackendError, BackendUnavailable
 from .failures import FailureGroup, fingerprint_of, fingerprint_of_text, group_failures
-from .queue import Queue
+from .queue import UNIQUE_ATTEMPTS, Queue
 
 DEFAULT_OLDER_THAN_SECONDS = 3600.0
 
@@ -60,6 +60,9 @@ class FailedJob:
     last_error_at: datetime | str | None = None  # when it last failed (None before schema 007)
     status: str = "failed"
     error_count_before: int | None = None  # --requeue: the count it had (error_count is 0 now)
+    unique_key: str | None = None
+    # --requeue: not requeued, because this job (waiting or running) holds its unique key now
+    key_held_by: int | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> FailedJob:
@@ -173,7 +176,9 @@ def gc_error(
 
     Returns the jobs listed, or with an action the jobs it acted on; requeued ones as they are
     now (ready, or blocked for a slot of their concurrency key; no errors), with the count they
-    had in ``error_count_before``.
+    had in ``error_count_before``. A failed job no longer holds its unique key: one whose key
+    another job has taken since is not requeued, and is returned still failed, with that job's
+    id in ``key_held_by`` (requeue it once that job is done, or delete it).
     """
     wanted_queues, wanted_ids, wanted_groups = set(queues), set(ids), set(groups)
     jobs = [
@@ -185,10 +190,28 @@ def gc_error(
     ]
     if action is None:
         return jobs
-    query = {"requeue": "job_requeue_failed", "delete": "job_delete_failed"}[action]
     backend = queue.backend
-    done = [job for job in jobs if backend.retrying(partial(backend.execute, query, {"id": job.id})) == 1]
-    return [_requeued(job) for job in done] if action == "requeue" else done
+    if action == "requeue":
+        return [requeued for job in jobs if (requeued := _requeue_failed(backend, job)) is not None]
+    return [job for job in jobs if _execute(backend, "job_delete_failed", job.id) == 1]
+
+
+def _execute(backend: Backend, query: str, job_id: int) -> int:
+    return backend.retrying(partial(backend.execute, query, {"id": job_id}))
+
+
+def _requeue_failed(backend: Backend, job: FailedJob) -> FailedJob | None:
+    """The job requeued, or still failed because its unique key is held; None if it is gone."""
+    for attempt in range(UNIQUE_ATTEMPTS):
+        try:
+            return _requeued(job) if _execute(backend, "job_requeue_failed", job.id) == 1 else None
+        except DuplicateKey:
+            holder = backend.unique_holder(job.unique_key) if job.unique_key is not None else None
+            if holder is not None:
+                return replace(job, key_held_by=holder)
+            if attempt == UNIQUE_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def failure_groups(queue: Queue, queues: Iterable[str] = ()) -> list[FailureGroup]:

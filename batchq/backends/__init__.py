@@ -9,7 +9,16 @@ from __future__ import annotations
 import threading
 
 from ..config import DatabaseURL, parse_url, resolve_url
-from .base import Backend, Row, TransientError, stored_count, stored_seconds, stored_text, stored_time
+from .base import (
+    Backend,
+    DuplicateKey,
+    Row,
+    TransientError,
+    stored_count,
+    stored_seconds,
+    stored_text,
+    stored_time,
+)
 from .liveness import LivenessHeld
 from .schema import migrate
 
@@ -93,6 +102,7 @@ def create_backend(url: str | DatabaseURL) -> Backend:
 __all__ = [
     "Backend",
     "Database",
+    "DuplicateKey",
     "OnDatabase",
     "LivenessHeld",
     "Row",

@@ -33,6 +33,10 @@ class TransientError(BackendError):
     """A deadlock, lock wait timeout or serialization failure: safe to retry the transaction."""
 
 
+class DuplicateKey(BackendError):
+    """A write would give a job a unique key another waiting or running job holds."""
+
+
 class Backend(ABC):
     dialect: ClassVar[str]
     skip_locked: bool = True
@@ -141,6 +145,33 @@ class Backend(ABC):
         with self.errors(), self._cursor(conn) as cur:
             cur.executemany(self.sql(name), rows)
             return len(rows)
+
+    def insert_unique(self, row: dict[str, Any], conn: Any = None) -> int | None:
+        """enqueue_unique: the new job's id, or None (nothing written) if a job holds its key."""
+        return self._query("enqueue_unique", row, conn, self._unique_inserted)
+
+    def _unique_inserted(self, cur: Any) -> int | None:
+        return int(cur.lastrowid) if cur.rowcount == 1 else None
+
+    def unique_holder(self, key: str, conn: Any = None) -> int | None:
+        """The id of the waiting or running job holding a unique key, if any (on ``conn``: as
+        the caller's transaction sees it)."""
+        row = self._query("job_unique_holder", {"unique_key": key}, conn, self._first_row)
+        return None if row is None else int(row["id"])
+
+    def insert_unique_jobs(self, rows: Sequence[dict[str, Any]], conn: Any = None) -> int:
+        """enqueue_many with unique keys: the rows whose key is free, all in one transaction (on
+        ``conn``, the caller's); returns how many were written."""
+        if conn is not None:
+            return self.count_inserted("enqueue_unique", rows, conn)
+        with self.transaction():
+            return self.count_inserted("enqueue_unique", rows)
+
+    def count_inserted(self, name: str, rows: Sequence[Any], conn: Any = None) -> int:
+        """Run an INSERT for each row; how many rows it wrote."""
+        with self.errors(), self._cursor(conn) as cur:
+            cur.executemany(self.sql(name), rows)
+            return int(cur.rowcount)
 
     def fetchone(self, name: str, params: Any = None, conn: Any = None) -> Row | None:
         return self._query(name, params, conn, self._first_row)

@@ -15,12 +15,13 @@ from pymysql.constants import CLIENT
 from ..config import DEFAULT_PORTS
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
 from ..job import Claim, Job
-from .base import Backend, TransientError, done_params
+from .base import Backend, DuplicateKey, TransientError, done_params
 from .liveness import Liveness
 
 _CONNECTION_LOST = {2003, 2006, 2013, 2055, 1927, 4031}  # 1927/4031: killed / idle-timeout
 _TRANSIENT = {1205, 1213}  # lock wait timeout, deadlock
 _TLS_FAILED = 2026
+_DUPLICATE_KEY = 1062
 _ACCESS = {1044, 1045, 1049}  # access denied, unknown database
 _VALUES = re.compile(r"\s+VALUES\s+", re.IGNORECASE)
 # Stands for the payload while the rest of an enqueue_many row is escaped once: no queue or task
@@ -115,6 +116,8 @@ class MySQLBackend(Backend):
             return SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
         if code in _TRANSIENT:
             return TransientError(f"MySQL error {code}: {message}")
+        if code == _DUPLICATE_KEY:
+            return DuplicateKey(f"MySQL error {code}: {message}")
         if code == _TLS_FAILED:
             return BackendUnavailable(
                 f"cannot use {self.url}: {message}; set sslmode= in the URL to what the server offers"
@@ -138,7 +141,16 @@ class MySQLBackend(Backend):
             cur.execute(self._fitting(cur, self.sql(name), params))
             return int(cur.lastrowid)
 
+    def insert_unique(self, row: dict[str, Any], conn: Any = None) -> int | None:
+        with self.errors(), self._cursor(conn) as cur:
+            cur.execute(self._fitting(cur, self.sql("enqueue_unique"), row))
+            return int(cur.lastrowid) if cur.rowcount == 1 else None  # INSERT IGNORE: 0 if taken
+
     def insert_many(self, name: str, rows: Sequence[Any], conn: Any = None) -> int:
+        self.count_inserted(name, rows, conn)
+        return len(rows)
+
+    def count_inserted(self, name: str, rows: Sequence[Any], conn: Any = None) -> int:
         """Multi-row INSERTs of up to ~1 MiB each. PyMySQL's executemany batches only a VALUES
         list of bare placeholders; ours computes run_at and created_at on the server, so it
         would send one INSERT per row. Every row is measured before the first INSERT is sent."""
@@ -147,8 +159,7 @@ class MySQLBackend(Backend):
             prefix = f"{head} VALUES ".encode(cur.connection.encoding)
             values = [self._fitting(cur, row_sql, row, len(prefix)) for row in rows]
             budget = min(MULTI_ROW_STATEMENT_BYTES, self._statement_limit(cur.connection)) - len(prefix)
-            self._send_chunks(prefix, _chunks(values, budget), conn)
-        return len(rows)
+            return self._send_chunks(prefix, _chunks(values, budget), conn)
 
     def insert_jobs(self, rows: Sequence[dict[str, Any]], conn: Any = None) -> int:
         """Rows that differ only in their payload: the rest of the VALUES row is escaped once and
@@ -178,10 +189,13 @@ class MySQLBackend(Backend):
             self._send_chunks(prefix, chunks, conn)
         return len(rows)
 
-    def _send_chunks(self, prefix: bytes, chunks: Iterable[list[bytes]], conn: Any) -> None:
+    def _send_chunks(self, prefix: bytes, chunks: Iterable[list[bytes]], conn: Any) -> int:
+        """Send each chunk as one INSERT; how many rows they wrote."""
+        written = 0
         with self.errors(), self._cursor(conn) as cur:
             for chunk in chunks:
-                cur.execute(prefix + b",".join(chunk))
+                written += cur.execute(prefix + b",".join(chunk))
+        return written
 
     def check_statement_sizes(self, name: str, rows: Sequence[Any], conn: Any = None) -> None:
         with self.errors(), self._cursor(conn) as cur:

@@ -20,7 +20,7 @@ except ImportError as exc:  # an optional extra
     raise ConfigError("a postgresql:// URL needs psycopg: pip install 'batchq[postgresql]'") from exc
 
 from ..job import Claim, Job
-from .base import Backend, TransientError, done_params
+from .base import Backend, DuplicateKey, TransientError, done_params
 from .liveness import Liveness
 
 log = logging.getLogger("batchq.backend")
@@ -32,6 +32,7 @@ PAYLOAD_LIMIT = 64 * 1024 * 1024
 # A waiting worker looks at its stop event this often, so SIGTERM is noticed within this time.
 STOP_CHECK_SECONDS = 0.05
 _TRANSIENT = {"40001", "40P01", "55P03"}  # serialization failure, deadlock, lock not available
+_UNIQUE_VIOLATION = "23505"
 # Connection exceptions, shutdown/termination, too many clients, a session closed by
 # idle_in_transaction_session_timeout; and refused credentials or an unknown database.
 _UNAVAILABLE_PREFIXES = ("08", "57P", "53300", "25P03")
@@ -88,6 +89,8 @@ class PostgreSQLBackend(Backend):
             return SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
         if code in _TRANSIENT:
             return TransientError(f"PostgreSQL error {code}: {message}")
+        if code == _UNIQUE_VIOLATION:
+            return DuplicateKey(f"PostgreSQL error {code}: {message}")
         if code.startswith(_ACCESS_PREFIXES):
             return BackendUnavailable(f"cannot use {self.url}: {message}")
         lost = self._conn is not None and self._conn.closed
@@ -111,6 +114,17 @@ class PostgreSQLBackend(Backend):
 
     def _inserted_id(self, cur: Any) -> int:
         return int(cur.fetchone()[0])  # enqueue ends with RETURNING id
+
+    def _unique_inserted(self, cur: Any) -> int | None:
+        row = cur.fetchone()  # enqueue_unique returns no row when the key is taken
+        return None if row is None else int(row[0])
+
+    def insert_unique_jobs(self, rows: Sequence[dict[str, Any]], conn: Any = None) -> int:
+        """One statement: the payloads and their keys as two arrays (enqueue_many_unique)."""
+        params = {k: v for k, v in rows[0].items() if k not in ("payload", "unique_key")}
+        params["payloads"] = [row["payload"] for row in rows]
+        params["unique_keys"] = [row["unique_key"] for row in rows]
+        return self._query("enqueue_many_unique", params, conn, lambda cur: int(cur.rowcount))
 
     def _begin(self) -> None:
         self.conn.execute("BEGIN")  # an autocommit connection: commit()/rollback() end it

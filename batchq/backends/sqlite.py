@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
 from ..job import Claim, Job
-from .base import Backend, TransientError
+from .base import Backend, DuplicateKey, TransientError
 from .liveness import Liveness, ProcessLiveness
 
 MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING
@@ -57,6 +57,8 @@ class SQLiteBackend(Backend):
         message = str(exc)
         if "no such table" in message:
             return SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
+        if isinstance(exc, sqlite3.IntegrityError) and message.startswith("UNIQUE constraint failed"):
+            return DuplicateKey(f"SQLite: {message}")
         if "locked" in message or "busy" in message:
             return TransientError(f"SQLite: {message}")
         if "unable to open" in message or "disk I/O" in message:

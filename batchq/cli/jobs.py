@@ -173,6 +173,11 @@ def run(
 @click.option("--max-errors", type=int, help="Tries before it fails for good (default: the task's, else 10).")
 @click.option("--concurrency-key", metavar="KEY", help="Run at most --concurrency-limit jobs of KEY at once.")
 @click.option("--concurrency-limit", type=int, metavar="N", help="With --concurrency-key (default 1).")
+@click.option(
+    "--unique-key",
+    metavar="KEY",
+    help="While a job of KEY waits or runs, write nothing and print that job's id (a note on stderr).",
+)
 @click.option("--task-modules", envvar=TASK_MODULES_ENV, show_envvar=True, metavar="M1,M2")
 @click.pass_context
 def enqueue(
@@ -185,6 +190,7 @@ def enqueue(
     max_errors: int | None,
     concurrency_key: str | None,
     concurrency_limit: int | None,
+    unique_key: str | None,
     task_modules: str | None,
 ) -> None:
     """Enqueue TASK with a JSON PAYLOAD; prints the job id."""
@@ -203,8 +209,11 @@ def enqueue(
         max_errors=max_errors,
         concurrency_key=concurrency_key,
         concurrency_limit=concurrency_limit,
+        unique_key=unique_key,
     )
     click.echo(job_id)
+    if not job_id.created:
+        click.echo(f"batchq: job {job_id} holds unique key {unique_key!r}: nothing enqueued", err=True)
 
 
 @click.command()

@@ -132,7 +132,10 @@ def _failed_report(jobs: list[sweeps.FailedJob], action: str | None) -> str:
     verb = {"requeue": "requeued", "delete": "deleted", None: "out of tries"}[action]
     groups = group_failures(jobs)
     causes = "1 cause" if len(groups) == 1 else f"{len(groups)} causes"
-    lines = [f"batchq gc-error: {n_jobs(len(jobs))} {verb}, {causes}"]
+    kept = sum(job.key_held_by is not None for job in jobs)  # --requeue: their unique key is taken
+    lines = [f"batchq gc-error: {n_jobs(len(jobs) - kept)} {verb}, {causes}"]
+    if kept:
+        lines[0] += f"; {n_jobs(kept)} not requeued: another job holds its unique key"
     by_id = {job.id: job for job in jobs}
     for group in groups:
         lines.append(
@@ -156,7 +159,12 @@ def _failed_line(job: sweeps.FailedJob) -> str:
         if job.error_count_before is None
         else f"{job.error_count_before} errors, reset to 0"
     )
-    return f"{_named(job)} ({errors}): {first_line[0][:200]}"
+    kept = (
+        ""
+        if job.key_held_by is None
+        else f"not requeued, job {job.key_held_by} holds its unique key {job.unique_key!r}; "
+    )
+    return f"{_named(job)} ({errors}): {kept}{first_line[0][:200]}"
 
 
 def _seen(first: datetime | str | None, last: datetime | str | None) -> str:

@@ -47,6 +47,27 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, %(max_errors)s,
         UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, FLOOR(RAND() * %(partitions)s));
 
+-- name: enqueue_unique
+-- enqueue with a unique_key: writes nothing (0 rows, no error) while a job of that key is waiting
+-- or running (the UNIQUE index batchq_job_unique). IGNORE would also let a value too long for
+-- its column through as a warning: every value is checked before it is sent (Queue.job_template).
+INSERT IGNORE INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors,
+                               created_at, concurrency_key, concurrency_limit, unique_key, claim_partition)
+VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
+        CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
+             WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
+        UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, %(max_errors)s,
+        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, %(unique_key)s,
+        FLOOR(RAND() * %(partitions)s));
+
+-- name: job_unique_holder
+-- The job holding a unique key (waiting or running), if any. A locking read: it sees the latest
+-- committed row even inside an application's REPEATABLE READ transaction (enqueue(conn=...)),
+-- whose snapshot may predate the job the INSERT collided with.
+SELECT id FROM batchq_job
+WHERE unique_key_held = CAST(%(unique_key)s AS BINARY)
+LOCK IN SHARE MODE;
+
 -- name: jobs_promote
 -- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
 -- statement; workers run it about once a second and whenever a claim finds nothing.
@@ -242,7 +263,7 @@ ORDER BY id;
 -- name: jobs_failed
 -- Jobs out of tries, for a human.
 SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key,
-       error_fingerprint, last_error_at
+       error_fingerprint, last_error_at, unique_key
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;

@@ -52,6 +52,43 @@ SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
 FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
 ORDER BY batch.n;
 
+-- name: enqueue_unique
+-- enqueue with a unique_key: writes nothing (no row returned) while a job of that key is waiting
+-- or running (the partial unique index batchq_job_unique); a concurrent uncommitted one is
+-- waited for. Any other conflict (an id written by hand) still raises.
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
+                        concurrency_key, concurrency_limit, unique_key, claim_partition)
+VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
+        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
+             WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
+        statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
+        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, %(unique_key)s::text,
+        floor(random() * %(partitions)s::int)::int)
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
+DO NOTHING
+RETURNING id;
+
+-- name: enqueue_many_unique
+-- enqueue_many with a unique key per payload (NULL: none): the jobs whose key is free, in order;
+-- a key taken, or given twice in the batch (the first is written), writes nothing.
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
+                        concurrency_key, concurrency_limit, unique_key, claim_partition)
+SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
+       CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
+            WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
+       statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
+       statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, batch.unique_key,
+       floor(random() * %(partitions)s::int)::int
+FROM unnest(%(payloads)s::bytea[], %(unique_keys)s::text[]) WITH ORDINALITY AS batch(payload, unique_key, n)
+ORDER BY batch.n
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
+DO NOTHING;
+
+-- name: job_unique_holder
+-- The job holding a unique key (waiting or running), if any (walks batchq_job_unique).
+SELECT id FROM batchq_job
+WHERE unique_key = %(unique_key)s AND status IN ('ready', 'scheduled', 'blocked', 'processing');
+
 -- name: jobs_promote
 -- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
 -- statement, skipping rows another worker is promoting; workers run it about once a second and
@@ -245,7 +282,7 @@ WHERE false;
 -- name: jobs_failed
 -- Jobs out of tries, for a human.
 SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key,
-       error_fingerprint, last_error_at
+       error_fingerprint, last_error_at, unique_key
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;

@@ -31,6 +31,25 @@ VALUES (:queue, :task, :payload, :serializer, :priority,
         strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit,
         abs(random() % :partitions));
 
+-- name: enqueue_unique
+-- enqueue with a unique_key: writes nothing (no change) while a job of that key is waiting or
+-- running (the partial unique index batchq_job_unique). Any other conflict still raises.
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
+                        concurrency_key, concurrency_limit, unique_key, claim_partition)
+VALUES (:queue, :task, :payload, :serializer, :priority,
+        CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
+             WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
+        strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), :max_errors,
+        strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit, :unique_key,
+        abs(random() % :partitions))
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
+DO NOTHING;
+
+-- name: job_unique_holder
+-- The job holding a unique key (waiting or running), if any (walks batchq_job_unique).
+SELECT id FROM batchq_job
+WHERE unique_key = :unique_key AND status IN ('ready', 'scheduled', 'blocked', 'processing');
+
 -- name: jobs_promote
 -- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
 -- statement; workers run it about once a second and whenever a claim finds nothing.
@@ -193,7 +212,7 @@ WHERE false;
 -- name: jobs_failed
 -- Jobs out of tries, for a human.
 SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key,
-       error_fingerprint, last_error_at
+       error_fingerprint, last_error_at, unique_key
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;

@@ -1,4 +1,5 @@
-"""Upgrading a database that has jobs in it: `init-db` of this version over the schema of 002.
+"""Upgrading a database that has jobs in it: `init-db` of this version over the schema of 002,
+and over that of 007 (before unique keys).
 
 Rows of every kind are written as 002 left them (a due job, a delayed one, one a live worker is
 running, a failed one); after the upgrade none is lost and each is where it should be: the due
@@ -32,6 +33,11 @@ TABLES = (
 @pytest.fixture
 def old_url(backend_name: str, tmp_path: Path) -> str:
     """A database with the schema of migration 002 and nothing else."""
+    return database_at(backend_name, tmp_path, 2)
+
+
+def database_at(backend_name: str, tmp_path: Path, last: int) -> str:
+    """A database with the schema of migrations 001 to ``last`` and nothing else."""
     if backend_name == "sqlite":
         url = f"sqlite:///{tmp_path / 'old.db'}"
     else:
@@ -44,7 +50,7 @@ def old_url(backend_name: str, tmp_path: Path) -> str:
                 f"DROP TABLE IF EXISTS {table}" + (" CASCADE" if backend_name == "postgresql" else "")
             )
         for version, _, statements in migrations(backend_name):
-            if version <= 2:
+            if version <= last:
                 for statement in statements:
                     cur.execute(statement)
                 backend.execute("schema_version_set", {"version": version})
@@ -85,4 +91,39 @@ def test_upgrade_keeps_every_job_runnable(backend_name: str, old_url: str) -> No
         (ids[3], "failed"),
     ]
     assert queue.enqueue("jobs:noop") > (1000 if backend_name == "sqlite" else ids[3])  # ids not reused
+    queue.close()
+
+
+def test_upgrade_from_007_adds_unique_keys_and_keeps_every_job(backend_name: str, tmp_path: Path) -> None:
+    """The migrations after 007 (008 unique keys, 009 partitions, ...) over a queue with waiting,
+    delayed, blocked, running and failed jobs: each keeps its place, none holds a key, and keys
+    work at once."""
+    queue = Queue(database_at(backend_name, tmp_path, 7), task_modules=["jobs"])
+    rows = [  # (task, status, due in seconds, error_count, locked_by)
+        ("jobs:noop", "ready", 0, 0, None),
+        ("jobs:noop", "scheduled", 1, 2, None),
+        ("jobs:noop", "blocked", 0, 0, None),  # no concurrency key: a slot is free at once
+        ("jobs:noop", "processing", 0, 0, "a-live-worker"),
+        ("jobs:fail", "failed", 0, 10, None),
+    ]
+    for task, status, due_in, errors, owner in rows:
+        params = {"task": task, "status": status, "due_in": due_in, "error_count": errors, "owner": owner}
+        run_query(queue, "job_insert_as_002_wrote_it", params)
+    ids = [row["id"] for row in job_rows(queue)]
+
+    assert queue.init_db() == [name for version, name, _ in migrations(backend_name) if version > 7]
+    statuses = [row[1] for row in rows]
+    assert [tuple(row) for row in run_query(queue, "job_unique_keys")] == [
+        (job_id, status, None) for job_id, status in zip(ids, statuses)
+    ]
+    first = queue.enqueue("jobs:noop", unique_key="k")
+    assert first.created and queue.enqueue("jobs:noop", unique_key="k") == first
+    assert sorted(Worker(queue, RunOptions()).run().job_ids) == [ids[0], ids[2], first]
+    time.sleep(1.1)
+    assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[1]]  # promoted once due
+    assert [(row["id"], row["status"]) for row in job_rows(queue)] == [
+        (ids[3], "processing"),
+        (ids[4], "failed"),
+    ]
+    assert queue.enqueue("jobs:noop", unique_key="k").created  # the first one is done
     queue.close()

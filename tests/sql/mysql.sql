@@ -168,3 +168,13 @@ UPDATE batchq_partition
 SET lock_by = %(worker)s, leased_at = UTC_TIMESTAMP(6),
     expire_at = UTC_TIMESTAMP(6) + INTERVAL %(seconds)s SECOND
 WHERE partition_no = %(partition)s;
+
+-- name: job_insert_unique
+-- A job row with a unique key, written with plain SQL (the key column alone: MySQL derives
+-- unique_key_held), due now.
+INSERT INTO batchq_job (queue, task, status, run_at, max_errors, created_at, unique_key)
+VALUES ('default', 'jobs:noop', %(status)s, UTC_TIMESTAMP(6), 10, UTC_TIMESTAMP(6), %(unique_key)s);
+
+-- name: job_unique_keys
+-- Every job's id, status and unique key, in id order.
+SELECT id, status, unique_key FROM batchq_job ORDER BY id;

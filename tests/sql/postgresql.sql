@@ -188,3 +188,13 @@ SELECT claim_partition, COUNT(*) FROM batchq_job GROUP BY claim_partition ORDER 
 UPDATE batchq_partition
 SET lock_by = %(worker)s, leased_at = now(), expire_at = now() + %(seconds)s * interval '1 second'
 WHERE partition_no = %(partition)s;
+
+-- name: job_insert_unique
+-- A job row with a unique key, written with plain SQL, due now.
+INSERT INTO batchq_job (queue, task, status, run_at, max_errors, created_at, unique_key)
+VALUES ('default', 'jobs:noop', %(status)s::varchar, statement_timestamp(), 10, statement_timestamp(),
+        %(unique_key)s::varchar);
+
+-- name: job_unique_keys
+-- Every job's id, status and unique key, in id order.
+SELECT id, status, unique_key FROM batchq_job ORDER BY id;

@@ -131,3 +131,15 @@ UPDATE batchq_partition
 SET lock_by = :worker, leased_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
     expire_at = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+d seconds', :seconds))
 WHERE partition_no = :partition;
+
+
+-- name: job_insert_unique
+-- A job row with a unique key, written with plain SQL (any type: SQLite keeps what it is given),
+-- due now.
+INSERT INTO batchq_job (queue, task, status, run_at, max_errors, created_at, unique_key)
+VALUES ('default', 'jobs:noop', :status, strftime('%Y-%m-%d %H:%M:%f', 'now'), 10,
+        strftime('%Y-%m-%d %H:%M:%f', 'now'), :unique_key);
+
+-- name: job_unique_keys
+-- Every job's id, status and unique key, in id order.
+SELECT id, status, unique_key FROM batchq_job ORDER BY id;

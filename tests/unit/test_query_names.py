@@ -50,6 +50,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
     "postgresql": SERVER_ONLY
     | {
         "enqueue_many",  # the payloads as one array: unnest()
+        "enqueue_many_unique",  # the same, with a unique key per payload
         "listen",  # LISTEN for jobs becoming due
         # Dead rows: workers VACUUM the job table (InnoDB purges by itself, SQLite reuses pages).
         "jobs_vacuum_lock",

@@ -12,6 +12,7 @@ from .backends import Backend, DuplicateKey, Row, stored_count, stored_time
 from .errors import BackendError, BackendUnavailable
 from .failures import FailureGroup, fingerprint_of, fingerprint_of_text, group_failures
 from .queue import UNIQUE_ATTEMPTS, Queue
+from .registry import prune_gone
 
 DEFAULT_OLDER_THAN_SECONDS = 3600.0
 
@@ -119,6 +120,7 @@ def gc_processing(
             # An unknown age (processing_at NULL) is reported too.
             report.long_running.append(StuckJob.from_row(row, "long_running", worker_alive=worker_alive))
     report.unrunnable = [StuckJob.from_row(row, "unrunnable") for row in backend.fetchall("jobs_unrunnable")]
+    prune_gone(backend)  # registry rows of workers gone for a while: nothing a human must do
     return report
 
 

@@ -24,6 +24,7 @@ from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
 from .job import Job
 from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
 from .queue import Queue
+from .registry import Registration
 from .serializers import loads
 from .tasks import call_task, task_policy
 
@@ -94,6 +95,7 @@ class Worker:
         self._next_tick = 0.0  # monotonic time of the next _tick
         self._started = time.monotonic()
         self._lease: PartitionLease | None = None  # with claim="partition"
+        self._registration = Registration(queue.backend, self.name, self.options.queues)
 
     @property
     def backend(self) -> Backend:
@@ -111,6 +113,7 @@ class Worker:
                     self.backend, self.name, jobs_per_lease=self.options.jobs_per_lease
                 )
             self.backend.liveness.hold(self.name)
+            self._registration.register()
             heartbeat = Heartbeat(self.backend, self.options.heartbeat)
             heartbeat.start()
             try:
@@ -118,7 +121,15 @@ class Worker:
             finally:
                 heartbeat.stop()
                 self._give_back_partition()
+                self._unregister()
         return self.summary
+
+    def _unregister(self) -> None:
+        """On the way out: the registry row goes (a sweep prunes it, should this fail)."""
+        try:
+            self._registration.unregister()
+        except BackendError as exc:
+            log.warning("could not remove this worker from the registry: %s", exc)
 
     def _give_back_partition(self) -> None:
         """On the way out: free the leased partition now rather than when its lease ends."""
@@ -179,8 +190,11 @@ class Worker:
         ticked = time.monotonic() >= self._next_tick
         if ticked:
             self._tick()
+            if self._stop.is_set():  # `batchq stop`: claim nothing more
+                return [], deleted + (self.backend.delete_jobs(done) if done else 0)
         claimed, jobs = self._claim_next(done)
-        if not jobs and not ticked and self._tick():  # nothing ready: due scheduled jobs may wait
+        if not jobs and not ticked and self._tick() and not self._stop.is_set():
+            # nothing ready: due scheduled jobs may wait
             jobs = self._claim_next([])[1]
         return jobs, deleted + claimed
 
@@ -190,6 +204,9 @@ class Worker:
         many jobs became ready."""
         self._paused = {row["name"] for row in self.backend.fetchall("queues_paused")}
         self._next_tick = time.monotonic() + TICK_SECONDS
+        if self._registration.seen(self.summary.succeeded, self.summary.errors):
+            log.info("asked to stop (batchq stop): exiting")
+            self.stop()
         self.backend.vacuum_if_due()
         if self._lease is not None:
             self._lease.tidy(self._active_queues())

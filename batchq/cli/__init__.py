@@ -13,7 +13,7 @@ import click
 
 from ..config import URL_ENV
 from ..errors import BatchqError
-from . import explain, jobs, locks, metrics, partitions, queues, schedules, sweeps
+from . import explain, jobs, locks, metrics, partitions, queues, schedules, sweeps, workers
 from .common import URL_HELP, VERBOSE_HELP, set_verbosity
 
 
@@ -52,6 +52,8 @@ for command in (
     queues.purge,
     locks.locks,
     partitions.partitions,
+    workers.status,
+    workers.stop,
     schedules.tick,
     schedules.schedule,
     explain.explain,

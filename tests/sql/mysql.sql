@@ -178,3 +178,9 @@ VALUES ('default', 'jobs:noop', %(status)s, UTC_TIMESTAMP(6), 10, UTC_TIMESTAMP(
 -- name: job_unique_keys
 -- Every job's id, status and unique key, in id order.
 SELECT id, status, unique_key FROM batchq_job ORDER BY id;
+
+-- name: worker_insert_by_hand
+-- A registry row written by plain SQL, as a worker that died without removing it left it.
+INSERT INTO batchq_worker (name, host, pid, kind, serves, started_at, last_seen)
+VALUES (%(name)s, %(host)s, %(pid)s, 'run', %(serves)s, UTC_TIMESTAMP(6) - INTERVAL %(seen_ago)s SECOND,
+        UTC_TIMESTAMP(6) - INTERVAL %(seen_ago)s SECOND);

@@ -143,3 +143,10 @@ VALUES ('default', 'jobs:noop', :status, strftime('%Y-%m-%d %H:%M:%f', 'now'), 1
 -- name: job_unique_keys
 -- Every job's id, status and unique key, in id order.
 SELECT id, status, unique_key FROM batchq_job ORDER BY id;
+
+-- name: worker_insert_by_hand
+-- A registry row written by plain SQL, as a worker that died without removing it left it.
+INSERT INTO batchq_worker (name, host, pid, kind, serves, started_at, last_seen)
+VALUES (:name, :host, :pid, 'run', :serves,
+        strftime('%Y-%m-%d %H:%M:%f', 'now', printf('-%d seconds', :seen_ago)),
+        strftime('%Y-%m-%d %H:%M:%f', 'now', printf('-%d seconds', :seen_ago)));

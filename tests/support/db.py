@@ -34,6 +34,7 @@ TABLES = (
     "batchq_lock",
     "batchq_schedule",
     "batchq_partition",
+    "batchq_worker",
 )
 
 

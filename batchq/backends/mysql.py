@@ -207,16 +207,28 @@ class MySQLBackend(Backend):
             known = self._packets[conn] = (session, int(packet))
         return known[1] - PACKET_OVERHEAD
 
-    def claim(self, queue: str, worker: str, token: str, limit: int = 1, done: Sequence[Job] = ()) -> Claim:
+    def claim(
+        self,
+        queue: str,
+        worker: str,
+        token: str,
+        limit: int = 1,
+        done: Sequence[Job] = (),
+        kept: str | None = None,
+    ) -> Claim:
         """Two round trips, one commit: jobs_claim (begin, delete what is done, lock the next
-        jobs) as one multi-statement query, then jobs_claim_mark (mark them, commit)."""
+        jobs; jobs_claim_keep: first copy what is done into the history) as one multi-statement
+        query, then jobs_claim_mark (mark them, commit)."""
         params = {"queue": queue, "limit": limit, **done_params(done)}
         params["done_ids"] = params["done_ids"] or [None]  # IN (NULL): PyMySQL cannot send ()
+        if kept is None:
+            name = "jobs_claim" if self.skip_locked else "jobs_claim_waiting"
+        else:
+            self.check_history()
+            name, params["kept"] = "jobs_claim_keep", kept
         with self.session_lock:
             try:
-                _, _, (deleted, _), (_, rows) = self._multi(
-                    "jobs_claim" if self.skip_locked else "jobs_claim_waiting", params
-                )
+                *_, (deleted, _), (_, rows) = self._multi(name, params)
                 ids = [row[0] for row in rows]
                 if ids:
                     self._multi("jobs_claim_mark", {"ids": ids, "worker": worker, "token": token})
@@ -227,6 +239,25 @@ class MySQLBackend(Backend):
                 self._rollback_quietly()  # a failed statement may leave the claim's transaction open
                 raise
         return Claim(deleted, [Job.from_row(row, token) for row in rows])
+
+    def _delete_keeping(self, jobs: Sequence[Job], kept: str) -> int:
+        """jobs_delete_keep: copy into the history and delete, one transaction, one round trip."""
+        self.check_history()
+        with self.session_lock:
+            try:
+                results = self._multi("jobs_delete_keep", {**done_params(jobs), "kept": kept})
+            except BaseException:
+                self._rollback_quietly()
+                raise
+        return results[3][0]  # SET, START, REPLACE, DELETE, COMMIT
+
+    def check_history(self) -> None:
+        self.conn  # noqa: B018 - connect to read the version
+        if not self.skip_locked:
+            raise ConfigError(
+                f"keeping job history needs JSON_TABLE, which MySQL/MariaDB {self.server_version} "
+                "lacks: upgrade to MySQL 8.0 or MariaDB 10.6, or keep no history (no --keep, no keep_for)"
+            )
 
     def _multi(self, name: str, params: Any = None) -> list[tuple[int, list[tuple[Any, ...]]]]:
         """Run a multi-statement query: (row count, rows) of each statement in turn."""

@@ -120,11 +120,22 @@ class PostgreSQLBackend(Backend):
         if conn is not None and conn.info.transaction_status == pq.TransactionStatus.INERROR:
             conn.rollback()
 
-    def claim(self, queue: str, worker: str, token: str, limit: int = 1, done: Sequence[Job] = ()) -> Claim:
+    def claim(
+        self,
+        queue: str,
+        worker: str,
+        token: str,
+        limit: int = 1,
+        done: Sequence[Job] = (),
+        kept: str | None = None,
+    ) -> Claim:
         """One statement, one round trip, its own transaction in autocommit: jobs_claim deletes
-        what is done, then locks and marks the next jobs; its first row carries the count."""
+        what is done (jobs_claim_keep: and copies it into the history), then locks and marks the
+        next jobs; its first row carries the count."""
         params = {"queue": queue, "limit": limit, "worker": worker, "token": token, **done_params(done)}
-        rows = self.rows("jobs_claim", params)
+        if kept is not None:
+            params["kept"] = kept
+        rows = self.rows("jobs_claim" if kept is None else "jobs_claim_keep", params)
         jobs = [Job.from_row(row, token) for row in rows if row[0] is not None]
         if jobs:
             self._drop_notifications()

@@ -33,6 +33,7 @@ TABLES = (
     "batchq_mq_meta",
     "batchq_lock",
     "batchq_schedule",
+    "batchq_history",
 )
 
 

@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any
 
 from .backends import Backend, Row, stored_count, stored_seconds, stored_text, stored_time
+from .config import format_duration
 
 try:
     import resource
@@ -172,6 +173,33 @@ def _type_name(value: Any) -> str:
 
 def _note(text: str) -> str:
     return text[:NOTE_MAX_CHARS]
+
+
+def format_usage(
+    wall: float | None, cpu: float | None, peak: int | None, growth: int | None, worker: str | None = None
+) -> str:
+    """A try's figures as people read them: '0.21s wall, 0.20s CPU, peak 52.1 MB (+50.0 MB)'."""
+    if wall is None:
+        return "not measured"
+    parts = [f"{format_seconds(wall)} wall"]
+    if cpu is not None:
+        parts.append(f"{format_seconds(cpu)} CPU")
+    if peak is not None:
+        parts.append(f"peak {_megabytes(peak)}" + (f" (+{_megabytes(growth)})" if growth else ""))
+    return ", ".join(parts) + (f" on {worker}" if worker else "")
+
+
+def format_seconds(value: float) -> str:
+    """A measured time: 0.49ms, 212ms, 3.14s, 2m05s."""
+    if value < 0.01:
+        return f"{value * 1000:.2f}ms"
+    if value < 1:
+        return f"{value * 1000:.0f}ms"
+    return f"{value:.2f}s" if value < 60 else format_duration(value)
+
+
+def _megabytes(value: int) -> str:
+    return f"{value / 1e6:.1f} MB"
 
 
 # -- reading the history ----------------------------------------------------------------

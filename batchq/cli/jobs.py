@@ -88,6 +88,11 @@ def init_db(ctx: click.Context) -> None:
     "timeout cuts it (0: never).",
 )
 @click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep every finished job in the history (`batchq history`), whatever its queue's keep_for.",
+)
+@click.option(
     "--tick",
     "tick_first",
     is_flag=True,
@@ -107,6 +112,7 @@ def run(
     backoff: float,
     batch: int,
     heartbeat: float,
+    keep: bool,
     tick_first: bool,
 ) -> None:
     """Process jobs until the queue is empty or a limit is reached.
@@ -124,6 +130,7 @@ def run(
         backoff_base=backoff,
         batch_size=batch,
         heartbeat=heartbeat,
+        keep=keep,
     )
     if tick_first:
         tick_once(queue)  # a schedule that fails is logged; the jobs of the others are drained

@@ -153,3 +153,13 @@ DROP TRIGGER IF EXISTS test_jobs_refuse;
 -- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
 CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job FOR EACH ROW
 IF NEW.queue = 'refused' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by a test trigger'; END IF;
+
+-- name: history_age
+-- Make a history record look finished %(seconds)s ago.
+UPDATE batchq_history
+SET finished_at = UTC_TIMESTAMP(6) - INTERVAL ROUND(%(seconds)s * 1000000) MICROSECOND
+WHERE id = %(id)s;
+
+-- name: history_count
+-- Every history record's id, and how many records each id has.
+SELECT id, COUNT(*) FROM batchq_history GROUP BY id ORDER BY id;

@@ -174,3 +174,13 @@ END $$;
 -- name: jobs_refuse_create
 -- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
 CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job FOR EACH ROW EXECUTE FUNCTION test_jobs_refuse();
+
+-- name: history_age
+-- Make a history record look finished %(seconds)s ago.
+UPDATE batchq_history
+SET finished_at = statement_timestamp() - %(seconds)s::float8 * interval '1 second'
+WHERE id = %(id)s;
+
+-- name: history_count
+-- Every history record's id, and how many records each id has.
+SELECT id, COUNT(*) FROM batchq_history GROUP BY id ORDER BY id;

@@ -116,3 +116,13 @@ DROP TRIGGER IF EXISTS test_jobs_refuse;
 -- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
 CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job WHEN NEW.queue = 'refused'
 BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END;
+
+-- name: history_age
+-- Make a history record look finished :seconds ago.
+UPDATE batchq_history
+SET finished_at = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -:seconds))
+WHERE id = :id;
+
+-- name: history_count
+-- Every history record's id, and how many records each id has.
+SELECT id, COUNT(*) FROM batchq_history GROUP BY id ORDER BY id;

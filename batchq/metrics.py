@@ -139,12 +139,12 @@ class QueueCollector(Collector):
             oldest_due.add_metric([q.queue], q.oldest_due_seconds)
             oldest_processing.add_metric([q.queue], q.oldest_processing_seconds)
         yield from (jobs, paused, oldest_due, oldest_processing)
+        yield from self._finished()
         yield GaugeMetricFamily(
             "batchq_locks_held",
             "Lock and semaphore slots held now (batchq locks), on the database's clock.",
             value=read_locks_held(self.backend),
         )
-        yield from self._finished()
 
     def _finished(self) -> Iterator[Metric]:
         """Per queue, task and outcome, the jobs kept in history that finished within the window,

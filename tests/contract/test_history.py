@@ -10,6 +10,7 @@ import pytest
 
 from batchq import ConfigError, Queue
 from batchq.history import KEPT_STATEMENT_BYTES, RESULT_MAX_BYTES, prune
+from batchq.metrics import read_finished
 from batchq.sweeps import gc_error
 from batchq.worker import RunOptions, Worker
 from tests.support.db import job_rows, run_query, sql
@@ -238,3 +239,15 @@ def test_prune_without_older_than_uses_each_queues_keep_for(hq: Queue) -> None:
     assert hq.prune("1h", queue="mail") == 0
     assert hq.prune("1h", queue="other") == 1
     assert [e.id for e in hq.history()] == [new_mail]
+
+
+def test_metrics_count_the_jobs_finished_within_the_window(hq: Queue) -> None:
+    ids = [hq.enqueue("history_jobs:burns_cpu", 0.01) for _ in range(3)]
+    hq.enqueue("history_jobs:fails", max_errors=1)
+    drain(hq, keep=True)
+    aged(hq, ids[0], 7200)
+    finished = {(f.task, f.outcome): f for f in read_finished(hq.backend, 3600)}
+    assert set(finished) == {("history_jobs:burns_cpu", "succeeded"), ("history_jobs:fails", "failed")}
+    burned = finished["history_jobs:burns_cpu", "succeeded"]
+    assert (burned.queue, burned.jobs) == ("default", 2)
+    assert burned.cpu_seconds >= 0.015 and burned.wall_seconds >= burned.wall_max_seconds > 0

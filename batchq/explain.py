@@ -310,8 +310,9 @@ def _unknown(job_id: int) -> Explanation:
         id=job_id,
         state="unknown",
         summary=(
-            f"no job {job_id}: it may have finished (batchq deletes a job once it succeeds and "
-            "keeps no history), been cancelled or purged, or never existed"
+            f"no job {job_id}: it may have finished (batchq deletes a job once it succeeds; if its "
+            f"queue keeps history, `batchq history --id {job_id}` shows it), been cancelled or "
+            "purged, or never existed"
         ),
     )
 

@@ -20,6 +20,9 @@ from prometheus_client.registry import Collector
 from .backends import Backend, Row, stored_count, stored_seconds, stored_text
 
 STATES = ("ready", "delayed", "blocked", "processing", "failed")
+# Jobs kept in history are counted over this window, not since forever: history is pruned, so
+# a count of its rows goes down, which Prometheus would read as a counter reset.
+DEFAULT_HISTORY_WINDOW_SECONDS = 300.0
 
 
 @dataclass
@@ -70,6 +73,34 @@ def _count(metrics: QueueMetrics, row: Row) -> None:
     # gc-processing lists those rows.
 
 
+@dataclass
+class FinishedJobs:
+    """Jobs of one queue, task and outcome kept in history that finished within the window."""
+
+    queue: str
+    task: str
+    outcome: str
+    jobs: int
+    wall_seconds: float  # summed
+    wall_max_seconds: float
+    cpu_seconds: float  # summed
+
+
+def read_finished(backend: Backend, window: float) -> list[FinishedJobs]:
+    return [
+        FinishedJobs(
+            stored_text(row["queue"]),
+            stored_text(row["task"]),
+            stored_text(row["outcome"]),
+            stored_count(row["jobs"]),
+            stored_seconds(row["wall_seconds"]) or 0.0,
+            stored_seconds(row["wall_max_seconds"]) or 0.0,
+            stored_seconds(row["cpu_seconds"]) or 0.0,
+        )
+        for row in backend.fetchall("metrics_history", {"window": window})
+    ]
+
+
 def read_locks_held(backend: Backend) -> int:
     row = backend.fetchone("metrics_locks_held")
     return stored_count(row["held"]) if row else 0
@@ -78,8 +109,9 @@ def read_locks_held(backend: Backend) -> int:
 class QueueCollector(Collector):
     """Reads the tables at every collect(): one scrape, one fresh set of numbers."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, history_window: float = DEFAULT_HISTORY_WINDOW_SECONDS) -> None:
         self.backend = backend
+        self.history_window = history_window
 
     def collect(self) -> Iterator[Metric]:
         queues = read_queues(self.backend)
@@ -107,28 +139,67 @@ class QueueCollector(Collector):
             oldest_due.add_metric([q.queue], q.oldest_due_seconds)
             oldest_processing.add_metric([q.queue], q.oldest_processing_seconds)
         yield from (jobs, paused, oldest_due, oldest_processing)
+        yield from self._finished()
         yield GaugeMetricFamily(
             "batchq_locks_held",
             "Lock and semaphore slots held now (batchq locks), on the database's clock.",
             value=read_locks_held(self.backend),
         )
 
+    def _finished(self) -> Iterator[Metric]:
+        """Per queue, task and outcome, the jobs kept in history that finished within the window,
+        and their wall and CPU times (where no history is kept, no series)."""
+        window = self.history_window
+        labels = ["queue", "task", "outcome"]
+        within = f"in the last {window:g} s (jobs kept in history)"
+        families = {
+            "jobs": GaugeMetricFamily("batchq_finished_jobs", f"Jobs finished {within}.", labels=labels),
+            "wall_seconds": GaugeMetricFamily(
+                "batchq_finished_jobs_wall_seconds",
+                f"Summed wall time of the jobs finished {within}.",
+                labels=labels,
+            ),
+            "wall_max_seconds": GaugeMetricFamily(
+                "batchq_finished_jobs_wall_seconds_max",
+                f"Longest wall time of a job finished {within}.",
+                labels=labels,
+            ),
+            "cpu_seconds": GaugeMetricFamily(
+                "batchq_finished_jobs_cpu_seconds",
+                f"Summed CPU time (user + system) of the jobs finished {within}.",
+                labels=labels,
+            ),
+        }
+        for finished in read_finished(self.backend, window):
+            for field_name, family in families.items():
+                family.add_metric(
+                    [finished.queue, finished.task, finished.outcome], getattr(finished, field_name)
+                )
+        yield from families.values()
+        yield GaugeMetricFamily(
+            "batchq_finished_jobs_window_seconds",
+            "The window of the batchq_finished_jobs metrics.",
+            value=window,
+        )
 
-def registry(backend: Backend) -> CollectorRegistry:
+
+def registry(backend: Backend, history_window: float = DEFAULT_HISTORY_WINDOW_SECONDS) -> CollectorRegistry:
     """A registry of batchq's metrics alone (no process or platform metrics of this command)."""
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(QueueCollector(backend))
+    reg.register(QueueCollector(backend, history_window))
     return reg
 
 
-def render(backend: Backend) -> bytes:
+def render(backend: Backend, history_window: float = DEFAULT_HISTORY_WINDOW_SECONDS) -> bytes:
     """The metrics in the Prometheus text format."""
-    return generate_latest(registry(backend))
+    return generate_latest(registry(backend, history_window))
 
 
-def write_textfile(backend: Backend, path: str | os.PathLike[str]) -> None:
+def write_textfile(
+    backend: Backend, path: str | os.PathLike[str], history_window: float = DEFAULT_HISTORY_WINDOW_SECONDS
+) -> None:
     """Replace ``path`` with the metrics, atomically: prometheus_client writes a temporary file in
     the same folder and renames it over ``path``, so node_exporter never reads half a file. A
     database error leaves the old file as it was (and no temporary file): its mtime, which
     node_exporter exports, shows how old it is."""
-    write_to_textfile(os.fspath(path), registry(backend))
+    write_to_textfile(os.fspath(path), registry(backend, history_window))

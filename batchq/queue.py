@@ -11,6 +11,7 @@ from .backends import OnDatabase
 from .config import Duration, check_queue_name, parse_duration
 from .errors import BackendError, ConfigError, PayloadError
 from .explain import Explanation, explain
+from .history import HistoryEntry, prune, read_history
 from .job import JOB_ID_RANGE
 from .locks import Lock, Semaphore
 from .partitions import (
@@ -38,6 +39,7 @@ UNIQUE_KEY_MAX_CHARS = 255
 # changing hands this many times in a row gives up.
 UNIQUE_ATTEMPTS = 10
 CANCEL_BATCH = 1000  # rows per statement of cancel_where: no cancel holds many locks for long
+HISTORY_LIMIT_RANGE = (1, 100_000)
 
 
 @dataclass
@@ -319,6 +321,68 @@ class Queue(OnDatabase):
 
     def paused_queues(self) -> list[str]:
         return [row["name"] for row in self.backend.fetchall("queues_paused")]
+
+    def configure(self, queue: str, *, keep_for: Duration | None) -> None:
+        """Keep the queue's finished jobs in the history (batchq_history) for ``keep_for`` (a
+        duration: 7 days as ``"7d"``, 604800 or a timedelta); None stops keeping them (what is
+        kept stays until `prune --older-than`). Workers notice within a second."""
+        check_queue_name(queue)
+        seconds = None if keep_for is None else parse_duration(keep_for, "keep_for")
+        if seconds is not None and seconds <= 0:
+            raise ConfigError(f"bad keep_for {keep_for!r}: keep history for more than 0 s, or pass None")
+        self.backend.check_history()
+        self.backend.execute("queue_set_keep_for", {"queue": queue, "keep_for": seconds})
+
+    def keep_for(self) -> dict[str, float]:
+        """The queues whose history is kept, and for how many seconds."""
+        return {row["name"]: float(row["keep_for"]) for row in self.backend.fetchall("queues_keep_for")}
+
+    def history(
+        self,
+        *,
+        queue: str | None = None,
+        task: Task | None = None,
+        since: Duration | None = None,
+        failed: bool | None = None,
+        job_id: int | None = None,
+        limit: int = 100,
+    ) -> list[HistoryEntry]:
+        """Finished jobs kept in the history, newest first: of ``queue`` and ``task`` when given,
+        finished within ``since`` (a duration) on the database's clock, failed ones only
+        (``failed=True``) or succeeded ones only (``False``), at most ``limit``."""
+        if failed is not None and not isinstance(failed, bool):
+            raise ConfigError(f"bad failed {failed!r}: use True, False or None")
+        if job_id is not None:
+            _check_int("job_id", job_id, JOB_ID_RANGE)
+        _check_int("limit", limit, HISTORY_LIMIT_RANGE)
+        filters = {
+            "queue": None if queue is None else check_queue_name(queue),
+            "task": None if task is None else self._stored_task_name(task),
+            "since": None if since is None else parse_duration(since, "since"),
+            "outcome": None if failed is None else ("failed" if failed else "succeeded"),
+            "job_id": job_id,
+            "limit": limit,
+        }
+        return read_history(self.backend, filters)
+
+    def prune(self, older_than: Duration | None = None, *, queue: str | None = None) -> int:
+        """Delete history records: with ``older_than``, every record finished longer ago than
+        that (of ``queue`` when given); without it, each queue's records older than its
+        keep_for (only ``queue``'s when given). In bounded batches (batchq.history.prune);
+        returns how many."""
+        if queue is not None:
+            check_queue_name(queue)
+        if older_than is not None:
+            return prune(self.backend, [(queue, parse_duration(older_than, "older_than"))])
+        limits = self.keep_for()
+        if queue is not None:
+            if queue not in limits:
+                raise ConfigError(
+                    f"queue {queue!r} has no keep_for: give older_than, or set one with "
+                    f"`batchq configure {queue} --keep-for 7d`"
+                )
+            limits = {queue: limits[queue]}
+        return prune(self.backend, sorted(limits.items()))
 
     def purge(self, queue: str) -> int:
         """Delete a queue's ready and failed jobs; jobs being run are left alone."""

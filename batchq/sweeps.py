@@ -8,7 +8,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from .backends import Backend, DuplicateKey, Row, stored_count, stored_time
+from .backends import Backend, DuplicateKey, Row, stored_count, stored_seconds, stored_time
 from .errors import BackendError, BackendUnavailable
 from .failures import FailureGroup, fingerprint_of, fingerprint_of_text, group_failures
 from .queue import UNIQUE_ATTEMPTS, Queue
@@ -64,12 +64,24 @@ class FailedJob:
     unique_key: str | None = None
     # --requeue: not requeued, because this job (waiting or running) holds its unique key now
     key_held_by: int | None = None
+    # Its last try as its worker measured it (batchq.history.Usage; None before schema 011).
+    last_worker: str | None = None
+    last_started_at: datetime | str | None = None
+    last_wall_seconds: float | None = None
+    last_cpu_seconds: float | None = None
+    last_memory_peak_bytes: int | None = None
+    last_memory_growth_bytes: int | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> FailedJob:
         values = {name: row[name] for name in _FIELDS[cls] if name in row}
         values["fingerprint"] = row.get("error_fingerprint") or fingerprint_of_text(row.get("last_error"))
         values["last_error_at"] = stored_time(row.get("last_error_at"))  # SQLite's text: a time
+        values["last_started_at"] = stored_time(row.get("last_started_at"))
+        for name in ("last_wall_seconds", "last_cpu_seconds"):
+            values[name] = stored_seconds(row.get(name))
+        for name in ("last_memory_peak_bytes", "last_memory_growth_bytes"):
+            values[name] = None if row.get(name) is None else stored_count(row[name])
         return cls(**values)
 
     def as_dict(self) -> dict[str, Any]:

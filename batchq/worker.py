@@ -21,6 +21,7 @@ from .backends.liveness import owner_name
 from .errors import BackendError, BackendUnavailable
 from .failures import fingerprint, fingerprint_of
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
+from .history import KEPT_STATEMENT_BYTES, Kept, Meter, Usage, kept_document
 from .job import Job
 from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
 from .queue import Queue
@@ -67,6 +68,7 @@ class RunOptions:
     heartbeat: float = DEFAULT_HEARTBEAT_SECONDS  # ping the idle session this often during a job
     claim: str = "row"  # "partition": claim within one leased partition at a time (batchq.partitions)
     jobs_per_lease: int = DEFAULT_JOBS_PER_LEASE  # with claim="partition": then lease another
+    keep: bool = False  # keep every finished job in the history, whatever its queue's keep_for
 
 
 @dataclass
@@ -92,6 +94,8 @@ class Worker:
         self._stop = threading.Event()
         self._release_pending = False  # a connection was lost between jobs: an unseen claim may exist
         self._paused: set[str] = set()  # queues paused when last looked (_tick)
+        self._keeping: set[str] = set()  # queues with a keep_for when last looked (_tick)
+        self._kept: dict[int, Kept] = {}  # succeeded jobs to copy into the history as they go
         self._next_tick = 0.0  # monotonic time of the next _tick
         self._started = time.monotonic()
         self._lease: PartitionLease | None = None  # with claim="partition"
@@ -106,6 +110,8 @@ class Worker:
         self._stop.set()
 
     def run(self) -> RunSummary:
+        if self.options.keep:
+            self.backend.check_history()
         with _stop_on_signals(self.stop):
             if self.options.claim == "partition":
                 check_partitions_ready(self.backend)
@@ -155,7 +161,7 @@ class Worker:
                 break
             self.backend.wait_for_jobs(self.options.queues, self.options.poll_interval, self._stop)
         if done:
-            matched = self._with_reconnect(partial(self.backend.delete_jobs, done), between_jobs=False)
+            matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
             self._check_done(done, matched)
 
     def _should_stop(self) -> bool:
@@ -176,6 +182,7 @@ class Worker:
         """
         jobs, matched = self._with_reconnect(partial(self._finish_and_claim_once, done), between_jobs=True)
         self._check_done(done, matched)
+        self._kept.clear()
         return jobs
 
     def _finish_and_claim_once(self, done: list[Job]) -> tuple[list[Job], int]:
@@ -183,15 +190,18 @@ class Worker:
         if self._release_pending:
             # A claim may have committed without us seeing it: put it back, uncounted (after
             # deleting the finished jobs, which are ours too).
-            deleted = self.backend.delete_jobs(done) if done else 0
+            deleted = self._delete_done(done) if done else 0
             done = []
             self.backend.execute("jobs_release_unknown", {"worker": self.name})
             self._release_pending = False
+        if self._kept_size(done) > KEPT_STATEMENT_BYTES:  # large results: finished in pieces first
+            deleted += self._delete_done(done)
+            done = []
         ticked = time.monotonic() >= self._next_tick
         if ticked:
             self._tick()
             if self._stop.is_set():  # `batchq stop`: claim nothing more
-                return [], deleted + (self.backend.delete_jobs(done) if done else 0)
+                return [], deleted + (self._delete_done(done) if done else 0)
         claimed, jobs = self._claim_next(done)
         if not jobs and not ticked and self._tick() and not self._stop.is_set():
             # nothing ready: due scheduled jobs may wait
@@ -203,6 +213,7 @@ class Worker:
         admit jobs waiting for a concurrency slot, and learn which queues are paused. Returns how
         many jobs became ready."""
         self._paused = {row["name"] for row in self.backend.fetchall("queues_paused")}
+        self._keeping = {row["name"] for row in self.backend.fetchall("queues_keep_for")}
         self._next_tick = time.monotonic() + TICK_SECONDS
         if self._registration.seen(self.summary.succeeded, self.summary.errors):
             log.info("asked to stop (batchq stop): exiting")
@@ -226,12 +237,13 @@ class Worker:
             return self._claim_in_partitions(queues, limit, done)
         deleted = 0
         for queue_name in queues:
-            claim = self.backend.claim(queue_name, self.name, os.urandom(16).hex(), limit, done)
+            kept = self._kept_document(done)
+            claim = self.backend.claim(queue_name, self.name, os.urandom(16).hex(), limit, done, kept=kept)
             deleted, done = deleted + claim.deleted, []
             if claim.jobs:
                 return deleted, claim.jobs
         if done:  # every queue is paused: the finished jobs still go
-            deleted += self.backend.delete_jobs(done)
+            deleted += self._delete_done(done)
         return deleted, []
 
     def _claim_in_partitions(self, queues: list[str], limit: int, done: list[Job]) -> tuple[int, list[Job]]:
@@ -239,21 +251,52 @@ class Worker:
         another holding due jobs (a few tries: its jobs may all be in other claims right now)."""
         assert self._lease is not None
         lease, deleted = self._lease, 0
+        if done and self._kept_document(done) is not None:  # kept first: claims here keep nothing
+            deleted, done = self._delete_done(done), []
         partition = lease.current(queues)
         for _ in range(PARTITION_TRIES):
             if partition is None:
                 break
             for queue_name in queues:
                 token = os.urandom(16).hex()
-                claim = self.backend.claim(queue_name, self.name, token, limit, done, partition)
+                claim = self.backend.claim(queue_name, self.name, token, limit, done, partition=partition)
                 deleted, done = deleted + claim.deleted, []
                 if claim.jobs:
                     lease.claimed(len(claim.jobs))
                     return deleted, claim.jobs
             partition = lease.exhausted(queues)
         if done:
-            deleted += self.backend.delete_jobs(done)
+            deleted += self._delete_done(done)
         return deleted, []
+
+    # -- history ------------------------------------------------------------------
+
+    def _keeps(self, job: Job) -> bool:
+        return self.options.keep or job.queue in self._keeping
+
+    def _kept_document(self, done: list[Job]) -> str | None:
+        """The measurements of the finished jobs to keep, for the claim; None when none is kept
+        (the claim is then exactly what it is without history)."""
+        kept = [self._kept[job.id] for job in done if job.id in self._kept]
+        return kept_document(kept) if kept else None
+
+    def _kept_size(self, done: list[Job]) -> int:
+        return sum(self._kept[job.id].size for job in done if job.id in self._kept) if self._kept else 0
+
+    def _delete_done(self, done: list[Job]) -> int:
+        """Delete finished jobs with no claim (keeping those to keep), in pieces whose
+        measurements stay under KEPT_STATEMENT_BYTES; each piece is its own transaction."""
+        if not self._kept:
+            return self.backend.delete_jobs(done)
+        deleted, size, piece = 0, 0, list[Job]()
+        for job in done:
+            job_size = self._kept[job.id].size if job.id in self._kept else 0
+            if piece and size + job_size > KEPT_STATEMENT_BYTES:
+                deleted += self.backend.delete_jobs(piece, self._kept_document(piece))
+                piece, size = [], 0
+            piece.append(job)
+            size += job_size
+        return deleted + self.backend.delete_jobs(piece, self._kept_document(piece))
 
     # -- process ------------------------------------------------------------------
 
@@ -266,24 +309,30 @@ class Worker:
                 break
             self.summary.job_ids.append(job.id)
             heartbeat.in_job = True  # the session sits idle while the job runs
+            meter = Meter()
             try:
-                failure = self._call(job)
+                failure, result = self._call(job)
             finally:
                 heartbeat.in_job = False
+            usage = meter.stop()
             if failure is None:
                 self.summary.succeeded += 1
                 done.append(job)
+                if self._keeps(job):
+                    self._kept[job.id] = Kept.of(job.id, usage, result)
                 log.debug("job %s (%s) done", job.id, job.task)
             else:
                 self.summary.errors += 1
-                self._record_error(job, *failure)
+                self._record_error(job, *failure, usage)
         return done
 
     def _check_done(self, done: list[Job], matched: int) -> None:
         if matched < len(done):
             self._stale(len(done) - matched, done)
 
-    def _record_error(self, job: Job, error: str, fingerprint: str) -> None:
+    def _record_error(self, job: Job, error: str, fingerprint: str, usage: Usage) -> None:
+        """Count the failure, with the try's measurements; if it was the last try of a job whose
+        history is kept, copy it into the history in the same transaction."""
         delay = retry_delay(stored_count(job.error_count) + 1, self._backoff_base(job))
         params = {
             "id": job.id,
@@ -291,10 +340,23 @@ class Worker:
             "error": error,
             "fingerprint": fingerprint,
             "delay": delay,
+            **usage.row_params(),
         }
         log.info("job %s (%s) failed: %s", job.id, job.task, error.splitlines()[0])
-        if self._finish("job_error", params) == 0:
+        last_try = stored_count(job.error_count) + 1 >= stored_count(job.max_errors)
+        if last_try and self._keeps(job):
+            matched = self._with_reconnect(partial(self._error_keeping, params), between_jobs=False)
+        else:
+            matched = self._finish("job_error", params)
+        if matched == 0:
             self._stale(1, [job])
+
+    def _error_keeping(self, params: dict[str, Any]) -> int:
+        with self.backend.transaction():
+            matched = self.backend.execute("job_error", params)
+            if matched:
+                self.backend.execute("job_keep_failed", {"id": params["id"]})
+        return matched
 
     def _backoff_base(self, job: Job) -> float:
         """The task's own backoff (@task(backoff=...)), else `run --backoff`."""
@@ -314,18 +376,18 @@ class Worker:
             ", ".join(str(job.id) for job in jobs),
         )
 
-    def _call(self, job: Job) -> tuple[str, str] | None:
-        """Run the job's callable outside any transaction; None on success, else the error and
-        its fingerprint (batchq.failures)."""
+    def _call(self, job: Job) -> tuple[tuple[str, str] | None, Any]:
+        """Run the job's callable outside any transaction: (None, what it returned) on success,
+        else (the error and its fingerprint (batchq.failures), None)."""
         try:
             func = self.options.handler or self.queue.resolver.resolve(job.task)
             payload = loads(job.payload, job.serializer, self.queue.secret)
             result = call_task(func, () if job.payload is None else (payload,))
         except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a task too: the job's failure
-            return _describe_error(exc), _fingerprint(exc, job.task)
+            return (_describe_error(exc), _fingerprint(exc, job.task)), None
         if result is False:
-            return "the task returned False", fingerprint_of("ReturnedFalse", "", job.task)
-        return None
+            return ("the task returned False", fingerprint_of("ReturnedFalse", "", job.task)), None
+        return None, result
 
     def _finish(self, query: str, params: dict[str, Any]) -> int:
         return self._with_reconnect(lambda: self.backend.execute(query, params), between_jobs=False)

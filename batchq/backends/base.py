@@ -307,19 +307,34 @@ class Backend(ABC):
         limit: int = 1,
         done: Sequence[Job] = (),
         partition: int | None = None,
+        kept: str | None = None,
     ) -> Claim:
         """In one transaction: delete the jobs ``done`` (finished by this worker, fenced by their
         claim's token) and claim up to ``limit`` due jobs of ``queue``, in the claim index's
-        order (priority, then due time, then id), marked ours with ``token``.
+        order (priority, then due time, then id), marked ours with ``token``. With ``kept`` (a
+        JSON array of measurements, batchq.history.kept_document), the jobs of ``done`` it names
+        are first copied into batchq_history, in the same transaction.
 
         Every 'ready' row is due (jobs_promote moves 'scheduled' ones once their time comes), so
         a claim takes the first unlocked rows of the claim index: it never walks the backlog.
-        With ``partition``, only jobs of that partition, which the worker leases (batchq.partitions).
+        With ``partition``, only jobs of that partition, which the worker leases (batchq.partitions);
+        such a claim is never given ``kept``: the worker deletes the jobs it keeps first.
         """
 
-    def delete_jobs(self, jobs: Sequence[Job]) -> int:
-        """Delete finished jobs when no claim follows; returns how many matched their token."""
+    def delete_jobs(self, jobs: Sequence[Job], kept: str | None = None) -> int:
+        """Delete finished jobs when no claim follows (with ``kept``: copied into the history
+        first, as claim() does); returns how many matched their token."""
+        if kept is not None:
+            return self._delete_keeping(jobs, kept)
         return self.execute("jobs_delete", {"token": jobs[0].claim_token, "ids": job_ids(jobs)})
+
+    def _delete_keeping(self, jobs: Sequence[Job], kept: str) -> int:
+        """jobs_delete_keep: copy into the history and delete, in one statement."""
+        row = self.fetchone("jobs_delete_keep", {**done_params(jobs), "kept": kept})
+        return int(row["deleted"]) if row else 0
+
+    def check_history(self) -> None:
+        """Raise ConfigError where this server cannot keep history (old MySQL: no JSON_TABLE)."""
 
     def release_jobs(self, jobs: Sequence[Job]) -> int:
         """Put back claimed jobs this worker will not run, uncounted."""

@@ -230,18 +230,23 @@ class MySQLBackend(Backend):
         limit: int = 1,
         done: Sequence[Job] = (),
         partition: int | None = None,
+        kept: str | None = None,
     ) -> Claim:
         """Two round trips, one commit: jobs_claim (begin, delete what is done, lock the next
-        jobs) as one multi-statement query, then jobs_claim_mark (mark them, commit)."""
+        jobs; jobs_claim_keep: first copy what is done into the history) as one multi-statement
+        query, then jobs_claim_mark (mark them, commit)."""
         params = {"queue": queue, "limit": limit, "partition": partition, **done_params(done)}
         params["done_ids"] = params["done_ids"] or [None]  # IN (NULL): PyMySQL cannot send ()
-        if partition is None:
-            query = "jobs_claim" if self.skip_locked else "jobs_claim_waiting"
+        if partition is not None:
+            name = "jobs_claim_partition" if self.skip_locked else "jobs_claim_partition_waiting"
+        elif kept is not None:
+            self.check_history()
+            name, params["kept"] = "jobs_claim_keep", kept
         else:
-            query = "jobs_claim_partition" if self.skip_locked else "jobs_claim_partition_waiting"
+            name = "jobs_claim" if self.skip_locked else "jobs_claim_waiting"
         with self.session_lock:
             try:
-                _, _, (deleted, _), (_, rows) = self._multi(query, params)
+                *_, (deleted, _), (_, rows) = self._multi(name, params)
                 ids = [row[0] for row in rows]
                 if ids:
                     self._multi("jobs_claim_mark", {"ids": ids, "worker": worker, "token": token})
@@ -252,6 +257,25 @@ class MySQLBackend(Backend):
                 self._rollback_quietly()  # a failed statement may leave the claim's transaction open
                 raise
         return Claim(deleted, [Job.from_row(row, token) for row in rows])
+
+    def _delete_keeping(self, jobs: Sequence[Job], kept: str) -> int:
+        """jobs_delete_keep: copy into the history and delete, one transaction, one round trip."""
+        self.check_history()
+        with self.session_lock:
+            try:
+                results = self._multi("jobs_delete_keep", {**done_params(jobs), "kept": kept})
+            except BaseException:
+                self._rollback_quietly()
+                raise
+        return results[3][0]  # SET, START, REPLACE, DELETE, COMMIT
+
+    def check_history(self) -> None:
+        self.conn  # noqa: B018 - connect to read the version
+        if not supports_skip_locked(self.server_version):  # the same versions have JSON_TABLE
+            raise ConfigError(
+                f"keeping job history needs JSON_TABLE, which MySQL/MariaDB {self.server_version} "
+                "lacks: upgrade to MySQL 8.0 or MariaDB 10.6, or keep no history (no --keep, no keep_for)"
+            )
 
     def _multi(self, name: str, params: Any = None) -> list[tuple[int, list[tuple[Any, ...]]]]:
         """Run a multi-statement query: (row count, rows) of each statement in turn."""

@@ -142,14 +142,18 @@ class PostgreSQLBackend(Backend):
         limit: int = 1,
         done: Sequence[Job] = (),
         partition: int | None = None,
+        kept: str | None = None,
     ) -> Claim:
         """One statement, one round trip, its own transaction in autocommit: jobs_claim deletes
-        what is done, then locks and marks the next jobs; its first row carries the count."""
+        what is done (jobs_claim_keep: and copies it into the history), then locks and marks the
+        next jobs; its first row carries the count."""
         params = {"queue": queue, "limit": limit, "worker": worker, "token": token, **done_params(done)}
-        if partition is None:
-            rows = self.rows("jobs_claim", params)
-        else:
+        if partition is not None:
             rows = self.rows("jobs_claim_partition", {**params, "partition": partition})
+        elif kept is not None:
+            rows = self.rows("jobs_claim_keep", {**params, "kept": kept})
+        else:
+            rows = self.rows("jobs_claim", params)
         jobs = [Job.from_row(row, token) for row in rows if row[0] is not None]
         if jobs:
             self._drop_notifications()

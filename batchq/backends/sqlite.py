@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
 from ..job import Claim, Job
-from .base import Backend, DuplicateKey, TransientError
+from .base import Backend, DuplicateKey, TransientError, done_params
 from .liveness import Liveness, ProcessLiveness
 
 MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING
@@ -78,15 +78,23 @@ class SQLiteBackend(Backend):
         limit: int = 1,
         done: Sequence[Job] = (),
         partition: int | None = None,
+        kept: str | None = None,
     ) -> Claim:
-        """BEGIN IMMEDIATE; jobs_delete (what is done); jobs_claim (UPDATE ... RETURNING); COMMIT."""
+        """BEGIN IMMEDIATE; jobs_keep (what is done and kept); jobs_delete (what is done);
+        jobs_claim (UPDATE ... RETURNING); COMMIT."""
         params = {"queue": queue, "limit": limit, "worker": worker, "token": token, "partition": partition}
         with self.transaction():
-            deleted = self.delete_jobs(done) if done else 0
+            deleted = self.delete_jobs(done, kept) if done else 0
             rows = self.rows("jobs_claim" if partition is None else "jobs_claim_partition", params)
         if len(rows) > 1:
             rows.sort(key=_claim_order)  # RETURNING gives no order
         return Claim(deleted, [Job.from_row(row, token) for row in rows])
+
+    def _delete_keeping(self, jobs: Sequence[Job], kept: str) -> int:
+        """jobs_keep, then jobs_delete, in one transaction (the claim's, when one follows)."""
+        with self.transaction():
+            self.execute("jobs_keep", {**done_params(jobs), "kept": kept})
+            return self.delete_jobs(jobs)
 
     def _adapt(self, params: Any) -> Any:
         """Lists (of ids) as JSON arrays, read back by json_each(): SQLite binds no lists."""

@@ -13,7 +13,7 @@ import click
 
 from ..config import URL_ENV
 from ..errors import BatchqError
-from . import explain, jobs, locks, metrics, partitions, queues, schedules, sweeps, workers
+from . import explain, history, jobs, locks, metrics, partitions, queues, schedules, sweeps, workers
 from .common import URL_HELP, VERBOSE_HELP, set_verbosity
 
 
@@ -58,6 +58,9 @@ for command in (
     schedules.schedule,
     explain.explain,
     metrics.metrics,
+    history.history,
+    history.prune,
+    history.configure,
 ):
     cli.add_command(command)
 

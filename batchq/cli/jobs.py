@@ -105,6 +105,11 @@ def init_db(ctx: click.Context) -> None:
     help="With --claim partition: claim this many jobs from a partition, then lease another.",
 )
 @click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep every finished job in the history (`batchq history`), whatever its queue's keep_for.",
+)
+@click.option(
     "--tick",
     "tick_first",
     is_flag=True,
@@ -126,6 +131,7 @@ def run(
     heartbeat: float,
     claim: str,
     jobs_per_lease: int,
+    keep: bool,
     tick_first: bool,
 ) -> None:
     """Process jobs until the queue is empty or a limit is reached.
@@ -145,6 +151,7 @@ def run(
         heartbeat=heartbeat,
         claim=claim,
         jobs_per_lease=jobs_per_lease,
+        keep=keep,
     )
     if tick_first:
         tick_once(queue)  # a schedule that fails is logged; the jobs of the others are drained

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..metrics import render, write_textfile
-from .common import common_options, open_queue
+from ..metrics import DEFAULT_HISTORY_WINDOW_SECONDS, render, write_textfile
+from .common import DURATION, common_options, open_queue
 
 
 @click.command()
@@ -19,16 +19,25 @@ from .common import common_options, open_queue
     help="Write to PATH atomically (a temporary file in its folder, renamed over it) instead of "
     "printing: for node_exporter's textfile collector, whose files end in .prom.",
 )
+@click.option(
+    "--history-window",
+    type=DURATION,
+    default=DEFAULT_HISTORY_WINDOW_SECONDS,
+    show_default="5m",
+    help="Count the jobs kept in history that finished within this long (batchq_finished_jobs).",
+)
 @click.pass_context
-def metrics(ctx: click.Context, textfile: Path | None) -> None:
+def metrics(ctx: click.Context, textfile: Path | None, history_window: float) -> None:
     """Per queue: jobs ready, delayed, processing and failed, whether it is paused, the age of
-    its oldest due job and of its oldest claim; and the locks held. Prometheus text format."""
+    its oldest due job and of its oldest claim; the locks held; and where history is kept, the
+    jobs done and failed per task in the last --history-window, with their wall and CPU times.
+    Prometheus text format."""
     queue = open_queue(ctx)
     if textfile is None:
-        click.echo(render(queue.backend).decode(), nl=False)
+        click.echo(render(queue.backend, history_window).decode(), nl=False)
         return
     try:
-        write_textfile(queue.backend, textfile)
+        write_textfile(queue.backend, textfile, history_window)
     except OSError as exc:
         click.echo(f"batchq: error: cannot write {textfile}: {exc.strerror or exc}", err=True)
         ctx.exit(1)

@@ -9,6 +9,7 @@ import click
 from .. import sweeps
 from ..config import format_time
 from ..failures import group_failures
+from ..history import format_usage
 from ..tasks import load_trusted
 from .common import DURATION, age, common_options, n_jobs, open_queue, report_found
 
@@ -164,7 +165,17 @@ def _failed_line(job: sweeps.FailedJob) -> str:
         if job.key_held_by is None
         else f"not requeued, job {job.key_held_by} holds its unique key {job.unique_key!r}; "
     )
-    return f"{_named(job)} ({errors}): {kept}{first_line[0][:200]}"
+    line = f"{_named(job)} ({errors}): {kept}{first_line[0][:200]}"
+    if job.last_wall_seconds is None:
+        return line
+    usage = format_usage(
+        job.last_wall_seconds,
+        job.last_cpu_seconds,
+        job.last_memory_peak_bytes,
+        job.last_memory_growth_bytes,
+        job.last_worker,
+    )
+    return f"{line}\n      last try: {usage}"
 
 
 def _seen(first: datetime | str | None, last: datetime | str | None) -> str:

@@ -128,6 +128,35 @@ ORDER BY priority DESC, run_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
 
+-- name: jobs_claim_keep
+-- jobs_claim when finished jobs are to be kept (history): the same, with the finished jobs copied
+-- into batchq_history before their DELETE, fenced by the same token, in the same transaction (in
+-- its REPEATABLE READ the INSERT ... SELECT reads the rows locked, as the DELETE then finds them;
+-- `j.id IN` makes it primary-key lookups). Their measurements come as one JSON array %(kept)s
+-- (id, wall, cpu, peak, growth, result, note). REPLACE: a job id used again (a TRUNCATE of
+-- batchq_job restarts the ids) replaces the older record rather than failing the claim. Needs
+-- JSON_TABLE (MySQL >= 8.0.4, MariaDB >= 10.6).
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
+START TRANSACTION;
+REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                            memory_peak_bytes, memory_growth_bytes, result, result_note)
+SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
+       j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall, k.cpu, k.peak, k.growth, k.result, k.note
+FROM batchq_job j
+JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
+    id BIGINT UNSIGNED PATH '$.id', wall DOUBLE PATH '$.wall', cpu DOUBLE PATH '$.cpu',
+    peak BIGINT UNSIGNED PATH '$.peak', growth BIGINT UNSIGNED PATH '$.growth',
+    result MEDIUMTEXT PATH '$.result', note VARCHAR(255) PATH '$.note')) AS k ON k.id = j.id
+WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
+FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+ORDER BY priority DESC, run_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
 -- name: jobs_claim_waiting
 -- jobs_claim for servers without SKIP LOCKED (MySQL < 8.0.1, MariaDB < 10.6): correct, but
 -- claimers wait for each other.
@@ -184,6 +213,25 @@ COMMIT;
 -- Success, when no claim follows (the worker's last jobs): delete them, fenced by their token.
 DELETE FROM batchq_job WHERE claim_token = %(token)s AND id IN %(ids)s;
 
+-- name: jobs_delete_keep
+-- jobs_delete when the finished jobs are to be kept: copied into batchq_history (as in
+-- jobs_claim_keep), then deleted, in one transaction, one round trip.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
+START TRANSACTION;
+REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                            memory_peak_bytes, memory_growth_bytes, result, result_note)
+SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
+       j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall, k.cpu, k.peak, k.growth, k.result, k.note
+FROM batchq_job j
+JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
+    id BIGINT UNSIGNED PATH '$.id', wall DOUBLE PATH '$.wall', cpu DOUBLE PATH '$.cpu',
+    peak BIGINT UNSIGNED PATH '$.peak', growth BIGINT UNSIGNED PATH '$.growth',
+    result MEDIUMTEXT PATH '$.result', note VARCHAR(255) PATH '$.note')) AS k ON k.id = j.id
+WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+COMMIT;
+
 -- name: jobs_release
 -- Claimed jobs the worker will not run (it was told to stop mid-batch) go back, uncounted.
 UPDATE batchq_job
@@ -201,8 +249,22 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = UTC_TIMESTAMP(6),
     run_at = UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND,
+    last_worker = locked_by, last_started_at = processing_at, last_wall_seconds = %(wall)s,
+    last_cpu_seconds = %(cpu)s, last_memory_peak_bytes = %(peak)s, last_memory_growth_bytes = %(growth)s,
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND claim_token = %(token)s;
+
+-- name: job_keep_failed
+-- After job_error, in its transaction, for a job whose history is kept: if that failure was its
+-- last try, copy it into batchq_history as failed, with that try's measurements and error.
+REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                            memory_peak_bytes, memory_growth_bytes, error)
+SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
+       last_started_at, UTC_TIMESTAMP(6), last_wall_seconds, last_cpu_seconds,
+       last_memory_peak_bytes, last_memory_growth_bytes, last_error
+FROM batchq_job
+WHERE id = %(id)s AND status = 'failed';
 
 -- name: jobs_release_unknown
 -- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
@@ -263,7 +325,8 @@ ORDER BY id;
 -- name: jobs_failed
 -- Jobs out of tries, for a human.
 SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key,
-       error_fingerprint, last_error_at, unique_key
+       error_fingerprint, last_error_at, unique_key, last_worker, last_started_at, last_wall_seconds,
+       last_cpu_seconds, last_memory_peak_bytes, last_memory_growth_bytes
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;
@@ -283,6 +346,15 @@ DELETE FROM batchq_job WHERE id = %(id)s AND status = 'failed';
 -- Pause or resume a queue.
 INSERT INTO batchq_queue (name, paused) VALUES (%(queue)s, %(paused)s)
 ON DUPLICATE KEY UPDATE paused = VALUES(paused);
+
+-- name: queue_set_keep_for
+-- Keep a queue's finished jobs in batchq_history for keep_for seconds (NULL: stop keeping them).
+INSERT INTO batchq_queue (name, paused, keep_for) VALUES (%(queue)s, 0, %(keep_for)s)
+ON DUPLICATE KEY UPDATE keep_for = VALUES(keep_for);
+
+-- name: queues_keep_for
+-- The queues whose finished jobs are kept, and for how many seconds.
+SELECT name, keep_for FROM batchq_queue WHERE keep_for IS NOT NULL ORDER BY name;
 
 -- name: queues_paused
 -- Names of paused queues.

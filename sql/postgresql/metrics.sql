@@ -21,3 +21,13 @@ SELECT name, paused FROM batchq_queue;
 -- name: metrics_locks_held
 -- Lock and semaphore rows held now (not free, and not expired on the server's clock).
 SELECT COUNT(*) AS held FROM batchq_lock WHERE state <> 'free' AND expire_at > statement_timestamp();
+
+-- name: metrics_history
+-- Jobs kept in history that finished in the last %(window)s seconds, per queue, task and outcome,
+-- with their summed and largest wall times and summed CPU times (a range of batchq_history_finished).
+SELECT queue, task, outcome, COUNT(*) AS jobs,
+       SUM(wall_seconds) AS wall_seconds, MAX(wall_seconds) AS wall_max_seconds,
+       SUM(cpu_seconds) AS cpu_seconds
+FROM batchq_history
+WHERE finished_at >= statement_timestamp() - %(window)s::float8 * interval '1 second'
+GROUP BY queue, task, outcome;

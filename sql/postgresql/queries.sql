@@ -191,9 +191,83 @@ SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.seriali
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
+-- name: jobs_claim_keep
+-- jobs_claim when finished jobs are to be kept (history): the DELETE of the finished jobs returns
+-- them, and they go into batchq_history with their measurements (one JSON array %(kept)s: id,
+-- wall, cpu, peak, growth, result, note), in the same statement: only what was deleted, fenced
+-- by its token, is kept. ON CONFLICT: a job id used again (a TRUNCATE ... RESTART IDENTITY of
+-- batchq_job) replaces the older record rather than failing the claim.
+WITH done AS (
+    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
+    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at
+), kept AS (
+    INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                                enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                                memory_peak_bytes, memory_growth_bytes, result, result_note)
+    SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
+           done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
+           statement_timestamp(), k.wall, k.cpu, k.peak, k.growth, k.result, k.note
+    FROM done JOIN jsonb_to_recordset(%(kept)s::jsonb)
+         AS k(id bigint, wall float8, cpu float8, peak bigint, growth bigint, result text, note text)
+         ON k.id = done.id
+    ON CONFLICT (id) DO UPDATE SET
+        queue = excluded.queue, task = excluded.task, payload = excluded.payload,
+        serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
+        worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
+        finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
+        cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
+        memory_growth_bytes = excluded.memory_growth_bytes, result = excluded.result,
+        result_note = excluded.result_note, error = excluded.error
+), picked AS MATERIALIZED (
+    SELECT id FROM batchq_job
+    WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE batchq_job
+    SET status = 'processing', processing_at = statement_timestamp(),
+        locked_by = %(worker)s, claim_token = %(token)s
+    -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
+    -- with picked may hash the whole table in a generic plan).
+    WHERE id = ANY(ARRAY(SELECT id FROM picked))
+    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, run_at
+)
+SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
+       claimed.priority, claimed.error_count, claimed.max_errors, (SELECT count(*) FROM done) AS deleted
+FROM (SELECT 1) AS one LEFT JOIN claimed ON true
+ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
+
 -- name: jobs_delete
 -- Success, when no claim follows (the worker's last jobs): delete them, fenced by their token.
 DELETE FROM batchq_job WHERE claim_token = %(token)s AND id = ANY(%(ids)s::bigint[]);
+
+-- name: jobs_delete_keep
+-- jobs_delete when the finished jobs are to be kept: deleted and copied into batchq_history (as
+-- in jobs_claim_keep) in one statement.
+WITH done AS (
+    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
+    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at
+), kept AS (
+    INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                                enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                                memory_peak_bytes, memory_growth_bytes, result, result_note)
+    SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
+           done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
+           statement_timestamp(), k.wall, k.cpu, k.peak, k.growth, k.result, k.note
+    FROM done JOIN jsonb_to_recordset(%(kept)s::jsonb)
+         AS k(id bigint, wall float8, cpu float8, peak bigint, growth bigint, result text, note text)
+         ON k.id = done.id
+    ON CONFLICT (id) DO UPDATE SET
+        queue = excluded.queue, task = excluded.task, payload = excluded.payload,
+        serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
+        worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
+        finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
+        cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
+        memory_growth_bytes = excluded.memory_growth_bytes, result = excluded.result,
+        result_note = excluded.result_note, error = excluded.error
+)
+SELECT count(*) AS deleted FROM done;
 
 -- name: jobs_release
 -- Claimed jobs the worker will not run (it was told to stop mid-batch) go back, uncounted.
@@ -212,8 +286,30 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = statement_timestamp(),
     run_at = statement_timestamp() + %(delay)s::float8 * interval '1 second',
+    last_worker = locked_by, last_started_at = processing_at, last_wall_seconds = %(wall)s,
+    last_cpu_seconds = %(cpu)s, last_memory_peak_bytes = %(peak)s, last_memory_growth_bytes = %(growth)s,
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND claim_token = %(token)s;
+
+-- name: job_keep_failed
+-- After job_error, in its transaction, for a job whose history is kept: if that failure was its
+-- last try, copy it into batchq_history as failed, with that try's measurements and error.
+INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                            memory_peak_bytes, memory_growth_bytes, error)
+SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
+       last_started_at, statement_timestamp(), last_wall_seconds, last_cpu_seconds,
+       last_memory_peak_bytes, last_memory_growth_bytes, last_error
+FROM batchq_job
+WHERE id = %(id)s AND status = 'failed'
+ON CONFLICT (id) DO UPDATE SET
+    queue = excluded.queue, task = excluded.task, payload = excluded.payload,
+    serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
+    worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
+    finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
+    cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
+    memory_growth_bytes = excluded.memory_growth_bytes, result = NULL, result_note = NULL,
+    error = excluded.error;
 
 -- name: jobs_release_unknown
 -- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
@@ -282,7 +378,8 @@ WHERE false;
 -- name: jobs_failed
 -- Jobs out of tries, for a human.
 SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key,
-       error_fingerprint, last_error_at, unique_key
+       error_fingerprint, last_error_at, unique_key, last_worker, last_started_at, last_wall_seconds,
+       last_cpu_seconds, last_memory_peak_bytes, last_memory_growth_bytes
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;
@@ -302,6 +399,15 @@ DELETE FROM batchq_job WHERE id = %(id)s AND status = 'failed';
 -- Pause or resume a queue (paused is 1 or 0, as for the other dialects).
 INSERT INTO batchq_queue (name, paused) VALUES (%(queue)s, %(paused)s::int <> 0)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused;
+
+-- name: queue_set_keep_for
+-- Keep a queue's finished jobs in batchq_history for keep_for seconds (NULL: stop keeping them).
+INSERT INTO batchq_queue (name, paused, keep_for) VALUES (%(queue)s, false, %(keep_for)s::float8)
+ON CONFLICT (name) DO UPDATE SET keep_for = excluded.keep_for;
+
+-- name: queues_keep_for
+-- The queues whose finished jobs are kept, and for how many seconds.
+SELECT name, keep_for FROM batchq_queue WHERE keep_for IS NOT NULL ORDER BY name;
 
 -- name: queues_paused
 -- Names of paused queues.

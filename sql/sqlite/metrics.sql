@@ -20,3 +20,13 @@ SELECT name, paused = 1 AS paused FROM batchq_queue;
 -- Lock and semaphore rows held now (not free, and not expired on the database's clock).
 SELECT COUNT(*) AS held FROM batchq_lock
 WHERE state <> 'free' AND expire_at > strftime('%Y-%m-%d %H:%M:%f', 'now');
+
+-- name: metrics_history
+-- Jobs kept in history that finished in the last :window seconds, per queue, task and outcome,
+-- with their summed and largest wall times and summed CPU times (a range of batchq_history_finished).
+SELECT queue, task, outcome, COUNT(*) AS jobs,
+       SUM(wall_seconds) AS wall_seconds, MAX(wall_seconds) AS wall_max_seconds,
+       SUM(cpu_seconds) AS cpu_seconds
+FROM batchq_history
+WHERE finished_at >= strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -:window))
+GROUP BY queue, task, outcome;

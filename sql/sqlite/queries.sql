@@ -127,6 +127,22 @@ WHERE id IN (
 RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
           max_errors, run_at;
 
+-- name: jobs_keep
+-- Before jobs_delete, in the claim's BEGIN IMMEDIATE, when finished jobs are to be kept: copy
+-- them into batchq_history, fenced by their token, with their measurements (one JSON array
+-- :kept: id, wall, cpu, peak, growth, result, note). OR REPLACE: a job id used again replaces
+-- the older record rather than failing the claim (batchq_job's AUTOINCREMENT never reuses one).
+INSERT OR REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                                       enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                                       memory_peak_bytes, memory_growth_bytes, result, result_note)
+SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
+       j.created_at, j.processing_at, strftime('%Y-%m-%d %H:%M:%f', 'now'),
+       json_extract(k.value, '$.wall'), json_extract(k.value, '$.cpu'),
+       json_extract(k.value, '$.peak'), json_extract(k.value, '$.growth'),
+       json_extract(k.value, '$.result'), json_extract(k.value, '$.note')
+FROM json_each(:kept) AS k JOIN batchq_job j ON j.id = json_extract(k.value, '$.id')
+WHERE j.claim_token = :done_token;
+
 -- name: jobs_delete
 -- Success: the finished jobs, fenced by their token (ids as a JSON array: SQLite binds no lists).
 DELETE FROM batchq_job WHERE claim_token = :token AND id IN (SELECT value FROM json_each(:ids));
@@ -147,8 +163,22 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
     last_error = :error, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
     run_at = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)),
+    last_worker = locked_by, last_started_at = processing_at, last_wall_seconds = :wall,
+    last_cpu_seconds = :cpu, last_memory_peak_bytes = :peak, last_memory_growth_bytes = :growth,
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = :id AND claim_token = :token;
+
+-- name: job_keep_failed
+-- After job_error, in its transaction, for a job whose history is kept: if that failure was its
+-- last try, copy it into batchq_history as failed, with that try's measurements and error.
+INSERT OR REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                                       enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                                       memory_peak_bytes, memory_growth_bytes, error)
+SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
+       last_started_at, strftime('%Y-%m-%d %H:%M:%f', 'now'), last_wall_seconds, last_cpu_seconds,
+       last_memory_peak_bytes, last_memory_growth_bytes, last_error
+FROM batchq_job
+WHERE id = :id AND status = 'failed';
 
 -- name: jobs_release_unknown
 -- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
@@ -212,7 +242,8 @@ WHERE false;
 -- name: jobs_failed
 -- Jobs out of tries, for a human.
 SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key,
-       error_fingerprint, last_error_at, unique_key
+       error_fingerprint, last_error_at, unique_key, last_worker, last_started_at, last_wall_seconds,
+       last_cpu_seconds, last_memory_peak_bytes, last_memory_growth_bytes
 FROM batchq_job
 WHERE status = 'failed'
 ORDER BY id;
@@ -232,6 +263,15 @@ DELETE FROM batchq_job WHERE id = :id AND status = 'failed';
 -- Pause or resume a queue.
 INSERT INTO batchq_queue (name, paused) VALUES (:queue, :paused)
 ON CONFLICT (name) DO UPDATE SET paused = excluded.paused;
+
+-- name: queue_set_keep_for
+-- Keep a queue's finished jobs in batchq_history for keep_for seconds (NULL: stop keeping them).
+INSERT INTO batchq_queue (name, paused, keep_for) VALUES (:queue, 0, :keep_for)
+ON CONFLICT (name) DO UPDATE SET keep_for = excluded.keep_for;
+
+-- name: queues_keep_for
+-- The queues whose finished jobs are kept, and for how many seconds.
+SELECT name, keep_for FROM batchq_queue WHERE keep_for IS NOT NULL ORDER BY name;
 
 -- name: queues_paused
 -- Names of paused queues.

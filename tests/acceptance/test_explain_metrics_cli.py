@@ -21,6 +21,12 @@ FAMILIES = {
     "batchq_oldest_due_job_age_seconds",
     "batchq_oldest_processing_job_age_seconds",
     "batchq_locks_held",
+    # Jobs kept in history that finished within the window (issue 13).
+    "batchq_finished_jobs",
+    "batchq_finished_jobs_wall_seconds",
+    "batchq_finished_jobs_wall_seconds_max",
+    "batchq_finished_jobs_cpu_seconds",
+    "batchq_finished_jobs_window_seconds",
 }
 
 

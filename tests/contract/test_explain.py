@@ -140,7 +140,7 @@ def test_an_unknown_id_may_have_finished(queue: Queue, job_id: int) -> None:
     found = queue.explain(job_id)
     assert (found.state, found.exists, found.id) == ("unknown", False, job_id)
     assert f"no job {job_id}: it may have finished" in found.summary
-    assert "keeps no history" in found.summary
+    assert f"`batchq history --id {job_id}` shows it" in found.summary
 
 
 def test_a_finished_job_is_unknown(queue: Queue) -> None:

@@ -17,6 +17,7 @@ import pytest
 from batchq import Queue
 from batchq.backends import create_backend
 from batchq.sqlfiles import migrations
+from batchq.sweeps import gc_error
 from batchq.worker import RunOptions, Worker
 from tests.support.db import job_rows, run_query, sibling_database_url, sql
 
@@ -36,8 +37,13 @@ def old_url(backend_name: str, tmp_path: Path) -> str:
     return database_at(backend_name, tmp_path, 2)
 
 
-def database_at(backend_name: str, tmp_path: Path, last: int) -> str:
-    """A database with the schema of migrations 001 to ``last`` and nothing else."""
+@pytest.fixture
+def url_at_007(backend_name: str, tmp_path: Path) -> str:
+    """A database with the schema of migration 007 (before history, 011) and nothing else."""
+    return database_at(backend_name, tmp_path, 7)
+
+
+def database_at(backend_name: str, tmp_path: Path, upto: int) -> str:
     if backend_name == "sqlite":
         url = f"sqlite:///{tmp_path / 'old.db'}"
     else:
@@ -45,12 +51,12 @@ def database_at(backend_name: str, tmp_path: Path, last: int) -> str:
     backend = create_backend(url)
     with backend.errors():
         cur = backend.conn.cursor()
-        for table in ("batchq_schema", "batchq_queue", *TABLES):
+        for table in ("batchq_schema", "batchq_queue", "batchq_schedule", "batchq_history", *TABLES):
             cur.execute(
                 f"DROP TABLE IF EXISTS {table}" + (" CASCADE" if backend_name == "postgresql" else "")
             )
         for version, _, statements in migrations(backend_name):
-            if version <= last:
+            if version <= upto:
                 for statement in statements:
                     cur.execute(statement)
                 backend.execute("schema_version_set", {"version": version})
@@ -126,4 +132,41 @@ def test_upgrade_from_007_adds_unique_keys_and_keeps_every_job(backend_name: str
         (ids[4], "failed"),
     ]
     assert queue.enqueue("jobs:noop", unique_key="k").created  # the first one is done
+    queue.close()
+
+
+def test_upgrade_from_007_keeps_jobs_and_adds_history(backend_name: str, url_at_007: str) -> None:
+    """Waiting, delayed, running and failed jobs written at schema 007 survive 011 (history) and
+    later migrations; the waiting ones then run and are kept, the failed one shows no
+    measurements (none were taken), the running one is still its worker's."""
+    queue = Queue(url_at_007, task_modules=["jobs"])
+    rows = [  # (task, status, due in seconds, error_count, locked_by)
+        ("jobs:noop", "ready", 0, 0, None),
+        ("jobs:noop", "scheduled", 1, 2, None),
+        ("jobs:noop", "processing", 0, 0, "a-live-worker"),
+        ("jobs:fail", "failed", 0, 10, None),
+    ]
+    for task, status, due_in, errors, owner in rows:
+        params = {"task": task, "status": status, "due_in": due_in, "error_count": errors, "owner": owner}
+        run_query(queue, "job_insert_as_002_wrote_it", params)
+    ids = [row["id"] for row in job_rows(queue)]
+
+    applied = queue.init_db()
+    assert "011_history.sql" in applied and all(int(name[:3]) > 7 for name in applied)
+    assert [(row["id"], row["status"]) for row in job_rows(queue)] == list(
+        zip(ids, ["ready", "scheduled", "processing", "failed"])
+    )
+    [failed] = gc_error(queue)
+    assert failed.id == ids[3] and failed.last_wall_seconds is None and failed.last_worker is None
+    queue.configure("default", keep_for="7d")
+    assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[0]]
+    time.sleep(1.1)
+    assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[1]]
+    kept = {entry.id: entry for entry in queue.history()}
+    assert set(kept) == {ids[0], ids[1]}
+    assert kept[ids[1]].attempts == 3  # two earlier failures, then this success
+    assert [(row["id"], row["status"]) for row in job_rows(queue)] == [
+        (ids[2], "processing"),
+        (ids[3], "failed"),
+    ]
     queue.close()

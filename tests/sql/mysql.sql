@@ -184,3 +184,13 @@ SELECT id, status, unique_key FROM batchq_job ORDER BY id;
 INSERT INTO batchq_worker (name, host, pid, kind, serves, started_at, last_seen)
 VALUES (%(name)s, %(host)s, %(pid)s, 'run', %(serves)s, UTC_TIMESTAMP(6) - INTERVAL %(seen_ago)s SECOND,
         UTC_TIMESTAMP(6) - INTERVAL %(seen_ago)s SECOND);
+
+-- name: history_age
+-- Make a history record look finished %(seconds)s ago.
+UPDATE batchq_history
+SET finished_at = UTC_TIMESTAMP(6) - INTERVAL ROUND(%(seconds)s * 1000000) MICROSECOND
+WHERE id = %(id)s;
+
+-- name: history_count
+-- Every history record's id, and how many records each id has.
+SELECT id, COUNT(*) FROM batchq_history GROUP BY id ORDER BY id;

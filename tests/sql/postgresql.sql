@@ -204,3 +204,13 @@ SELECT id, status, unique_key FROM batchq_job ORDER BY id;
 INSERT INTO batchq_worker (name, host, pid, kind, serves, started_at, last_seen)
 VALUES (%(name)s, %(host)s, %(pid)s, 'run', %(serves)s, now() - %(seen_ago)s * interval '1 second',
         now() - %(seen_ago)s * interval '1 second');
+
+-- name: history_age
+-- Make a history record look finished %(seconds)s ago.
+UPDATE batchq_history
+SET finished_at = statement_timestamp() - %(seconds)s::float8 * interval '1 second'
+WHERE id = %(id)s;
+
+-- name: history_count
+-- Every history record's id, and how many records each id has.
+SELECT id, COUNT(*) FROM batchq_history GROUP BY id ORDER BY id;

@@ -150,3 +150,13 @@ INSERT INTO batchq_worker (name, host, pid, kind, serves, started_at, last_seen)
 VALUES (:name, :host, :pid, 'run', :serves,
         strftime('%Y-%m-%d %H:%M:%f', 'now', printf('-%d seconds', :seen_ago)),
         strftime('%Y-%m-%d %H:%M:%f', 'now', printf('-%d seconds', :seen_ago)));
+
+-- name: history_age
+-- Make a history record look finished :seconds ago.
+UPDATE batchq_history
+SET finished_at = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -:seconds))
+WHERE id = :id;
+
+-- name: history_count
+-- Every history record's id, and how many records each id has.
+SELECT id, COUNT(*) FROM batchq_history GROUP BY id ORDER BY id;

@@ -35,6 +35,7 @@ TABLES = (
     "batchq_schedule",
     "batchq_partition",
     "batchq_worker",
+    "batchq_history",
 )
 
 

@@ -46,6 +46,10 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "lock_taken",  # after lock_take: the slot and token it gave (no RETURNING)
         "partition_leased",  # after partition_lease: the partition it gave (no RETURNING)
         "jobs_claim_partition_waiting",  # jobs_claim_partition without SKIP LOCKED
+        # History: the finished jobs copied in the claim's own round trip (SQLite: jobs_keep in
+        # the claim's transaction).
+        "jobs_claim_keep",
+        "jobs_delete_keep",
     },
     "postgresql": SERVER_ONLY
     | {
@@ -56,8 +60,13 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "jobs_vacuum_lock",
         "jobs_vacuum",
         "jobs_vacuum_unlock",
+        "jobs_claim_keep",  # as MySQL's: the history copied in the claim's one statement
+        "jobs_delete_keep",
     },
-    "sqlite": {"session_foreign_keys"},  # a PRAGMA per connection
+    "sqlite": {
+        "session_foreign_keys",  # a PRAGMA per connection
+        "jobs_keep",  # the history copied before jobs_delete, in the claim's BEGIN IMMEDIATE
+    },
 }
 
 # The tests' own queries (tests/sql/<dialect>.sql).

@@ -1,0 +1,97 @@
+"""`batchq run` with job history on (`--keep`) against off, per job, on one backend.
+
+    .venv/bin/python bench/history.py --backend mysql|sqlite|postgresql --jobs 5000 --repeat 2
+
+Each repetition runs, for each row, history off and then on, on freshly emptied tables
+(batchq_job and batchq_history; bench/loads.py's reset): --jobs no-op jobs loaded server-side
+(untimed), one `batchq run` process started (`--batch B` for the batch rows); jobs/s = jobs / wall
+seconds from its spawn to its exit. On: `batchq run --keep`, so every job is measured (it always
+is) and copied into batchq_history in its claim's transaction, result included (noop returns
+None); the run then checks that every job is in the history. The target (issue 12): on costs at
+most 10 % of off's rate. `--modes off` runs the off rows alone: with PYTHONPATH set to an older
+checkout, the same rows time that version's `batchq run` (the history-off cycle before and after).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from floors import floor_for
+from loads import bulk_load, count_jobs, reset
+from machine import server_info
+from options import parse, parser
+from procs import compile_batchq, run_procs
+from report import command_line, emit, table
+from settings import BATCHQ, bench_env
+from stats import med_range, median, ratio
+from vs_plain import batchq_url
+
+MODES = ("off", "on")
+
+
+def empty_history(backend: str) -> None:
+    floor = floor_for(backend)
+    try:
+        floor.execute("DELETE FROM batchq_history")
+    except Exception:  # an older version has no history table
+        pass
+    floor.close()
+
+
+def count_history(backend: str) -> int:
+    floor = floor_for(backend)
+    (n,) = floor.execute("SELECT COUNT(*) FROM batchq_history")[0]
+    floor.close()
+    return int(n)
+
+
+def drain(backend: str, jobs: int, batch: int, keep: bool) -> float:
+    reset(backend)
+    empty_history(backend)
+    bulk_load(backend, jobs)
+    cmd = [BATCHQ, "run", "--batch", str(batch)] + (["--keep"] if keep else [])
+    wall = run_procs([cmd], bench_env(backend, BATCHQ_URL=batchq_url(backend)))
+    if count_jobs(backend):
+        raise RuntimeError(f"batchq run left {count_jobs(backend)} jobs")
+    if keep and count_history(backend) != jobs:
+        raise RuntimeError(f"history holds {count_history(backend)} of {jobs} jobs")
+    return jobs / wall
+
+
+def main() -> None:
+    ap = parser(__doc__, repeat=2, jobs=5000, quick={"jobs": 500, "repeat": 1})
+    ap.add_argument("--batches", default="1,100", help="--batch values, one row each (default %(default)s)")
+    ap.add_argument("--modes", default="off,on", help="off,on (default), or off alone")
+    args = parse(ap)
+    compile_batchq()
+    b, modes = args.backend, [m for m in args.modes.split(",") if m in MODES]
+    cases: list[tuple[str, dict[str, Callable[[], float]]]] = []
+    for batch in (int(n) for n in args.batches.split(",")):
+        name = "`run`" if batch == 1 else f"`run --batch {batch}`"
+        runs = {mode: (lambda bt=batch, keep=(mode == "on"): drain(b, args.jobs, bt, keep)) for mode in modes}
+        cases.append((name, runs))
+    rates: dict[str, dict[str, list[float]]] = {name: {m: [] for m in modes} for name, _ in cases}
+    for rep in range(args.repeat):
+        for name, runs in cases:
+            for mode, run in runs.items():
+                rate = run()
+                rates[name][mode].append(rate)
+                print(f"# rep {rep + 1} {name} {mode}: {rate:,.0f}/s", file=sys.stderr, flush=True)
+    header = [f"{b}: medians (min–max), jobs/s, 1 process"] + [f"history {m}" for m in modes]
+    if modes == list(MODES):
+        header.append("on / off")
+    rows = []
+    for name, by_mode in rates.items():
+        row = [name] + [med_range(by_mode[m]) for m in modes]
+        if modes == list(MODES):
+            row.append(ratio(median(by_mode["on"]), median(by_mode["off"])))
+        rows.append(row)
+    info = ", ".join(f"{k} {v}" for k, v in server_info(b).items())
+    text = table(header, rows)
+    suffix = "" if modes == list(MODES) else "_" + "_".join(modes)
+    emit(f"history on vs off, {b}", f"{command_line()}\n\n{text}\n\nServer: {info}", f"history_{b}{suffix}")
+
+
+if __name__ == "__main__":
+    main()

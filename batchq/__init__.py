@@ -21,6 +21,7 @@ from .errors import (
 from .locks import Acquired, Lock, LockInfo, Semaphore
 from .queue import Queue, QueueStats
 from .tasks import task
+from .timeouts import JobTimeout
 
 if TYPE_CHECKING:
     from .mq import Message, MessageQueue, QueueInfo, QueueMetrics
@@ -43,6 +44,7 @@ __all__ = [
     "BackendUnavailable",
     "BatchqError",
     "ConfigError",
+    "JobTimeout",
     "Lock",
     "LockError",
     "LockInfo",

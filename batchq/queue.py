@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .backends import OnDatabase
-from .config import Duration, check_queue_name, parse_duration
+from .config import Duration, check_queue_name, parse_duration, parse_timeout
 from .errors import ConfigError, PayloadError
 from .explain import Explanation, explain
 from .job import JOB_ID_RANGE
@@ -73,6 +73,7 @@ class Queue(OnDatabase):
         serializer: str = "json",
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
+        timeout: Delay = None,
         conn: Any = None,
     ) -> int:
         """Write one job and return its id. Bad input raises before anything is written.
@@ -82,9 +83,12 @@ class Queue(OnDatabase):
 
         With ``concurrency_key``, workers run at most ``concurrency_limit`` (default 1) jobs of
         that key at once; the job waits as 'blocked' meanwhile, and other jobs run past it.
+
+        With ``timeout``, a call of the job that runs longer is stopped and counted as a failure
+        (batchq.timeouts); without, the task's ``@task(timeout=...)`` applies, else the worker's.
         """
         template = self.job_template(
-            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit
+            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit, timeout
         )
         row = self.job_row(template, payload)
         backend = self.backend
@@ -105,11 +109,12 @@ class Queue(OnDatabase):
         serializer: str = "json",
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
+        timeout: Delay = None,
         conn: Any = None,
     ) -> int:
         """Write one job per payload in one statement batch; returns how many."""
         template = self.job_template(
-            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit
+            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit, timeout
         )
         rows = [self.job_row(template, payload) for payload in payloads]
         if not rows:
@@ -130,6 +135,7 @@ class Queue(OnDatabase):
         serializer: str,
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
+        timeout: Delay = None,
     ) -> dict[str, Any]:
         """Everything of a job row but its payload, validated once per call."""
         check_queue_name(queue)
@@ -140,6 +146,7 @@ class Queue(OnDatabase):
         _check_int("max_errors", max_errors, MAX_ERRORS_RANGE)
         seconds = parse_duration(delay, "delay")
         concurrency_limit = _check_concurrency(concurrency_key, concurrency_limit)
+        timeout_seconds = parse_timeout(timeout, "timeout")
         return {
             "queue": queue,
             "task": name,
@@ -149,6 +156,7 @@ class Queue(OnDatabase):
             "delay": seconds,
             "concurrency_key": concurrency_key,
             "concurrency_limit": concurrency_limit,
+            "timeout": timeout_seconds,
         }
 
     def job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:

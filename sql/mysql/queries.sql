@@ -39,12 +39,12 @@ SELECT @@max_allowed_packet AS max_allowed_packet;
 -- One job, due after `delay` seconds on the server's clock: 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit)
+                        concurrency_key, concurrency_limit, timeout_seconds)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
         UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, %(max_errors)s,
-        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s);
+        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, %(timeout)s);
 
 -- name: jobs_promote
 -- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
@@ -99,7 +99,7 @@ SELECT RELEASE_LOCK(CONCAT('batchq unblock ', DATABASE())) AS released;
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
@@ -112,7 +112,7 @@ FOR UPDATE SKIP LOCKED;
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id

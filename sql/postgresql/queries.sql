@@ -29,23 +29,23 @@ ON CONFLICT (version) DO NOTHING;
 -- One job, due after `delay` seconds on the server's clock: 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote). A trigger NOTIFYs waiting workers.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit)
+                        concurrency_key, concurrency_limit, timeout_seconds)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
         statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
-        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int)
+        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, %(timeout)s::float8)
 RETURNING id;
 
 -- name: enqueue_many
 -- Many jobs of one task, queue and delay in one statement, their payloads as one array, in order.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit)
+                        concurrency_key, concurrency_limit, timeout_seconds)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
        statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
-       statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int
+       statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, %(timeout)s::float8
 FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
 ORDER BY batch.n;
 
@@ -117,10 +117,11 @@ WITH done AS (
     -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
     -- with picked may hash the whole table in a generic plan).
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, run_at
+    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds, run_at
 )
 SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
-       claimed.priority, claimed.error_count, claimed.max_errors, (SELECT count(*) FROM done) AS deleted
+       claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
+       (SELECT count(*) FROM done) AS deleted
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 

@@ -22,12 +22,12 @@ VALUES (:version, strftime('%Y-%m-%d %H:%M:%f', 'now'));
 -- One job, due after `delay` seconds: 'ready' when due now, else 'scheduled' until a worker
 -- promotes it (jobs_promote).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit)
+                        concurrency_key, concurrency_limit, timeout_seconds)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
         strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), :max_errors,
-        strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit);
+        strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit, :timeout);
 
 -- name: jobs_promote
 -- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
@@ -88,7 +88,7 @@ WHERE id IN (
     LIMIT :limit
 )
 RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
-          max_errors, run_at;
+          max_errors, timeout_seconds, run_at;
 
 -- name: jobs_delete
 -- Success: the finished jobs, fenced by their token (ids as a JSON array: SQLite binds no lists).

@@ -110,10 +110,10 @@ class Watch:
 
 class Watchdog:
     """Enforces the timeout of the job at hand, for the thread that runs jobs (the one that
-    made it). ``record`` writes a job's failure when the watchdog gives up on it; the thread
-    starts with the first job that has a timeout."""
+    made it). ``record`` writes a job's failure (and why it did not stop) when the watchdog gives
+    up on it; the thread starts with the first job that has a timeout."""
 
-    def __init__(self, grace: float, record: Callable[[Watch], None]) -> None:
+    def __init__(self, grace: float, record: Callable[[Watch, str], None]) -> None:
         self.grace = grace
         self._record = record
         self._cond = threading.Condition()
@@ -221,9 +221,16 @@ class Watchdog:
                 pass
         os._exit(WATCHDOG_EXIT_STATUS)
 
+    def _why_not_stopped(self, watch: Watch) -> str:
+        if watch.raised:
+            return "it caught JobTimeout and went on"
+        if not self._signals:
+            return "the worker runs in a thread that signals do not reach"
+        return "no signal could interrupt it (a blocking call, or signals blocked)"
+
     def _record_logged(self, watch: Watch) -> None:
         try:
-            self._record(watch)
+            self._record(watch, self._why_not_stopped(watch))
         except BaseException as exc:
             log.error(
                 "job %s: its failure could not be recorded (%s); gc-processing will put it back",

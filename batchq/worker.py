@@ -306,21 +306,16 @@ class Worker:
             return "the task returned False", fingerprint_of("ReturnedFalse", "", job.task)
         return None
 
-    def _record_abandoned(self, backend: Backend, watch: Watch) -> None:
+    def _record_abandoned(self, backend: Backend, watch: Watch, why_not_stopped: str) -> None:
         """The watchdog's last act before it ends the process (in its thread): the job that would
         not stop fails, fenced by its token, due again no sooner than RETRY_FLOOR_SECONDS; the
         batch's jobs not yet run go back uncounted, and the ones done are deleted."""
         job = watch.job
         pending, done = self._in_hand
-        why = (
-            "it caught JobTimeout and went on"
-            if watch.raised
-            else "no signal could interrupt it (a blocking call, or signals blocked)"
-        )
         error = (
             f"JobTimeout: {timed_out(watch.timeout)}; the worker process was ended (exit status "
             f"{WATCHDOG_EXIT_STATUS}) because the job did not stop within the grace period "
-            f"({timeout_text(watch.grace)}): {why}"
+            f"({timeout_text(watch.grace)}): {why_not_stopped}"
         )
         params = {
             "id": job.id,

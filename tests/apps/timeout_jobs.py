@@ -16,7 +16,7 @@ import batchq
 from jobs import record
 
 
-def spin(payload: dict[str, Any]) -> None:
+def spin(payload: dict[str, Any] | None = None) -> None:
     """Pure Python, forever: only an exception raised in it stops it."""
     _started(payload)
     while True:
@@ -64,8 +64,8 @@ def blocked(payload: dict[str, Any]) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
 
 
-def _started(payload: dict[str, Any]) -> None:
-    if "n" in payload:
+def _started(payload: dict[str, Any] | None) -> None:
+    if payload and "n" in payload:
         record(payload)
 
 

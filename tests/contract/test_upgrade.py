@@ -32,6 +32,11 @@ TABLES = (
 @pytest.fixture
 def old_url(backend_name: str, tmp_path: Path) -> str:
     """A database with the schema of migration 002 and nothing else."""
+    return database_at(backend_name, tmp_path, 2)
+
+
+def database_at(backend_name: str, tmp_path: Path, schema_version: int) -> str:
+    """The URL of a database with the schema of migrations up to ``schema_version``, and no rows."""
     if backend_name == "sqlite":
         url = f"sqlite:///{tmp_path / 'old.db'}"
     else:
@@ -44,7 +49,7 @@ def old_url(backend_name: str, tmp_path: Path) -> str:
                 f"DROP TABLE IF EXISTS {table}" + (" CASCADE" if backend_name == "postgresql" else "")
             )
         for version, _, statements in migrations(backend_name):
-            if version <= 2:
+            if version <= schema_version:
                 for statement in statements:
                     cur.execute(statement)
                 backend.execute("schema_version_set", {"version": version})
@@ -85,4 +90,39 @@ def test_upgrade_keeps_every_job_runnable(backend_name: str, old_url: str) -> No
         (ids[3], "failed"),
     ]
     assert queue.enqueue("jobs:noop") > (1000 if backend_name == "sqlite" else ids[3])  # ids not reused
+    queue.close()
+
+
+def test_upgrade_from_007_adds_timeouts_and_keeps_every_job(backend_name: str, tmp_path: Path) -> None:
+    """Jobs waiting, running and failed at schema 007 survive 009 (timeouts) unchanged, with no
+    timeout of their own; they run under the worker's, and a new job stores its own."""
+    queue = Queue(database_at(backend_name, tmp_path, 7), task_modules=["jobs", "timeout_jobs"])
+    rows = [  # (task, status, due in seconds, error_count, locked_by)
+        ("timeout_jobs:spin", "ready", 0, 0, None),
+        ("jobs:noop", "ready", 0, 2, None),
+        ("jobs:noop", "processing", 0, 0, "a-live-worker"),
+        ("jobs:fail", "failed", 0, 10, None),
+    ]
+    for task, status, due_in, errors, owner in rows:
+        params = {"task": task, "status": status, "due_in": due_in, "error_count": errors, "owner": owner}
+        run_query(queue, "job_insert_as_002_wrote_it", params)
+    ids = [row["id"] for row in job_rows(queue)]
+
+    later = [name for version, name, _ in migrations(backend_name) if version > 7]
+    assert "009_timeouts.sql" in later and queue.init_db() == later
+    stored = sql(queue, "SELECT id, status, error_count, timeout_seconds FROM batchq_job ORDER BY id")
+    assert [tuple(r) for r in stored] == [
+        (ids[0], "ready", 0, None),
+        (ids[1], "ready", 2, None),
+        (ids[2], "processing", 0, None),
+        (ids[3], "failed", 10, None),
+    ]
+    summary = Worker(queue, RunOptions(timeout=0.2)).run()
+    assert list(summary.job_ids) == [ids[0], ids[1]] and summary.timed_out == 1
+    after = {row["id"]: row for row in job_rows(queue)}
+    assert after[ids[0]]["last_error"].startswith("JobTimeout: timed out after 200ms")
+    assert ids[1] not in after  # done
+    assert (after[ids[2]]["status"], after[ids[3]]["status"]) == ("processing", "failed")
+    new = queue.enqueue("jobs:noop", timeout="45s")
+    assert sql(queue, f"SELECT timeout_seconds FROM batchq_job WHERE id = {new}") == [(45.0,)]
     queue.close()

@@ -22,6 +22,7 @@ the main thread only): its timed-out jobs go straight to the grace period and th
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import sys
@@ -59,6 +60,8 @@ class JobTimeout(BaseException):
 def stored_timeout(value: Any) -> float | None:
     """A row's timeout_seconds; None when there is none, or it is no usable timeout (a row
     written by hand: 0, negative, not a number, or over parse_duration's maximum)."""
+    if value is None:  # the common case, on every job: no exception raised and caught to say so
+        return None
     seconds = stored_seconds(value)
     if seconds is None or not 0 < seconds <= MAX_DURATION_SECONDS:
         return None
@@ -120,6 +123,12 @@ class Watchdog:
         self._watch: Watch | None = None  # the job being timed, for the watchdog thread
         self._active: Watch | None = None  # the same, for the signal handler (which takes no lock)
         self._thread: threading.Thread | None = None
+        # When the watchdog thread looks again by itself: a job due to expire later needs no
+        # wake-up (a thread switch per job), only one due sooner. Between jobs it sleeps until the
+        # last job's expiry: woken for a job already ended, it would otherwise sleep for good, and
+        # be woken again by the next job, and the next.
+        self._wakes_at = math.inf
+        self._last_expiry = -math.inf
         self._stopped = False
         self._signals = threading.current_thread() is threading.main_thread()
         self._previous_handler: Any = None
@@ -146,10 +155,12 @@ class Watchdog:
         watch = Watch(job, timeout, self.grace)
         with self._cond:
             self._watch = watch
+            self._last_expiry = watch.expires_at
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="batchq-watchdog", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif watch.expires_at < self._wakes_at:
+                self._cond.notify()
         self._active = watch
         return watch
 
@@ -178,12 +189,12 @@ class Watchdog:
         with self._cond:
             while not self._stopped:
                 watch = self._watch
-                if watch is None:
-                    self._cond.wait()
-                    continue
                 now = time.monotonic()
+                if watch is None:
+                    self._sleep_until(self._last_expiry if self._last_expiry > now else math.inf)
+                    continue
                 if now < watch.expires_at:
-                    self._cond.wait(watch.expires_at - now)
+                    self._sleep_until(watch.expires_at)
                     continue
                 watch.expired = True
                 if now >= watch.give_up_at:
@@ -191,12 +202,18 @@ class Watchdog:
                     break
                 if self._signals and not watch.raised:
                     signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGALRM)
-                    self._cond.wait(min(RESEND_SECONDS, watch.give_up_at - now))
+                    self._sleep_until(min(now + RESEND_SECONDS, watch.give_up_at))
                 else:
-                    self._cond.wait(watch.give_up_at - now)
+                    self._sleep_until(watch.give_up_at)
             else:
                 return
         self._end_process(watch)
+
+    def _sleep_until(self, deadline: float) -> None:
+        """Wait (holding the condition) until ``deadline``, or a notify."""
+        self._wakes_at = deadline
+        self._cond.wait(None if deadline == math.inf else max(deadline - time.monotonic(), 0))
+        self._wakes_at = -math.inf  # awake: begin() has nothing to wake
 
     def _end_process(self, watch: Watch) -> None:
         job = watch.job

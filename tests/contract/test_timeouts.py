@@ -146,10 +146,14 @@ def test_bad_timeouts_are_refused_before_anything_is_written(tq: Queue, timeout:
 
 
 def test_a_stored_timeout_is_read_back(tq: Queue) -> None:
-    job_id = tq.enqueue("jobs:noop", timeout="1h30m")
+    tq.enqueue("jobs:noop", timeout="1h30m")
     tq.enqueue("jobs:noop")
-    rows = sql(tq, "SELECT id, timeout_seconds FROM batchq_job ORDER BY id")
-    assert [(i, None if t is None else float(t)) for i, t in rows] == [(job_id, 5400.0), (job_id + 1, None)]
+    tq.enqueue_many("jobs:noop", [1, 2], timeout=0.25)
+    stored = [
+        None if t is None else float(t)
+        for (t,) in sql(tq, "SELECT timeout_seconds FROM batchq_job ORDER BY id")
+    ]
+    assert stored == [5400.0, None, 0.25, 0.25]
 
 
 @pytest.mark.parametrize("stored", ["0", "-5", "1e300"])

@@ -52,6 +52,17 @@ RESEND_SECONDS = 0.25  # a signal that landed in batchq's own code, or was block
 _BOOKKEEPING_FILES = frozenset({__file__, os.path.join(os.path.dirname(__file__), "worker.py")})
 
 
+def _not_to_interrupt(filename: str) -> bool:
+    """Code JobTimeout must not land in: the worker's bookkeeping around the call, and asyncio's
+    own (an event loop cut short in its cleanup would stay marked running, and every later async
+    job of this worker would fail). A task's code, and an event loop waiting in select(), may."""
+    if filename in _BOOKKEEPING_FILES:
+        return True
+    asyncio = sys.modules.get("asyncio")  # imported only when a task needed it
+    asyncio_file = getattr(asyncio, "__file__", None)
+    return asyncio_file is not None and filename.startswith(os.path.dirname(asyncio_file) + os.sep)
+
+
 class JobTimeout(BaseException):
     """Raised in a task that ran past its timeout. A BaseException, like KeyboardInterrupt, so
     that a task's ``except Exception`` does not swallow it; a task may catch it to clean up."""
@@ -180,8 +191,8 @@ class Watchdog:
         watch = self._active
         if watch is None or not watch.expired or watch.raised:
             return  # not ours to act on: a signal sent for a job that has ended since
-        if frame is not None and frame.f_code.co_filename in _BOOKKEEPING_FILES:
-            return  # between the call and end(): the watchdog sends again if the call goes on
+        if frame is not None and _not_to_interrupt(frame.f_code.co_filename):
+            return  # the watchdog sends again while the call goes on
         watch.raised = True
         raise JobTimeout(timed_out(watch.timeout))
 

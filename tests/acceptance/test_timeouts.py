@@ -44,7 +44,8 @@ def test_a_job_no_signal_stops_ends_the_worker_runs_again_then_fails(tq: Queue, 
     stuck = tq.enqueue("timeout_jobs:blocked_declared", {"n": 1, "seconds": 120})  # 0.5s, 2 tries
     after = tq.enqueue("jobs:record", {"n": 2})
 
-    result, took = run_worker(db_url, "--timeout-grace", "1s")
+    # The heartbeat pings the worker's session meanwhile: the watchdog's record shares it.
+    result, took = run_worker(db_url, "--timeout-grace", "1s", "--heartbeat", "0.1")
     assert result.returncode == WATCHDOG_EXIT_STATUS, result.stderr
     assert took < 0.5 + 1 + STARTUP
     assert "did not stop within the grace period (1s)" in result.stderr and "Traceback" not in result.stderr

@@ -56,7 +56,7 @@ def test_a_python_loop_past_its_timeout_fails_and_the_next_job_runs(tq: Queue) -
 )
 def test_interruptible_calls_and_async_tasks_are_stopped(tq: Queue, task: str) -> None:
     tq.enqueue(task, {"seconds": 60}, timeout=0.3)
-    tq.enqueue("jobs:noop")
+    tq.enqueue("timeout_jobs:async_sleep", {"seconds": 0})  # an event loop of its own runs it
     started = time.monotonic()
     summary = run(tq)
     assert time.monotonic() - started < 30  # stopped, not slept through

@@ -125,7 +125,8 @@ class Watch:
 class Watchdog:
     """Enforces the timeout of the job at hand, for the thread that runs jobs (the one that
     made it). ``record`` writes a job's failure (and why it did not stop) when the watchdog gives
-    up on it; the thread starts with the first job that has a timeout."""
+    up on it. The thread starts, and the SIGALRM handler is installed, with the first job that
+    has a timeout; stop() ends the one and restores the other."""
 
     def __init__(self, grace: float, record: Callable[[Watch, str], None]) -> None:
         self.grace = grace
@@ -142,11 +143,8 @@ class Watchdog:
         self._last_expiry = -math.inf
         self._stopped = False
         self._signals = threading.current_thread() is threading.main_thread()
+        self._handler_installed = False
         self._previous_handler: Any = None
-
-    def start(self) -> None:
-        if self._signals:
-            self._previous_handler = signal.signal(signal.SIGALRM, self._on_alarm)
 
     def stop(self) -> None:
         with self._cond:
@@ -155,14 +153,18 @@ class Watchdog:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        if self._signals:
+        if self._handler_installed:
             previous = self._previous_handler
             signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+            self._handler_installed = False
 
     def begin(self, job: Job, timeout: float | None) -> Watch | None:
         """Time a job about to be called (None: it has no timeout)."""
         if timeout is None:
             return None
+        if self._signals and not self._handler_installed:  # SIGALRM is left alone until needed
+            self._previous_handler = signal.signal(signal.SIGALRM, self._on_alarm)
+            self._handler_installed = True
         watch = Watch(job, timeout, self.grace)
         with self._cond:
             self._watch = watch

@@ -125,7 +125,6 @@ class Worker:
             heartbeat = Heartbeat(self.backend, self.options.heartbeat)
             heartbeat.start()
             self._watchdog = Watchdog(self._grace, partial(self._record_abandoned, self.backend))
-            self._watchdog.start()
             try:
                 self._run_loop(heartbeat)
             finally:

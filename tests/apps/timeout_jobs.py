@@ -90,3 +90,10 @@ def spin_declared(payload: dict[str, Any]) -> None:
 def blocked_declared(payload: dict[str, Any]) -> None:
     """blocked, with its task's own timeout and two tries."""
     blocked(payload)
+
+
+def alarm_handler_is(name: str) -> None:
+    """Fails unless the SIGALRM handler in place is the function called ``name``."""
+    handler = signal.getsignal(signal.SIGALRM)
+    if getattr(handler, "__name__", repr(handler)) != name:
+        raise AssertionError(f"the SIGALRM handler is {handler!r}")

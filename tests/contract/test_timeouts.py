@@ -4,6 +4,7 @@ signal reaches end the worker process: tests/acceptance/test_timeouts.py."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -170,3 +171,19 @@ def test_a_timeout_that_is_no_number_falls_back_too(tq: Queue) -> None:
     sql(tq, f"UPDATE batchq_job SET timeout_seconds = 'soon' WHERE id = {job_id}")
     run(tq, timeout=0.2)
     assert last_errors(tq)[job_id].startswith("JobTimeout: timed out after 200ms\n")
+
+
+def test_sigalrm_is_left_alone_until_a_job_has_a_timeout_and_restored_after(tq: Queue) -> None:
+    def app_handler(signum: int, frame: Any) -> None:
+        pass
+
+    previous = signal.signal(signal.SIGALRM, app_handler)
+    try:
+        tq.enqueue("timeout_jobs:alarm_handler_is", "app_handler")  # no timeout: the app's handler
+        assert run(tq).succeeded == 1
+        tq.enqueue("timeout_jobs:alarm_handler_is", "_on_alarm", timeout="1m")
+        tq.enqueue("timeout_jobs:alarm_handler_is", "_on_alarm")  # and on till the run ends
+        assert run(tq).succeeded == 2
+        assert signal.getsignal(signal.SIGALRM) is app_handler
+    finally:
+        signal.signal(signal.SIGALRM, previous)

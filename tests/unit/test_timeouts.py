@@ -13,7 +13,7 @@ from batchq import ConfigError
 from batchq.config import parse_timeout
 from batchq.failures import timeout_fingerprint
 from batchq.job import Job
-from batchq.timeouts import job_timeout, stored_timeout, timeout_text
+from batchq.timeouts import _not_to_interrupt, job_timeout, stored_timeout, timeout_text
 
 
 def job(timeout: Any) -> Job:
@@ -88,3 +88,16 @@ def test_timeout_text(seconds: float, text: str) -> None:
 
 def test_timeouts_of_a_task_share_a_fingerprint_of_their_own() -> None:
     assert timeout_fingerprint("m:f") == timeout_fingerprint("m:f") != timeout_fingerprint("m:g")
+
+
+def test_jobtimeout_never_lands_in_the_workers_bookkeeping_or_asyncio() -> None:
+    import asyncio.base_events
+    import selectors
+
+    import batchq.timeouts
+    import batchq.worker
+
+    assert _not_to_interrupt(batchq.worker.__file__) and _not_to_interrupt(batchq.timeouts.__file__)
+    assert _not_to_interrupt(asyncio.base_events.__file__)
+    assert not _not_to_interrupt(__file__)  # a task's code
+    assert not _not_to_interrupt(selectors.__file__)  # an event loop waiting for something to do

@@ -21,6 +21,7 @@ from .errors import (
 from .locks import Acquired, Lock, LockInfo, Semaphore
 from .queue import Enqueued, Queue, QueueStats
 from .tasks import task
+from .timeouts import JobTimeout
 
 if TYPE_CHECKING:
     from .mq import Message, MessageQueue, QueueInfo, QueueMetrics
@@ -44,6 +45,7 @@ __all__ = [
     "BatchqError",
     "ConfigError",
     "Enqueued",
+    "JobTimeout",
     "Lock",
     "LockError",
     "LockInfo",

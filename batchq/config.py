@@ -281,6 +281,19 @@ def parse_duration(value: Duration | None, what: str = "duration") -> float:
     return seconds or 0.0  # never -0.0
 
 
+def parse_timeout(value: Duration | None, what: str = "timeout") -> float | None:
+    """Seconds a job may run, as parse_duration reads them, but more than 0; None stays None
+    (no timeout given: the next default applies)."""
+    if value is None:
+        return None
+    seconds = parse_duration(value, what)
+    if seconds <= 0:
+        raise ConfigError(
+            f"bad {what} {_brief(value)}: a timeout is more than 0 seconds (leave it out for none)"
+        )
+    return seconds
+
+
 def _brief(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

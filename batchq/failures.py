@@ -47,6 +47,12 @@ def fingerprint(exc: BaseException, type_name: str, message: str, task: str | No
     return fingerprint_of(type_name, _first_line(message), _task_frame(exc, task))
 
 
+def timeout_fingerprint(task: str) -> str:
+    """Every timed-out failure of a task, one group: stopped by JobTimeout or by the watchdog,
+    wherever the task was at the time (the timeout is the cause, not that line)."""
+    return fingerprint_of("JobTimeout", "timed out", task)
+
+
 def fingerprint_of_text(last_error: str | None) -> str:
     """For a row without a fingerprint (written by hand, or before batchq recorded them): from
     the first line of its last error, 'Type: message' as the worker writes it."""

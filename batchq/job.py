@@ -25,15 +25,20 @@ class Job:
     priority: Any
     error_count: Any
     max_errors: Any
+    # Seconds the job may run, as enqueued (None: the task's or the run's); read with
+    # batchq.timeouts.stored_timeout, as a row written by hand may hold anything.
+    timeout: Any = None
     claim_token: str = field(default="", repr=False)
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...], claim_token: str) -> Job:
         """A job from the first columns of a claim's result row, which every dialect's jobs_claim
         returns in this order: id, queue, task, payload, serializer, priority, error_count,
-        max_errors."""
-        job_id, queue, task, payload, serializer, priority, error_count, max_errors = row[:8]
-        return cls(job_id, queue, task, payload, serializer, priority, error_count, max_errors, claim_token)
+        max_errors, timeout_seconds."""
+        job_id, queue, task, payload, serializer, priority, error_count, max_errors, timeout = row[:9]
+        return cls(
+            job_id, queue, task, payload, serializer, priority, error_count, max_errors, timeout, claim_token
+        )
 
 
 @dataclass(frozen=True, slots=True)

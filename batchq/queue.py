@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .backends import OnDatabase
-from .config import Duration, check_queue_name, parse_duration
+from .config import Duration, check_queue_name, parse_duration, parse_timeout
 from .errors import BackendError, ConfigError, PayloadError
 from .explain import Explanation, explain
 from .history import HistoryEntry, prune, read_history
@@ -102,6 +102,7 @@ class Queue(OnDatabase):
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
         unique_key: str | None = None,
+        timeout: Delay = None,
         conn: Any = None,
     ) -> Enqueued:
         """Write one job and return its id. Bad input raises before anything is written.
@@ -116,9 +117,21 @@ class Queue(OnDatabase):
         running, nothing is written and that job's id is returned: the result's ``created`` is
         False (True when this call wrote the job). A job that succeeded, was cancelled or failed
         for good no longer holds its key.
+
+        With ``timeout``, a call of the job that runs longer is stopped and counted as a failure
+        (batchq.timeouts); without, the task's ``@task(timeout=...)`` applies, else the worker's.
         """
         template = self.job_template(
-            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit, conn
+            task,
+            queue,
+            delay,
+            priority,
+            max_errors,
+            serializer,
+            concurrency_key,
+            concurrency_limit,
+            conn=conn,
+            timeout=timeout,
         )
         row = self.job_row(template, payload)
         backend = self.backend
@@ -165,6 +178,7 @@ class Queue(OnDatabase):
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
         unique_keys: Iterable[str | None] | None = None,
+        timeout: Delay = None,
         conn: Any = None,
     ) -> int:
         """Write one job per payload in one statement batch, all or none; returns how many.
@@ -174,7 +188,16 @@ class Queue(OnDatabase):
         payload of the batch has, is not written, and the count leaves it out.
         """
         template = self.job_template(
-            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit, conn
+            task,
+            queue,
+            delay,
+            priority,
+            max_errors,
+            serializer,
+            concurrency_key,
+            concurrency_limit,
+            conn=conn,
+            timeout=timeout,
         )
         rows = [self.job_row(template, payload) for payload in payloads]
         if unique_keys is not None:
@@ -199,6 +222,7 @@ class Queue(OnDatabase):
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
         conn: Any = None,
+        timeout: Delay = None,
     ) -> dict[str, Any]:
         """Everything of a job row but its payload, validated once per call (``conn``: the
         caller's connection, where the partition count is read when it is due)."""
@@ -210,6 +234,7 @@ class Queue(OnDatabase):
         _check_int("max_errors", max_errors, MAX_ERRORS_RANGE)
         seconds = parse_duration(delay, "delay")
         concurrency_limit = _check_concurrency(concurrency_key, concurrency_limit)
+        timeout_seconds = parse_timeout(timeout, "timeout")
         return {
             "queue": queue,
             "task": name,
@@ -221,6 +246,7 @@ class Queue(OnDatabase):
             "concurrency_limit": concurrency_limit,
             "partitions": self._partitions(conn),
             "unique_key": None,
+            "timeout": timeout_seconds,
         }
 
     def _partitions(self, conn: Any = None) -> int:

@@ -20,7 +20,7 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from .config import Duration, parse_duration
+from .config import Duration, parse_duration, parse_timeout
 from .errors import ConfigError, TaskError, TaskNotAllowed
 
 TASK_MODULES_ENV = "BATCHQ_TASK_MODULES"
@@ -40,10 +40,12 @@ def task(
     name: str | None = None,
     max_errors: int | None = None,
     backoff: Duration | None = None,
+    timeout: Duration | None = None,
 ) -> Any:
     """Register a function as a task: ``@task``, ``@task(name="send_mail")``, and its retry
     policy: ``max_errors`` for jobs enqueued without one, ``backoff`` (the first retry's delay,
-    doubling up to an hour) instead of `batchq run --backoff`.
+    doubling up to an hour) instead of `batchq run --backoff`, ``timeout`` (how long one call may
+    run) for jobs enqueued without one, instead of `batchq run --timeout`.
 
     A registered name is resolved by workers only when the function's module is one they
     import (listed in BATCHQ_TASK_MODULES, or a submodule of a listed 'package.*').
@@ -53,6 +55,7 @@ def task(
     ):
         raise ConfigError(f"bad max_errors {max_errors!r} for a task: use a whole number from 1 to 65535")
     backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
+    timeout_seconds = parse_timeout(timeout, "timeout")
 
     def register(fn: F) -> F:
         path = task_path(fn)
@@ -61,6 +64,7 @@ def task(
         fn.batchq_task_name = name or path  # type: ignore[attr-defined]
         fn.batchq_max_errors = max_errors  # type: ignore[attr-defined]
         fn.batchq_backoff = backoff_seconds  # type: ignore[attr-defined]
+        fn.batchq_timeout = timeout_seconds  # type: ignore[attr-defined]
         return fn
 
     return register(func) if func is not None else register
@@ -432,3 +436,8 @@ def _instantiate(cls: type, name: str) -> Any:
 def task_policy(func: Callable[..., Any] | None) -> tuple[int | None, float | None]:
     """(max_errors, backoff seconds) a task declared with @task, None for each it did not."""
     return getattr(func, "batchq_max_errors", None), getattr(func, "batchq_backoff", None)
+
+
+def task_timeout(func: Callable[..., Any] | None) -> float | None:
+    """The seconds a task declared with @task(timeout=...) may run, None if it did not."""
+    return getattr(func, "batchq_timeout", None)

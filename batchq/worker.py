@@ -18,8 +18,9 @@ from typing import Any
 
 from .backends import Backend, stored_count
 from .backends.liveness import owner_name
+from .config import parse_timeout
 from .errors import BackendError, BackendUnavailable
-from .failures import fingerprint, fingerprint_of
+from .failures import fingerprint, fingerprint_of, timeout_fingerprint
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
 from .history import KEPT_STATEMENT_BYTES, Kept, Meter, Usage, kept_document
 from .job import Job
@@ -28,6 +29,17 @@ from .queue import Queue
 from .registry import Registration
 from .serializers import loads
 from .tasks import call_task, task_policy
+from .timeouts import (
+    DEFAULT_GRACE_SECONDS,
+    RETRY_FLOOR_SECONDS,
+    WATCHDOG_EXIT_STATUS,
+    JobTimeout,
+    Watch,
+    Watchdog,
+    job_timeout,
+    timed_out,
+    timeout_text,
+)
 
 log = logging.getLogger("batchq.worker")
 
@@ -69,6 +81,8 @@ class RunOptions:
     claim: str = "row"  # "partition": claim within one leased partition at a time (batchq.partitions)
     jobs_per_lease: int = DEFAULT_JOBS_PER_LEASE  # with claim="partition": then lease another
     keep: bool = False  # keep every finished job in the history, whatever its queue's keep_for
+    timeout: float | None = None  # how long a job may run, unless its own or its task's says
+    timeout_grace: float = DEFAULT_GRACE_SECONDS  # then how long it may take to stop (batchq.timeouts)
 
 
 @dataclass
@@ -76,6 +90,7 @@ class RunSummary:
     succeeded: int = 0
     errors: int = 0
     stale_finishes: int = 0  # finishes fenced off because a sweep had taken the job back
+    timed_out: int = 0  # errors that were timeouts
     reconnects: int = 0
     # The most recent job ids, in the order run (bounded: a --wait worker may run for months).
     job_ids: deque[int] = field(default_factory=lambda: deque(maxlen=10_000))
@@ -100,6 +115,12 @@ class Worker:
         self._started = time.monotonic()
         self._lease: PartitionLease | None = None  # with claim="partition"
         self._registration = Registration(queue.backend, self.name, self.options.queues)
+        # Checked here too: RunOptions may come from Python, not the CLI.
+        self._timeout = parse_timeout(self.options.timeout, "run timeout")
+        self._grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
+        self._watchdog: Watchdog | None = None  # made by run(), in the thread that runs the jobs
+        # While a job runs: the jobs of its batch not yet run, and the ones done but not deleted.
+        self._in_hand: tuple[list[Job], list[Job]] = ([], [])
 
     @property
     def backend(self) -> Backend:
@@ -122,9 +143,11 @@ class Worker:
             self._registration.register()
             heartbeat = Heartbeat(self.backend, self.options.heartbeat)
             heartbeat.start()
+            self._watchdog = Watchdog(self._grace, partial(self._record_abandoned, self.backend))
             try:
                 self._run_loop(heartbeat)
             finally:
+                self._watchdog.stop()
                 heartbeat.stop()
                 self._give_back_partition()
                 self._unregister()
@@ -308,6 +331,7 @@ class Worker:
                 self._with_reconnect(partial(self.backend.release_jobs, jobs[index:]), between_jobs=False)
                 break
             self.summary.job_ids.append(job.id)
+            self._in_hand = (jobs[index + 1 :], done)
             heartbeat.in_job = True  # the session sits idle while the job runs
             meter = Meter()
             try:
@@ -333,7 +357,7 @@ class Worker:
     def _record_error(self, job: Job, error: str, fingerprint: str, usage: Usage) -> None:
         """Count the failure, with the try's measurements; if it was the last try of a job whose
         history is kept, copy it into the history in the same transaction."""
-        delay = retry_delay(stored_count(job.error_count) + 1, self._backoff_base(job))
+        delay = self._retry_delay(job)
         params = {
             "id": job.id,
             "token": job.claim_token,
@@ -358,6 +382,9 @@ class Worker:
                 self.backend.execute("job_keep_failed", {"id": params["id"]})
         return matched
 
+    def _retry_delay(self, job: Job) -> float:
+        return retry_delay(stored_count(job.error_count) + 1, self._backoff_base(job))
+
     def _backoff_base(self, job: Job) -> float:
         """The task's own backoff (@task(backoff=...)), else `run --backoff`."""
         try:
@@ -377,17 +404,65 @@ class Worker:
         )
 
     def _call(self, job: Job) -> tuple[tuple[str, str] | None, Any]:
-        """Run the job's callable outside any transaction: (None, what it returned) on success,
-        else (the error and its fingerprint (batchq.failures), None)."""
+        """Run the job's callable outside any transaction, under its timeout: (None, what it
+        returned) on success, else (the error and its fingerprint (batchq.failures), None)."""
         try:
             func = self.options.handler or self.queue.resolver.resolve(job.task)
             payload = loads(job.payload, job.serializer, self.queue.secret)
+        except BaseException as exc:
+            return (_describe_error(exc), _fingerprint(exc, job.task)), None
+        result: Any = None
+        error: BaseException | None = None
+        watchdog = self._watchdog
+        assert watchdog is not None, "jobs are called by run()"
+        watch = watchdog.begin(job, job_timeout(job, func, self._timeout))
+        try:
             result = call_task(func, () if job.payload is None else (payload,))
         except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a task too: the job's failure
-            return (_describe_error(exc), _fingerprint(exc, job.task)), None
+            error = exc
+        watchdog.end(watch)  # at once: no JobTimeout is raised past this line
+        if watch is not None and watch.expired:
+            self.summary.timed_out += 1
+            return (_timed_out_error(watch, error), timeout_fingerprint(job.task)), None
+        if error is not None:
+            return (_describe_error(error), _fingerprint(error, job.task)), None
         if result is False:
             return ("the task returned False", fingerprint_of("ReturnedFalse", "", job.task)), None
         return None, result
+
+    def _record_abandoned(self, backend: Backend, watch: Watch, why_not_stopped: str) -> None:
+        """The watchdog's last act before it ends the process (in its thread): the job that would
+        not stop fails, fenced by its token, due again no sooner than RETRY_FLOOR_SECONDS; the
+        batch's jobs not yet run go back uncounted, and the ones done are deleted."""
+        job = watch.job
+        pending, done = self._in_hand
+        error = (
+            f"JobTimeout: {timed_out(watch.timeout)}; the worker process was ended (exit status "
+            f"{WATCHDOG_EXIT_STATUS}) because the job did not stop within the grace period "
+            f"({timeout_text(watch.grace)}): {why_not_stopped}"
+        )
+        params = {
+            "id": job.id,
+            "token": job.claim_token,
+            "error": error,
+            "fingerprint": timeout_fingerprint(job.task),
+            "delay": max(self._retry_delay(job), RETRY_FLOOR_SECONDS),
+            "wall": None,  # the try was not measured: it never ended
+            "cpu": None,
+            "peak": None,
+            "growth": None,
+        }
+
+        def record() -> None:
+            with backend.transaction():
+                if backend.execute("job_error", params) == 0:
+                    log.warning("job %s was taken back by gc-processing while it ran", job.id)
+                if pending:
+                    backend.release_jobs(pending)
+                if done:
+                    backend.delete_jobs(done, self._kept_document(done))
+
+        backend.retrying(record)
 
     def _finish(self, query: str, params: dict[str, Any]) -> int:
         return self._with_reconnect(lambda: self.backend.execute(query, params), between_jobs=False)
@@ -412,6 +487,16 @@ class Worker:
                 log.warning("database connection lost (%s); reconnecting", exc)
                 time.sleep(min(0.2 * 2**attempt, 5))
         raise AssertionError("unreachable")
+
+
+def _timed_out_error(watch: Watch, error: BaseException | None) -> str:
+    """last_error of a job that ran past its timeout: where JobTimeout stopped it, or how it
+    ended when the timeout did not stop it (a C call, a task that caught JobTimeout)."""
+    if isinstance(error, JobTimeout):
+        return _describe_error(error)
+    text = f"JobTimeout: {timed_out(watch.timeout)}; the task went on past it"
+    ending = "then returned" if error is None else f"then raised {_describe_error(error)}"
+    return f"{text}, {ending}"[:LAST_ERROR_MAX_CHARS]
 
 
 def _describe_error(exc: BaseException) -> str:

@@ -1,12 +1,14 @@
 """CPU per job, in-process: batchq's Worker.run() against the fused floor loop, same cycle.
 
-    .venv/bin/python bench/cpu_per_job.py --backend sqlite --jobs 10000 --repeat 3 [--synchronous OFF]
+    .venv/bin/python bench/cpu_per_job.py --backend sqlite --jobs 10000 --repeat 3 \
+        [--synchronous OFF] [--timeout 1h]
 
 Where process.py says how fast, this says where the difference goes: user and system CPU
 per job of one process draining --jobs pre-loaded no-op jobs, with no process start-up in the
 figure. Each system gets a fresh table loaded the same way (bulk_load, then a fresh
 connection); `--synchronous OFF` (SQLite only) takes the fsync out, leaving the Python and
-SQL work alone. The Worker is batchq's own (`batchq.worker.Worker`, as `batchq run` uses it).
+SQL work alone. The Worker is batchq's own (`batchq.worker.Worker`, as `batchq run` uses it);
+`--timeout` runs every job under that timeout (`batchq run --timeout`): the watchdog's cost.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from __future__ import annotations
 import resource
 import time
 from collections.abc import Callable
+from functools import partial
 
 from batchq import Queue
+from batchq.config import parse_duration
 from batchq.worker import RunOptions, Worker
 
 from floors import floor_for
@@ -47,11 +51,11 @@ def floor_drain(backend: str, synchronous: str | None) -> Callable[[], None]:
     return drain
 
 
-def batchq_drain(backend: str, synchronous: str | None) -> Callable[[], None]:
+def batchq_drain(backend: str, synchronous: str | None, timeout: float | None = None) -> Callable[[], None]:
     queue = Queue(url_for(backend), task_modules="noop_jobs")
     if synchronous:
         queue.backend.conn.execute(f"PRAGMA synchronous = {synchronous}")
-    worker = Worker(queue, RunOptions())
+    worker = Worker(queue, RunOptions(timeout=timeout))
 
     def drain() -> None:
         worker.run()
@@ -63,16 +67,22 @@ def batchq_drain(backend: str, synchronous: str | None) -> Callable[[], None]:
 def main() -> None:
     ap = parser(__doc__, jobs=10000, quick={"jobs": 2000, "repeat": 1})
     ap.add_argument("--synchronous", choices=("OFF", "NORMAL", "FULL"), help="SQLite only")
+    ap.add_argument("--timeout", type=parse_duration, help="run every job under this timeout")
     args = parse(ap)
     if args.synchronous and args.backend != "sqlite":
         raise SystemExit("--synchronous is a SQLite setting")
     results: dict[str, list[tuple[float, float, float]]] = {"floor": [], "batchq": []}
+    drains = {
+        "floor": partial(floor_drain, args.backend, args.synchronous),
+        "batchq": partial(batchq_drain, args.backend, args.synchronous, args.timeout),
+    }
     for _ in range(args.repeat):
-        for name, make in (("floor", floor_drain), ("batchq", batchq_drain)):
+        for name, make in drains.items():
             reset(args.backend)
             bulk_load(args.backend, args.jobs)
-            results[name].append(measure(make(args.backend, args.synchronous), args.jobs))
-    labels = {"floor": "fused floor loop (`Floor.drain`)", "batchq": "`Worker.run()`"}
+            results[name].append(measure(make(), args.jobs))
+    run_label = "`Worker.run()`" + (f" with `timeout={args.timeout:g}`" if args.timeout else "")
+    labels = {"floor": "fused floor loop (`Floor.drain`)", "batchq": run_label}
     rows = [
         [
             labels[name],

@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..config import format_duration, parse_duration
+from ..config import format_duration, parse_duration, parse_timeout
 from ..errors import BatchqError
 from ..queue import Queue
 
@@ -28,6 +28,15 @@ class Duration(click.ParamType):
 
 
 DURATION = Duration()
+
+
+def timeout_value(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    """An option's timeout (config.parse_timeout); a bad one is refused with one line, exit 2."""
+    try:
+        return parse_timeout(value, f"{param.opts[0]} value")
+    except BatchqError as exc:
+        click.echo(f"batchq: error: {exc}", err=True)
+        exit_with(2)
 
 
 URL_HELP = (

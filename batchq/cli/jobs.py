@@ -12,8 +12,9 @@ from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from ..partitions import DEFAULT_JOBS_PER_LEASE
 from ..slots import host_slot
 from ..tasks import TASK_MODULES_ENV, load_trusted
+from ..timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS
 from ..worker import BACKOFF_BASE_SECONDS, RunOptions, Worker
-from .common import DURATION, common_options, exit_with, n_jobs, open_queue
+from .common import DURATION, common_options, exit_with, n_jobs, open_queue, timeout_value
 from .schedules import tick_once
 
 
@@ -39,7 +40,25 @@ def init_db(ctx: click.Context) -> None:
     help="Queue to work on; repeat for several, tried in order.",
 )
 @click.option("--max-jobs", type=click.IntRange(min=1), help="Exit after this many jobs.")
-@click.option("--max-seconds", type=DURATION, help="Exit after this long (checked between jobs).")
+@click.option(
+    "--max-seconds",
+    type=DURATION,
+    help="Exit after this long: a soft limit, checked between jobs (a job at hand finishes; see --timeout).",
+)
+@click.option(
+    "--timeout",
+    metavar="DURATION",
+    callback=timeout_value,
+    help="Stop a job that runs longer and count it as a failure (for jobs whose own timeout and "
+    "task's @task(timeout=...) are unset). Default: none.",
+)
+@click.option(
+    "--timeout-grace",
+    metavar="DURATION",
+    callback=timeout_value,
+    help=f"After a job's timeout, how long it may take to stop; then the worker records its "
+    f"failure and ends itself with exit status {WATCHDOG_EXIT_STATUS}. [default: {DEFAULT_GRACE_SECONDS:g}s]",
+)
 @click.option(
     "--wait", type=DURATION, default=0, help="On an empty queue, keep polling this long before exiting."
 )
@@ -121,6 +140,8 @@ def run(
     queues: tuple[str, ...],
     max_jobs: int | None,
     max_seconds: float | None,
+    timeout: float | None,
+    timeout_grace: float | None,
     wait: float,
     poll_interval: float,
     handler: str | None,
@@ -136,13 +157,16 @@ def run(
 ) -> None:
     """Process jobs until the queue is empty or a limit is reached.
 
-    SIGTERM finishes the job at hand, then exits 0.
+    SIGTERM finishes the job at hand, then exits 0. A job that would not stop within its
+    timeout's grace period ends the process with exit status 4.
     """
     queue = open_queue(ctx, task_modules)
     options = RunOptions(
         queues=tuple(check_queue_name(q) for q in queues),
         max_jobs=max_jobs,
         max_seconds=max_seconds,
+        timeout=timeout,
+        timeout_grace=DEFAULT_GRACE_SECONDS if timeout_grace is None else timeout_grace,
         wait=wait,
         poll_interval=max(poll_interval, 0.001),
         handler=load_trusted(handler) if handler else None,
@@ -185,6 +209,12 @@ def run(
     metavar="KEY",
     help="While a job of KEY waits or runs, write nothing and print that job's id (a note on stderr).",
 )
+@click.option(
+    "--timeout",
+    metavar="DURATION",
+    callback=timeout_value,
+    help="Stop the job if it runs longer (default: the task's, else `batchq run --timeout`).",
+)
 @click.option("--task-modules", envvar=TASK_MODULES_ENV, show_envvar=True, metavar="M1,M2")
 @click.pass_context
 def enqueue(
@@ -198,6 +228,7 @@ def enqueue(
     concurrency_key: str | None,
     concurrency_limit: int | None,
     unique_key: str | None,
+    timeout: float | None,
     task_modules: str | None,
 ) -> None:
     """Enqueue TASK with a JSON PAYLOAD; prints the job id."""
@@ -217,6 +248,7 @@ def enqueue(
         concurrency_key=concurrency_key,
         concurrency_limit=concurrency_limit,
         unique_key=unique_key,
+        timeout=timeout,
     )
     click.echo(job_id)
     if not job_id.created:

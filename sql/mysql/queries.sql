@@ -40,25 +40,25 @@ SELECT @@max_allowed_packet AS max_allowed_packet;
 -- 'scheduled' until a worker promotes it (jobs_promote).
 -- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, claim_partition)
+                        concurrency_key, concurrency_limit, claim_partition, timeout_seconds)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
         UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, %(max_errors)s,
-        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, FLOOR(RAND() * %(partitions)s));
+        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, FLOOR(RAND() * %(partitions)s), %(timeout)s);
 
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (0 rows, no error) while a job of that key is waiting
 -- or running (the UNIQUE index batchq_job_unique). IGNORE would also let a value too long for
 -- its column through as a warning: every value is checked before it is sent (Queue.job_template).
 INSERT IGNORE INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors,
-                               created_at, concurrency_key, concurrency_limit, unique_key, claim_partition)
+                               created_at, concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
         UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, %(max_errors)s,
         UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, %(unique_key)s,
-        FLOOR(RAND() * %(partitions)s));
+        FLOOR(RAND() * %(partitions)s), %(timeout)s);
 
 -- name: job_unique_holder
 -- The job holding a unique key (waiting or running), if any. A locking read: it sees the latest
@@ -121,7 +121,7 @@ SELECT RELEASE_LOCK(CONCAT('batchq unblock ', DATABASE())) AS released;
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
@@ -150,7 +150,7 @@ JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
     result MEDIUMTEXT PATH '$.result', note VARCHAR(255) PATH '$.note')) AS k ON k.id = j.id
 WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
@@ -163,7 +163,7 @@ FOR UPDATE SKIP LOCKED;
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
@@ -178,7 +178,7 @@ FOR UPDATE;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds
 FROM batchq_job FORCE INDEX (batchq_job_partition)
 WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
   AND run_at <= UTC_TIMESTAMP(6)
@@ -192,7 +192,7 @@ FOR UPDATE SKIP LOCKED;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds
 FROM batchq_job FORCE INDEX (batchq_job_partition)
 WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
   AND run_at <= UTC_TIMESTAMP(6)

@@ -30,25 +30,25 @@ ON CONFLICT (version) DO NOTHING;
 -- 'scheduled' until a worker promotes it (jobs_promote). A trigger NOTIFYs waiting workers.
 -- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, claim_partition)
+                        concurrency_key, concurrency_limit, claim_partition, timeout_seconds)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
         statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
         statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int,
-        floor(random() * %(partitions)s::int)::int)
+        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8)
 RETURNING id;
 
 -- name: enqueue_many
 -- Many jobs of one task, queue and delay in one statement, their payloads as one array, in order.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, claim_partition)
+                        concurrency_key, concurrency_limit, claim_partition, timeout_seconds)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
        statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int,
-       floor(random() * %(partitions)s::int)::int
+       floor(random() * %(partitions)s::int)::int, %(timeout)s::float8
 FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
 ORDER BY batch.n;
 
@@ -57,13 +57,13 @@ ORDER BY batch.n;
 -- or running (the partial unique index batchq_job_unique); a concurrent uncommitted one is
 -- waited for. Any other conflict (an id written by hand) still raises.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, unique_key, claim_partition)
+                        concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
         statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
         statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, %(unique_key)s::text,
-        floor(random() * %(partitions)s::int)::int)
+        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8)
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
 DO NOTHING
 RETURNING id;
@@ -72,13 +72,13 @@ RETURNING id;
 -- enqueue_many with a unique key per payload (NULL: none): the jobs whose key is free, in order;
 -- a key taken, or given twice in the batch (the first is written), writes nothing.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, unique_key, claim_partition)
+                        concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
        statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, batch.unique_key,
-       floor(random() * %(partitions)s::int)::int
+       floor(random() * %(partitions)s::int)::int, %(timeout)s::float8
 FROM unnest(%(payloads)s::bytea[], %(unique_keys)s::text[]) WITH ORDINALITY AS batch(payload, unique_key, n)
 ORDER BY batch.n
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
@@ -157,10 +157,11 @@ WITH done AS (
     -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
     -- with picked may hash the whole table in a generic plan).
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, run_at
+    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds, run_at
 )
 SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
-       claimed.priority, claimed.error_count, claimed.max_errors, (SELECT count(*) FROM done) AS deleted
+       claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
+       (SELECT count(*) FROM done) AS deleted
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
@@ -184,10 +185,11 @@ WITH done AS (
     -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
     -- with picked may hash the whole table in a generic plan).
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, run_at
+    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds, run_at
 )
 SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
-       claimed.priority, claimed.error_count, claimed.max_errors, (SELECT count(*) FROM done) AS deleted
+       claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
+       (SELECT count(*) FROM done) AS deleted
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
@@ -231,10 +233,11 @@ WITH done AS (
     -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
     -- with picked may hash the whole table in a generic plan).
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, run_at
+    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds, run_at
 )
 SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
-       claimed.priority, claimed.error_count, claimed.max_errors, (SELECT count(*) FROM done) AS deleted
+       claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
+       (SELECT count(*) FROM done) AS deleted
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 

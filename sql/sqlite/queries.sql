@@ -23,25 +23,25 @@ VALUES (:version, strftime('%Y-%m-%d %H:%M:%f', 'now'));
 -- promotes it (jobs_promote).
 -- Its claim partition is a random one of :partitions (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, claim_partition)
+                        concurrency_key, concurrency_limit, claim_partition, timeout_seconds)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
         strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), :max_errors,
         strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit,
-        abs(random() % :partitions));
+        abs(random() % :partitions), :timeout);
 
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (no change) while a job of that key is waiting or
 -- running (the partial unique index batchq_job_unique). Any other conflict still raises.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, unique_key, claim_partition)
+                        concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
         strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), :max_errors,
         strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit, :unique_key,
-        abs(random() % :partitions))
+        abs(random() % :partitions), :timeout)
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
 DO NOTHING;
 
@@ -109,7 +109,7 @@ WHERE id IN (
     LIMIT :limit
 )
 RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
-          max_errors, run_at;
+          max_errors, timeout_seconds, run_at;
 
 -- name: jobs_claim_partition
 -- jobs_claim within one partition that the worker leases (run --claim partition), through
@@ -125,7 +125,7 @@ WHERE id IN (
     LIMIT :limit
 )
 RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
-          max_errors, run_at;
+          max_errors, timeout_seconds, run_at;
 
 -- name: jobs_keep
 -- Before jobs_delete, in the claim's BEGIN IMMEDIATE, when finished jobs are to be kept: copy

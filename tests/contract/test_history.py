@@ -3,6 +3,7 @@ in batchq_history, what a failed try leaves on its row, results, keep_for, prune
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -14,7 +15,7 @@ from batchq.metrics import read_finished
 from batchq.sweeps import gc_error
 from batchq.worker import RunOptions, Worker
 from tests.support.db import job_rows, run_query, sql
-from tests.support.processes import run_batchq
+from tests.support.processes import batchq_cmd, batchq_env
 
 MODULES = ["jobs", "history_jobs"]
 
@@ -143,7 +144,11 @@ def test_memory_is_the_workers_high_water_mark_and_the_jobs_rise_over_it(db_url:
     it: the mark before the job includes what start-up used and freed (measured: 29-39 MB)."""
     small = hq.enqueue("history_jobs:returns", 1, priority=1)  # runs first
     big = hq.enqueue("history_jobs:allocates", 50)
-    result = run_batchq(db_url, "run", "--keep", BATCHQ_TASK_MODULES="history_jobs")
+    # Started as cron starts it, by a small shell that forks it: a process exec'd straight from
+    # pytest would inherit pytest's own peak in ru_maxrss (Linux keeps it across exec).
+    command = ["sh", "-c", '"$@"', "sh", *batchq_cmd("run", "--keep")]
+    env = batchq_env(db_url, BATCHQ_TASK_MODULES="history_jobs")
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     entries = {e.id: e for e in hq.history()}
     assert entries[small].memory_growth_bytes is not None

@@ -170,3 +170,38 @@ def test_upgrade_from_007_keeps_jobs_and_adds_history(backend_name: str, url_at_
         (ids[3], "failed"),
     ]
     queue.close()
+
+
+def test_upgrade_from_007_adds_timeouts_and_keeps_every_job(backend_name: str, tmp_path: Path) -> None:
+    """Jobs waiting, running and failed at schema 007 survive 012 (timeouts) unchanged, with no
+    timeout of their own; they run under the worker's, and a new job stores its own."""
+    queue = Queue(database_at(backend_name, tmp_path, 7), task_modules=["jobs", "timeout_jobs"])
+    rows = [  # (task, status, due in seconds, error_count, locked_by)
+        ("timeout_jobs:spin", "ready", 0, 0, None),
+        ("jobs:noop", "ready", 0, 2, None),
+        ("jobs:noop", "processing", 0, 0, "a-live-worker"),
+        ("jobs:fail", "failed", 0, 10, None),
+    ]
+    for task, status, due_in, errors, owner in rows:
+        params = {"task": task, "status": status, "due_in": due_in, "error_count": errors, "owner": owner}
+        run_query(queue, "job_insert_as_002_wrote_it", params)
+    ids = [row["id"] for row in job_rows(queue)]
+
+    later = [name for version, name, _ in migrations(backend_name) if version > 7]
+    assert "012_timeouts.sql" in later and queue.init_db() == later
+    stored = sql(queue, "SELECT id, status, error_count, timeout_seconds FROM batchq_job ORDER BY id")
+    assert [tuple(r) for r in stored] == [
+        (ids[0], "ready", 0, None),
+        (ids[1], "ready", 2, None),
+        (ids[2], "processing", 0, None),
+        (ids[3], "failed", 10, None),
+    ]
+    summary = Worker(queue, RunOptions(timeout=0.2)).run()
+    assert list(summary.job_ids) == [ids[0], ids[1]] and summary.timed_out == 1
+    after = {row["id"]: row for row in job_rows(queue)}
+    assert after[ids[0]]["last_error"].startswith("JobTimeout: timed out after 200ms")
+    assert ids[1] not in after  # done
+    assert (after[ids[2]]["status"], after[ids[3]]["status"]) == ("processing", "failed")
+    new = queue.enqueue("jobs:noop", timeout="45s")
+    assert sql(queue, f"SELECT timeout_seconds FROM batchq_job WHERE id = {new}") == [(45.0,)]
+    queue.close()

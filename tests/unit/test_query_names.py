@@ -6,6 +6,7 @@ declared extra a dialect no longer defines fails it too, so the lists stay true.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 from batchq.sqlfiles import queries
@@ -120,3 +121,25 @@ def test_query_names_match_across_dialects() -> None:
 def test_test_query_names_match_across_dialects() -> None:
     """The tests' named queries: the same names in every dialect."""
     _check_names(named_queries, TEST_EXTRAS, "tests/sql/<dialect>.sql")
+
+
+# Where each dialect's claim names the columns Job.from_row reads: MySQL's locking SELECT,
+# PostgreSQL's final SELECT of the claimed rows, SQLite's RETURNING.
+_CLAIM_COLUMNS = {
+    "mysql": re.compile(r"SELECT (id, queue,.*?)\s+FROM batchq_job", re.S),
+    "postgresql": re.compile(r"SELECT (claimed\.id,.*?)\s+FROM \(SELECT 1\)", re.S),
+    "sqlite": re.compile(r"RETURNING (id, queue,.*?);?$", re.S),
+}
+
+
+def test_every_claim_returns_the_columns_a_job_is_read_from() -> None:
+    """jobs_claim and its variants (partitioned, keeping history, without SKIP LOCKED) return
+    the same columns in the same order: a variant left behind when a column was added would
+    hand Job.from_row the wrong value, silently."""
+    for dialect in DIALECTS:
+        found = {
+            name: " ".join(_CLAIM_COLUMNS[dialect].search(sql).group(1).split())  # type: ignore[union-attr]
+            for name, sql in queries(dialect).items()
+            if name.startswith("jobs_claim") and name != "jobs_claim_mark"
+        }
+        assert len(found) >= 2 and len(set(found.values())) == 1, (dialect, found)

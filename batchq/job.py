@@ -26,14 +26,17 @@ class Job:
     error_count: Any
     max_errors: Any
     claim_token: str = field(default="", repr=False)
+    task_version: Any = None  # the task's version at enqueue; NULL (before schema 010) is 1
+    backoff: Any = None  # seconds given to enqueue(backoff=...); NULL: the task's, else the run's
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...], claim_token: str) -> Job:
         """A job from the first columns of a claim's result row, which every dialect's jobs_claim
         returns in this order: id, queue, task, payload, serializer, priority, error_count,
-        max_errors."""
+        max_errors, task_version, backoff."""
         job_id, queue, task, payload, serializer, priority, error_count, max_errors = row[:8]
-        return cls(job_id, queue, task, payload, serializer, priority, error_count, max_errors, claim_token)
+        fields = (queue, task, payload, serializer, priority, error_count, max_errors)
+        return cls(job_id, *fields, claim_token, task_version=row[8], backoff=row[9])
 
 
 @dataclass(frozen=True, slots=True)

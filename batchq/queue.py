@@ -13,7 +13,7 @@ from .explain import Explanation, explain
 from .job import JOB_ID_RANGE
 from .locks import Lock, Semaphore
 from .serializers import dumps, secret_from_env
-from .tasks import Resolver, check_task_name, modules_from_env, split_modules, task_policy
+from .tasks import Resolver, check_task_name, modules_from_env, split_modules, task_policy, task_version
 
 if TYPE_CHECKING:
     from .schedules import Schedule, Schedules, TickReport
@@ -38,6 +38,7 @@ class QueueStats:
     failed: int = 0
     paused: bool = False
     blocked: int = 0  # due, waiting for a slot of their concurrency key
+    waiting_for_version: int = 0  # put back by a worker that knows an older version of their task
 
 
 class Queue(OnDatabase):
@@ -73,6 +74,7 @@ class Queue(OnDatabase):
         serializer: str = "json",
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
+        backoff: Delay = None,
         conn: Any = None,
     ) -> int:
         """Write one job and return its id. Bad input raises before anything is written.
@@ -82,9 +84,12 @@ class Queue(OnDatabase):
 
         With ``concurrency_key``, workers run at most ``concurrency_limit`` (default 1) jobs of
         that key at once; the job waits as 'blocked' meanwhile, and other jobs run past it.
+
+        ``backoff`` (a duration) is this job's first retry delay, doubling with each failure up
+        to an hour; without it, the task's @task(backoff=...), else `batchq run --backoff`.
         """
         template = self.job_template(
-            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit
+            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit, backoff
         )
         row = self.job_row(template, payload)
         backend = self.backend
@@ -105,11 +110,12 @@ class Queue(OnDatabase):
         serializer: str = "json",
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
+        backoff: Delay = None,
         conn: Any = None,
     ) -> int:
         """Write one job per payload in one statement batch; returns how many."""
         template = self.job_template(
-            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit
+            task, queue, delay, priority, max_errors, serializer, concurrency_key, concurrency_limit, backoff
         )
         rows = [self.job_row(template, payload) for payload in payloads]
         if not rows:
@@ -130,12 +136,16 @@ class Queue(OnDatabase):
         serializer: str,
         concurrency_key: str | None = None,
         concurrency_limit: int | None = None,
+        backoff: Delay = None,
     ) -> dict[str, Any]:
-        """Everything of a job row but its payload, validated once per call."""
+        """Everything of a job row but its payload, validated once per call. The task's version
+        is stored as it is here, at enqueue; a backoff only when given (NULL: a worker uses the
+        task's as it is then, else its own)."""
         check_queue_name(queue)
         name = self.resolver.name_for(task)
+        func = self.resolver.resolve(name)
         if max_errors is None:  # the task's own (@task(max_errors=...)), else the default
-            max_errors = task_policy(self.resolver.resolve(name))[0] or DEFAULT_MAX_ERRORS
+            max_errors = task_policy(func)[0] or DEFAULT_MAX_ERRORS
         _check_int("priority", priority, PRIORITY_RANGE)
         _check_int("max_errors", max_errors, MAX_ERRORS_RANGE)
         seconds = parse_duration(delay, "delay")
@@ -149,6 +159,8 @@ class Queue(OnDatabase):
             "delay": seconds,
             "concurrency_key": concurrency_key,
             "concurrency_limit": concurrency_limit,
+            "task_version": task_version(func),
+            "backoff": None if backoff is None else parse_duration(backoff, "backoff"),
         }
 
     def job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:
@@ -209,6 +221,8 @@ class Queue(OnDatabase):
         for row in self.backend.fetchall("queue_stats"):
             stats = by_queue.setdefault(row["queue"], QueueStats(row["queue"]))
             jobs, due = int(row["jobs"]), int(row["due"] or 0)
+            if row["status"] in ("ready", "scheduled", "blocked"):
+                stats.waiting_for_version += int(row["version_waits"] or 0)
             if row["status"] in ("ready", "scheduled"):  # a due scheduled job awaits promotion
                 stats.ready += due
                 stats.delayed += jobs - due

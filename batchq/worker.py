@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .backends import Backend, stored_count
+from .backends import Backend, stored_count, stored_seconds
 from .backends.liveness import owner_name
 from .errors import BackendUnavailable
 from .failures import fingerprint, fingerprint_of
@@ -24,7 +24,7 @@ from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
 from .job import Job
 from .queue import Queue
 from .serializers import loads
-from .tasks import call_task, task_policy
+from .tasks import UpgradeFailed, call_task, stored_version, task_policy, task_version, upgrade_payload
 
 log = logging.getLogger("batchq.worker")
 
@@ -33,6 +33,11 @@ BACKOFF_MAX_SECONDS = 3600.0
 LAST_ERROR_MAX_CHARS = 4000
 TICK_SECONDS = 1.0  # how often a busy worker promotes due scheduled jobs and reads paused queues
 RECONNECT_ATTEMPTS = 8  # backoff 0.2s doubling, capped at 5s: about 16s for a server to come back
+# A job of a newer task version than this worker knows waits a tenth of its age, within these
+# bounds, before a worker claims it again (job_wait_for_version).
+VERSION_WAIT_MIN_SECONDS = 5.0
+VERSION_WAIT_MAX_SECONDS = 60.0
+VERSION_WAIT_NOTE_MAX_CHARS = 255
 
 
 def retry_delay(
@@ -69,6 +74,7 @@ class RunSummary:
     succeeded: int = 0
     errors: int = 0
     stale_finishes: int = 0  # finishes fenced off because a sweep had taken the job back
+    version_waits: int = 0  # jobs put back, uncounted: their task's version is newer than ours
     reconnects: int = 0
     # The most recent job ids, in the order run (bounded: a --wait worker may run for months).
     job_ids: deque[int] = field(default_factory=lambda: deque(maxlen=10_000))
@@ -89,6 +95,7 @@ class Worker:
         self._paused: set[str] = set()  # queues paused when last looked (_tick)
         self._next_tick = 0.0  # monotonic time of the next _tick
         self._started = time.monotonic()
+        self._versions_warned: set[tuple[str, int]] = set()  # (task, version) logged as too new
 
     @property
     def backend(self) -> Backend:
@@ -201,6 +208,10 @@ class Worker:
             if index and self._should_stop():
                 self._with_reconnect(partial(self.backend.release_jobs, jobs[index:]), between_jobs=False)
                 break
+            known = self._older_version_than(job)
+            if known is not None:
+                self._wait_for_version(job, known)
+                continue
             self.summary.job_ids.append(job.id)
             heartbeat.in_job = True  # the session sits idle while the job runs
             try:
@@ -234,7 +245,11 @@ class Worker:
             self._stale(1, [job])
 
     def _backoff_base(self, job: Job) -> float:
-        """The task's own backoff (@task(backoff=...)), else `run --backoff`."""
+        """The job's own backoff (enqueue(backoff=...)), else the task's (@task(backoff=...)),
+        else `run --backoff`."""
+        own = _stored_backoff(job.backoff)
+        if own is not None:
+            return own
         try:
             func = self.options.handler or self.queue.resolver.resolve(job.task)
         except Exception:  # a task that does not resolve fails with that reason; any backoff will do
@@ -251,13 +266,61 @@ class Worker:
             ", ".join(str(job.id) for job in jobs),
         )
 
+    # -- task versions ----------------------------------------------------------------
+
+    def _older_version_than(self, job: Job) -> int | None:
+        """The version of the job's task this worker knows, when the job's is newer; else None
+        (a task that does not resolve, or an unreadable version, fails in _call with the reason)."""
+        if job.task_version is None:  # enqueued before schema 010: version 1
+            return None
+        try:
+            version = stored_version(job.task_version)
+            known = task_version(self.options.handler or self.queue.resolver.resolve(job.task))
+        except Exception:
+            return None
+        return known if version > known else None
+
+    def _wait_for_version(self, job: Job, known: int) -> None:
+        """Put the job back, uncounted and not run, for a worker that knows its version."""
+        self.summary.version_waits += 1
+        key = (job.task, stored_version(job.task_version))
+        level = logging.DEBUG if key in self._versions_warned else logging.WARNING
+        self._versions_warned.add(key)
+        log.log(
+            level,
+            "job %s is version %s of task %s; this worker knows version %s: put back for a worker "
+            "that runs the newer code (deploy it here too)",
+            job.id,
+            key[1],
+            job.task,
+            known,
+        )
+        params = {
+            "id": job.id,
+            "token": job.claim_token,
+            "note": f"worker {self.name} knows version {known}"[:VERSION_WAIT_NOTE_MAX_CHARS],
+            "min_delay": VERSION_WAIT_MIN_SECONDS,
+            "max_delay": VERSION_WAIT_MAX_SECONDS,
+        }
+        if self._finish("job_wait_for_version", params) == 0:
+            self._stale(1, [job])
+
     def _call(self, job: Job) -> tuple[str, str] | None:
-        """Run the job's callable outside any transaction; None on success, else the error and
-        its fingerprint (batchq.failures)."""
+        """Run the job's callable outside any transaction, its payload upgraded first when the
+        job is of an older version of its task; None on success, else the error and its
+        fingerprint (batchq.failures)."""
         try:
             func = self.options.handler or self.queue.resolver.resolve(job.task)
             payload = loads(job.payload, job.serializer, self.queue.secret)
-            result = call_task(func, () if job.payload is None else (payload,))
+            present = job.payload is not None
+            version = stored_version(job.task_version)
+            if version < task_version(func):
+                payload = upgrade_payload(func, payload, version)
+                present = payload is not None  # an upgrade may add a payload, or drop it
+            result = call_task(func, (payload,) if present else ())
+        except UpgradeFailed as exc:  # its own error, said to be the upgrade's
+            cause = exc.__cause__ or exc
+            return f"{exc}: {_describe_error(cause)}"[:LAST_ERROR_MAX_CHARS], _fingerprint(cause, job.task)
         except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a task too: the job's failure
             return _describe_error(exc), _fingerprint(exc, job.task)
         if result is False:
@@ -287,6 +350,13 @@ class Worker:
                 log.warning("database connection lost (%s); reconnecting", exc)
                 time.sleep(min(0.2 * 2**attempt, 5))
         raise AssertionError("unreachable")
+
+
+def _stored_backoff(value: Any) -> float | None:
+    """A job row's backoff in seconds; None when there is none, or it is no duration (a row
+    written by hand): the task's or the run's applies then."""
+    seconds = stored_seconds(value)
+    return seconds if seconds is not None and seconds >= 0 else None
 
 
 def _describe_error(exc: BaseException) -> str:

@@ -132,10 +132,12 @@ def run(
             return  # enough workers on this host already
         summary = Worker(queue, options).run()
     logging.getLogger("batchq").info(
-        "processed %d jobs (%d ok, %d errors); %d lock conflicts retried, %d reconnects, %d stale finishes",
+        "processed %d jobs (%d ok, %d errors), %d put back for a newer task version; "
+        "%d lock conflicts retried, %d reconnects, %d stale finishes",
         summary.processed,
         summary.succeeded,
         summary.errors,
+        summary.version_waits,
         queue.backend.transient_retries,
         summary.reconnects,
         summary.stale_finishes,
@@ -152,6 +154,11 @@ def run(
 @click.option("--max-errors", type=int, help="Tries before it fails for good (default: the task's, else 10).")
 @click.option("--concurrency-key", metavar="KEY", help="Run at most --concurrency-limit jobs of KEY at once.")
 @click.option("--concurrency-limit", type=int, metavar="N", help="With --concurrency-key (default 1).")
+@click.option(
+    "--backoff",
+    type=DURATION,
+    help="Retry delay after a first failure, doubling up to 1h (default: the task's, else run's).",
+)
 @click.option("--task-modules", envvar=TASK_MODULES_ENV, show_envvar=True, metavar="M1,M2")
 @click.pass_context
 def enqueue(
@@ -164,6 +171,7 @@ def enqueue(
     max_errors: int | None,
     concurrency_key: str | None,
     concurrency_limit: int | None,
+    backoff: float | None,
     task_modules: str | None,
 ) -> None:
     """Enqueue TASK with a JSON PAYLOAD; prints the job id."""
@@ -182,6 +190,7 @@ def enqueue(
         max_errors=max_errors,
         concurrency_key=concurrency_key,
         concurrency_limit=concurrency_limit,
+        backoff=backoff,
     )
     click.echo(job_id)
 

@@ -39,12 +39,12 @@ SELECT @@max_allowed_packet AS max_allowed_packet;
 -- One job, due after `delay` seconds on the server's clock: 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit)
+                        concurrency_key, concurrency_limit, task_version, backoff)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
         UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, %(max_errors)s,
-        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s);
+        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, %(task_version)s, %(backoff)s);
 
 -- name: jobs_promote
 -- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
@@ -99,7 +99,7 @@ SELECT RELEASE_LOCK(CONCAT('batchq unblock ', DATABASE())) AS released;
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, task_version, backoff
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
@@ -112,7 +112,7 @@ FOR UPDATE SKIP LOCKED;
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, task_version, backoff
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
@@ -124,7 +124,7 @@ FOR UPDATE;
 -- later write, and commit (ids (NULL) when nothing was claimed: the deletes still commit).
 UPDATE batchq_job
 SET status = 'processing', processing_at = UTC_TIMESTAMP(6),
-    locked_by = %(worker)s, claim_token = %(token)s
+    locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
 WHERE id IN %(ids)s;
 COMMIT;
 
@@ -152,6 +152,19 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND claim_token = %(token)s;
 
+-- name: job_wait_for_version
+-- The job's task version is newer than this worker knows: put it back uncounted, for a worker
+-- that knows it, with who put it back (version_wait, for explain and stats). It waits a tenth
+-- of its age, from min_delay to max_delay seconds: no worker claims it again at once, and a
+-- job stuck behind outdated workers costs them a claim a minute at most. A job with a
+-- concurrency key gives its slot back and waits for one again.
+UPDATE batchq_job
+SET status = CASE WHEN concurrency_key IS NOT NULL THEN 'blocked' ELSE 'scheduled' END,
+    run_at = UTC_TIMESTAMP(6) + INTERVAL ROUND(1000000 * LEAST(%(max_delay)s, GREATEST(%(min_delay)s,
+        COALESCE(TIMESTAMPDIFF(MICROSECOND, created_at, UTC_TIMESTAMP(6)) / 1e7, 0)))) MICROSECOND,
+    version_wait = %(note)s, processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = %(id)s AND claim_token = %(token)s;
+
 -- name: jobs_release_unknown
 -- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
 UPDATE batchq_job
@@ -173,10 +186,12 @@ WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked')
 LIMIT %(batch)s;
 
 -- name: queue_stats
--- Per queue and status: counts, due counts and the oldest processing age, in seconds.
+-- Per queue and status: counts, due counts, the oldest processing age in seconds, and how many
+-- jobs an outdated worker put back for a newer task version (version_wait).
 SELECT queue, status, COUNT(*) AS jobs,
        SUM(run_at <= UTC_TIMESTAMP(6)) AS due,
-       TIMESTAMPDIFF(MICROSECOND, MIN(processing_at), UTC_TIMESTAMP(6)) / 1e6 AS oldest_seconds
+       TIMESTAMPDIFF(MICROSECOND, MIN(processing_at), UTC_TIMESTAMP(6)) / 1e6 AS oldest_seconds,
+       SUM(version_wait IS NOT NULL) AS version_waits
 FROM batchq_job
 GROUP BY queue, status;
 

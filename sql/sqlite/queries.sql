@@ -22,12 +22,12 @@ VALUES (:version, strftime('%Y-%m-%d %H:%M:%f', 'now'));
 -- One job, due after `delay` seconds: 'ready' when due now, else 'scheduled' until a worker
 -- promotes it (jobs_promote).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit)
+                        concurrency_key, concurrency_limit, task_version, backoff)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
         strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), :max_errors,
-        strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit);
+        strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit, :task_version, :backoff);
 
 -- name: jobs_promote
 -- Scheduled jobs whose time has come become ready (walks batchq_job_due), a bounded number per
@@ -80,7 +80,7 @@ SELECT 1 AS released;
 -- backend sorts a batch by priority, run_at and id.
 UPDATE batchq_job
 SET status = 'processing', processing_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
-    locked_by = :worker, claim_token = :token
+    locked_by = :worker, claim_token = :token, version_wait = NULL
 WHERE id IN (
     SELECT id FROM batchq_job INDEXED BY batchq_job_claim
     WHERE queue = :queue AND status = 'ready' AND run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
@@ -88,7 +88,7 @@ WHERE id IN (
     LIMIT :limit
 )
 RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
-          max_errors, run_at;
+          max_errors, task_version, backoff, run_at;
 
 -- name: jobs_delete
 -- Success: the finished jobs, fenced by their token (ids as a JSON array: SQLite binds no lists).
@@ -111,6 +111,19 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
     last_error = :error, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
     run_at = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)),
     processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = :id AND claim_token = :token;
+
+-- name: job_wait_for_version
+-- The job's task version is newer than this worker knows: put it back uncounted, for a worker
+-- that knows it, with who put it back (version_wait, for explain and stats). It waits a tenth
+-- of its age, from min_delay to max_delay seconds: no worker claims it again at once, and a
+-- job stuck behind outdated workers costs them a claim a minute at most. A job with a
+-- concurrency key gives its slot back and waits for one again.
+UPDATE batchq_job
+SET status = CASE WHEN concurrency_key IS NOT NULL THEN 'blocked' ELSE 'scheduled' END,
+    run_at = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', MIN(:max_delay, MAX(:min_delay,
+        COALESCE((julianday('now') - julianday(created_at)) * 8640.0, 0))))),
+    version_wait = :note, processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = :id AND claim_token = :token;
 
 -- name: jobs_release_unknown
@@ -137,10 +150,12 @@ WHERE id IN (
 );
 
 -- name: queue_stats
--- Per queue and status: counts, due counts and the oldest processing age, in seconds.
+-- Per queue and status: counts, due counts, the oldest processing age in seconds, and how many
+-- jobs an outdated worker put back for a newer task version (version_wait).
 SELECT queue, status, COUNT(*) AS jobs,
        SUM(run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')) AS due,
-       (julianday('now') - julianday(MIN(processing_at))) * 86400.0 AS oldest_seconds
+       (julianday('now') - julianday(MIN(processing_at))) * 86400.0 AS oldest_seconds,
+       SUM(version_wait IS NOT NULL) AS version_waits
 FROM batchq_job
 GROUP BY queue, status;
 

@@ -153,3 +153,15 @@ DROP TRIGGER IF EXISTS test_jobs_refuse;
 -- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
 CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job FOR EACH ROW
 IF NEW.queue = 'refused' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by a test trigger'; END IF;
+
+-- name: job_set_task_version
+-- A job's stored task version, as a row written by hand (or before schema 010: NULL) holds it.
+UPDATE batchq_job SET task_version = %(version)s WHERE id = %(id)s;
+
+-- name: job_make_old
+-- A job enqueued an hour ago.
+UPDATE batchq_job SET created_at = UTC_TIMESTAMP(6) - INTERVAL 1 HOUR WHERE id = %(id)s;
+
+-- name: job_version_columns
+-- What schema 010 added to a job row.
+SELECT task_version, backoff, version_wait FROM batchq_job WHERE id = %(id)s;

@@ -174,3 +174,15 @@ END $$;
 -- name: jobs_refuse_create
 -- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
 CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job FOR EACH ROW EXECUTE FUNCTION test_jobs_refuse();
+
+-- name: job_set_task_version
+-- A job's stored task version, as a row written by hand (or before schema 010: NULL) holds it.
+UPDATE batchq_job SET task_version = %(version)s WHERE id = %(id)s;
+
+-- name: job_make_old
+-- A job enqueued an hour ago.
+UPDATE batchq_job SET created_at = now() - interval '1 hour' WHERE id = %(id)s;
+
+-- name: job_version_columns
+-- What schema 010 added to a job row.
+SELECT task_version, backoff, version_wait FROM batchq_job WHERE id = %(id)s;

@@ -116,3 +116,15 @@ DROP TRIGGER IF EXISTS test_jobs_refuse;
 -- Make every INSERT of a job into queue 'refused' fail, inside whatever transaction runs it.
 CREATE TRIGGER test_jobs_refuse BEFORE INSERT ON batchq_job WHEN NEW.queue = 'refused'
 BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END;
+
+-- name: job_set_task_version
+-- A job's stored task version, as a row written by hand (or before schema 010: NULL) holds it.
+UPDATE batchq_job SET task_version = :version WHERE id = :id;
+
+-- name: job_make_old
+-- A job enqueued an hour ago.
+UPDATE batchq_job SET created_at = strftime('%Y-%m-%d %H:%M:%f', 'now', '-1 hour') WHERE id = :id;
+
+-- name: job_version_columns
+-- What schema 010 added to a job row.
+SELECT task_version, backoff, version_wait FROM batchq_job WHERE id = :id;

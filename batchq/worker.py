@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import random
 import signal
 import threading
 import time
@@ -34,9 +35,10 @@ LAST_ERROR_MAX_CHARS = 4000
 TICK_SECONDS = 1.0  # how often a busy worker promotes due scheduled jobs and reads paused queues
 RECONNECT_ATTEMPTS = 8  # backoff 0.2s doubling, capped at 5s: about 16s for a server to come back
 # A job of a newer task version than this worker knows waits a tenth of its age, within these
-# bounds, before a worker claims it again (job_wait_for_version).
+# bounds, times a random spread, before a worker claims it again (job_wait_for_version).
 VERSION_WAIT_MIN_SECONDS = 5.0
 VERSION_WAIT_MAX_SECONDS = 60.0
+VERSION_WAIT_SPREAD = 0.5
 VERSION_WAIT_NOTE_MAX_CHARS = 255
 
 
@@ -301,6 +303,7 @@ class Worker:
             "note": f"worker {self.name} knows version {known}"[:VERSION_WAIT_NOTE_MAX_CHARS],
             "min_delay": VERSION_WAIT_MIN_SECONDS,
             "max_delay": VERSION_WAIT_MAX_SECONDS,
+            "spread": 1 + random.random() * VERSION_WAIT_SPREAD,
         }
         if self._finish("job_wait_for_version", params) == 0:
             self._stale(1, [job])

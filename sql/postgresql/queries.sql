@@ -155,13 +155,14 @@ WHERE id = %(id)s AND claim_token = %(token)s;
 -- name: job_wait_for_version
 -- The job's task version is newer than this worker knows: put it back uncounted, for a worker
 -- that knows it, with who put it back (version_wait, for explain and stats). It waits a tenth
--- of its age, from min_delay to max_delay seconds: no worker claims it again at once, and a
--- job stuck behind outdated workers costs them a claim a minute at most. A job with a
--- concurrency key gives its slot back and waits for one again. (An infinite created_at,
+-- of its age, from min_delay to max_delay seconds, times spread (1 to 1.5, drawn by the worker,
+-- so that jobs put back together come due one by one, each a fresh chance for a new worker):
+-- no worker claims it again at once, and a job stuck behind outdated workers costs them a
+-- claim a minute or so. A job with a concurrency key gives its slot back and waits for one again. (An infinite created_at,
 -- written by hand, has no age.)
 UPDATE batchq_job
 SET status = CASE WHEN concurrency_key IS NOT NULL THEN 'blocked' ELSE 'scheduled' END,
-    run_at = statement_timestamp() + interval '1 second' * LEAST(%(max_delay)s::float8,
+    run_at = statement_timestamp() + interval '1 second' * %(spread)s::float8 * LEAST(%(max_delay)s::float8,
         GREATEST(%(min_delay)s::float8, CASE WHEN isfinite(created_at)
             THEN EXTRACT(EPOCH FROM statement_timestamp() - created_at)::float8 / 10 END)),
     version_wait = %(note)s, processing_at = NULL, locked_by = NULL, claim_token = NULL

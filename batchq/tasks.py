@@ -492,6 +492,11 @@ def task_version(func: Callable[..., Any] | None) -> int:
     return version if isinstance(version, int) else 1
 
 
+def declares_version(func: Callable[..., Any] | None) -> bool:
+    """Whether a callable was declared with @task (and so has a version, 1 by default)."""
+    return hasattr(func, "batchq_version")
+
+
 def stored_version(value: Any) -> int:
     """A job row's task_version: NULL (a row from before schema 010, or written by hand) is 1.
     Anything but a whole number from 1 raises PayloadError: the job fails with that reason."""

@@ -25,7 +25,15 @@ from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
 from .job import Job
 from .queue import Queue
 from .serializers import loads
-from .tasks import UpgradeFailed, call_task, stored_version, task_policy, task_version, upgrade_payload
+from .tasks import (
+    UpgradeFailed,
+    call_task,
+    declares_version,
+    stored_version,
+    task_policy,
+    task_version,
+    upgrade_payload,
+)
 
 log = logging.getLogger("batchq.worker")
 
@@ -276,11 +284,18 @@ class Worker:
         if job.task_version is None:  # enqueued before schema 010: version 1
             return None
         try:
-            version = stored_version(job.task_version)
-            known = task_version(self.options.handler or self.queue.resolver.resolve(job.task))
+            func = self.options.handler or self.queue.resolver.resolve(job.task)
+            if not self._versioned(func):
+                return None
+            version, known = stored_version(job.task_version), task_version(func)
         except Exception:
             return None
         return known if version > known else None
+
+    def _versioned(self, func: Callable[..., Any]) -> bool:
+        """Whether job versions apply to the call: always for a task; for a --handler (called for
+        every job, whatever its task) only when it declares a version itself, with @task."""
+        return self.options.handler is None or declares_version(func)
 
     def _wait_for_version(self, job: Job, known: int) -> None:
         """Put the job back, uncounted and not run, for a worker that knows its version."""
@@ -316,7 +331,7 @@ class Worker:
             func = self.options.handler or self.queue.resolver.resolve(job.task)
             payload = loads(job.payload, job.serializer, self.queue.secret)
             present = job.payload is not None
-            version = stored_version(job.task_version)
+            version = stored_version(job.task_version) if self._versioned(func) else task_version(func)
             if version < task_version(func):
                 payload = upgrade_payload(func, payload, version)
                 present = payload is not None  # an upgrade may add a payload, or drop it

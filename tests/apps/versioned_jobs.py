@@ -47,3 +47,8 @@ def greet(payload: dict[str, Any]) -> None:
         from jobs import record
 
         record(payload)
+
+
+def plain_handler(payload: Any) -> None:
+    """A `run --handler` that declares no version: it takes every job's payload as stored."""
+    RECEIVED.append(("handler", payload))

@@ -192,6 +192,32 @@ def test_a_waiting_job_with_a_concurrency_key_gives_its_slot_back(vqueue: Queue,
     assert vqueue.explain(newer).delay_reason == "version"
 
 
+def test_a_handler_without_a_version_takes_every_payload_as_stored(vqueue: Queue, deployed: Any) -> None:
+    """`run --handler` calls one function for every job, whatever its task: versions are the
+    task's, so they apply only to a handler that declares one itself."""
+    deployed(1)
+    vqueue.enqueue(GREET, {"user": "lou"})
+    deployed(3)
+    vqueue.enqueue(GREET, {"name": "max", "lang": "en"})
+    assert run(vqueue, handler=versioned_jobs.plain_handler).succeeded == 2
+    assert versioned_jobs.RECEIVED == [
+        ("handler", {"user": "lou"}),
+        ("handler", {"name": "max", "lang": "en"}),
+    ]
+
+    deployed(1)
+    vqueue.enqueue(GREET, {"user": "ned"})
+    deployed(2)
+    newer = vqueue.enqueue(GREET, {"name": "ole"})  # version 2, but the handler below knows 1
+    deployed(1)
+    summary = run(vqueue, handler=versioned_jobs.greet)
+    assert (summary.succeeded, summary.version_waits, [row["id"] for row in job_rows(vqueue)]) == (
+        1,
+        1,
+        [newer],
+    )
+
+
 @pytest.mark.backends("mysql", "sqlite")  # PostgreSQL's CHECK keeps task_version from 1 to 65535
 def test_a_hand_written_version_that_is_no_version_fails_the_job_with_the_reason(vqueue: Queue) -> None:
     job_id = vqueue.enqueue(GREET, {"name": "kim", "lang": "en"}, max_errors=1)

@@ -351,7 +351,7 @@ def _unknown(job_id: int) -> Explanation:
 
 def _about(facts: _Facts) -> str:
     priority = "?" if facts.priority is None else str(facts.priority)
-    version = f" (version {facts.task_version})" if facts.task_version != 1 else ""
+    version = f" (version {facts.task_version})" if facts.task_version not in (1, None) else ""
     return (
         f"queue {facts.queue}, task {facts.task}{version}, priority {priority}, "
         f"created {format_time(facts.created_at)}, {facts.tries()} tries used"

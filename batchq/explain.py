@@ -27,7 +27,8 @@ class Explanation:
     """Why job ``id`` is or is not running, on the database server's clock.
 
     ``state``: waiting (due, not yet claimed), blocked (due, waiting for a slot of its
-    concurrency key), delayed (not due yet), running (claimed),
+    concurrency key), delayed (not due yet; ``delay_reason`` says why: "version" when a worker
+    that knows only an older version of its task put it back), running (claimed),
     failed (out of tries), unrunnable (a status no worker claims: a row written by hand) or
     unknown (no such row: finished, cancelled, purged, or never there). ``summary`` and
     ``details`` say it in plain words; the other fields are what they are drawn from.
@@ -47,7 +48,7 @@ class Explanation:
     created_at: datetime | str | None = None  # aware UTC; a value that is not a time, as stored
     run_at: datetime | str | None = None
     due_in_seconds: float | None = None  # negative: due that long ago
-    delay_reason: str | None = None  # delayed: "delay" (at enqueue) or "backoff" (after a failure)
+    delay_reason: str | None = None  # delayed: "delay" (at enqueue), "backoff" (after a failure), "version"
     delay_seconds: float | None = None  # run_at - created_at: the delay asked at enqueue
     jobs_ahead: int | None = None  # waiting: due jobs of its queue a claim takes first
     queue_paused: bool = False
@@ -60,6 +61,9 @@ class Explanation:
     key_active: int | None = None  # jobs of its concurrency key that are ready or running
     key_holders: tuple[int, ...] = ()  # blocked: some of those jobs (the oldest five)
     unique_key: str | None = None
+    task_version: int | None = None  # the task's version at enqueue (None: unreadable)
+    version_wait: str | None = None  # "worker host:pid knows version 2": it put the job back
+    backoff_seconds: float | None = None  # given to enqueue; None: the task's, else the run's
     notes: tuple[str, ...] = field(default=())  # what could not be read (a row written by hand)
 
     @property
@@ -83,6 +87,10 @@ def explain(backend: Backend, job_id: int) -> Explanation:
 
 def _by_state(backend: Backend, facts: _Facts) -> Explanation:
     status = facts.status
+    if facts.version_wait is not None and (
+        status in ("ready", "scheduled") or status == "blocked" and not facts.due
+    ):
+        return _waiting_for_version(facts)  # a due blocked job waits for its slot first
     if status in ("ready", "scheduled"):
         if facts.due:
             return _waiting(backend, facts)
@@ -127,6 +135,10 @@ class _Facts:
         self.concurrency_limit = None if limit is None else self._whole("concurrency_limit", limit)
         self.key_active = int(row["key_active"] or 0)
         self.unique_key = None if row["unique_key"] is None else stored_text(row["unique_key"])
+        version = row["task_version"]  # NULL: enqueued before schema 013, version 1
+        self.task_version = 1 if version is None else self._whole("task_version", version)
+        self.version_wait = None if row["version_wait"] is None else stored_text(row["version_wait"])
+        self.backoff_seconds = stored_seconds(row["backoff"])
 
     def _whole(self, column: str, value: Any) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -152,6 +164,9 @@ class _Facts:
             "concurrency_key": self.concurrency_key,
             "concurrency_limit": self.concurrency_limit,
             "key_active": self.key_active if self.concurrency_key is not None else None,
+            "task_version": self.task_version,
+            "version_wait": self.version_wait,
+            "backoff_seconds": self.backoff_seconds,
             "due_in_seconds": self.due_in_seconds,
             "queue_paused": self.paused,
             "unique_key": self.unique_key,
@@ -210,6 +225,34 @@ def _blocked(backend: Backend, facts: _Facts) -> Explanation:
         key_holders=tuple(int(row["id"]) for row in holders),
         summary=f"job {facts.id}: waiting for a slot of concurrency key {facts.concurrency_key!r}, {why}",
         details=tuple(details),
+        **facts.common(),
+    )
+
+
+def _waiting_for_version(facts: _Facts) -> Explanation:
+    """Put back by a worker that knows only an older version of the task (worker.py)."""
+    version = "?" if facts.task_version is None else str(facts.task_version)
+    summary = (
+        f"job {facts.id}: waiting for a worker that knows version {version} of task {facts.task}; "
+        f"{facts.version_wait} and put it back (not counted as a try)"
+    )
+    if facts.due:
+        when = f"due again since {format_time(facts.run_at)}{_ago(facts.due_in_seconds)}"
+    else:
+        when = f"claimed again from {format_time(facts.run_at)}{_in(facts.due_in_seconds)}"
+    details = [
+        _about(facts),
+        f"{when}: a worker with the new code runs it; an outdated one puts it back again",
+        f"if it keeps waiting, deploy the code with this task version to every worker of queue {facts.queue}",
+    ]
+    if facts.paused:
+        details.append(facts.paused_line())
+    waiting = facts.due and facts.status != "blocked"
+    return Explanation(
+        state="waiting" if waiting else "delayed",
+        summary=summary,
+        details=tuple(details),
+        delay_reason=None if waiting else "version",
         **facts.common(),
     )
 
@@ -322,8 +365,9 @@ def _unknown(job_id: int) -> Explanation:
 
 def _about(facts: _Facts) -> str:
     priority = "?" if facts.priority is None else str(facts.priority)
+    version = f" (version {facts.task_version})" if facts.task_version not in (1, None) else ""
     return (
-        f"queue {facts.queue}, task {facts.task}, priority {priority}, "
+        f"queue {facts.queue}, task {facts.task}{version}, priority {priority}, "
         f"created {format_time(facts.created_at)}, {facts.tries()} tries used"
     )
 

@@ -29,16 +29,17 @@ class Job:
     # batchq.timeouts.stored_timeout, as a row written by hand may hold anything.
     timeout: Any = None
     claim_token: str = field(default="", repr=False)
+    task_version: Any = None  # the task's version at enqueue; NULL (before schema 013) is 1
+    backoff: Any = None  # seconds given to enqueue(backoff=...); NULL: the task's, else the run's
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...], claim_token: str) -> Job:
         """A job from the first columns of a claim's result row, which every dialect's jobs_claim
         returns in this order: id, queue, task, payload, serializer, priority, error_count,
-        max_errors, timeout_seconds."""
+        max_errors, timeout_seconds, task_version, backoff."""
         job_id, queue, task, payload, serializer, priority, error_count, max_errors, timeout = row[:9]
-        return cls(
-            job_id, queue, task, payload, serializer, priority, error_count, max_errors, timeout, claim_token
-        )
+        fields = (queue, task, payload, serializer, priority, error_count, max_errors, timeout)
+        return cls(job_id, *fields, claim_token, task_version=row[9], backoff=row[10])
 
 
 @dataclass(frozen=True, slots=True)

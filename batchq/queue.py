@@ -22,7 +22,7 @@ from .partitions import (
     set_partition_count,
 )
 from .serializers import dumps, secret_from_env
-from .tasks import Resolver, check_task_name, modules_from_env, split_modules, task_policy
+from .tasks import Resolver, check_task_name, modules_from_env, split_modules, task_policy, task_version
 
 if TYPE_CHECKING:
     from .schedules import Schedule, Schedules, TickReport
@@ -52,6 +52,7 @@ class QueueStats:
     failed: int = 0
     paused: bool = False
     blocked: int = 0  # due, waiting for a slot of their concurrency key
+    waiting_for_version: int = 0  # put back by a worker that knows an older version of their task
 
 
 class Enqueued(int):
@@ -103,6 +104,7 @@ class Queue(OnDatabase):
         concurrency_limit: int | None = None,
         unique_key: str | None = None,
         timeout: Delay = None,
+        backoff: Delay = None,
         conn: Any = None,
     ) -> Enqueued:
         """Write one job and return its id. Bad input raises before anything is written.
@@ -120,6 +122,9 @@ class Queue(OnDatabase):
 
         With ``timeout``, a call of the job that runs longer is stopped and counted as a failure
         (batchq.timeouts); without, the task's ``@task(timeout=...)`` applies, else the worker's.
+
+        ``backoff`` (a duration) is this job's first retry delay, doubling with each failure up
+        to an hour; without it, the task's @task(backoff=...), else `batchq run --backoff`.
         """
         template = self.job_template(
             task,
@@ -132,6 +137,7 @@ class Queue(OnDatabase):
             concurrency_limit,
             conn=conn,
             timeout=timeout,
+            backoff=backoff,
         )
         row = self.job_row(template, payload)
         backend = self.backend
@@ -179,6 +185,7 @@ class Queue(OnDatabase):
         concurrency_limit: int | None = None,
         unique_keys: Iterable[str | None] | None = None,
         timeout: Delay = None,
+        backoff: Delay = None,
         conn: Any = None,
     ) -> int:
         """Write one job per payload in one statement batch, all or none; returns how many.
@@ -198,6 +205,7 @@ class Queue(OnDatabase):
             concurrency_limit,
             conn=conn,
             timeout=timeout,
+            backoff=backoff,
         )
         rows = [self.job_row(template, payload) for payload in payloads]
         if unique_keys is not None:
@@ -223,18 +231,23 @@ class Queue(OnDatabase):
         concurrency_limit: int | None = None,
         conn: Any = None,
         timeout: Delay = None,
+        backoff: Delay = None,
     ) -> dict[str, Any]:
         """Everything of a job row but its payload, validated once per call (``conn``: the
-        caller's connection, where the partition count is read when it is due)."""
+        caller's connection, where the partition count is read when it is due). The task's
+        version is stored as it is here, at enqueue; a backoff only when given (NULL: a worker
+        uses the task's as it is then, else its own)."""
         check_queue_name(queue)
         name = self.resolver.name_for(task)
+        func = self.resolver.resolve(name)
         if max_errors is None:  # the task's own (@task(max_errors=...)), else the default
-            max_errors = task_policy(self.resolver.resolve(name))[0] or DEFAULT_MAX_ERRORS
+            max_errors = task_policy(func)[0] or DEFAULT_MAX_ERRORS
         _check_int("priority", priority, PRIORITY_RANGE)
         _check_int("max_errors", max_errors, MAX_ERRORS_RANGE)
         seconds = parse_duration(delay, "delay")
         concurrency_limit = _check_concurrency(concurrency_key, concurrency_limit)
         timeout_seconds = parse_timeout(timeout, "timeout")
+        backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
         return {
             "queue": queue,
             "task": name,
@@ -244,9 +257,11 @@ class Queue(OnDatabase):
             "delay": seconds,
             "concurrency_key": concurrency_key,
             "concurrency_limit": concurrency_limit,
-            "partitions": self._partitions(conn),
             "unique_key": None,
             "timeout": timeout_seconds,
+            "task_version": task_version(func),
+            "backoff": backoff_seconds,
+            "partitions": self._partitions(conn),  # last: the only part that may read the database
         }
 
     def _partitions(self, conn: Any = None) -> int:
@@ -319,6 +334,8 @@ class Queue(OnDatabase):
         for row in self.backend.fetchall("queue_stats"):
             stats = by_queue.setdefault(row["queue"], QueueStats(row["queue"]))
             jobs, due = int(row["jobs"]), int(row["due"] or 0)
+            if row["status"] in ("ready", "scheduled", "blocked"):
+                stats.waiting_for_version += int(row["version_waits"] or 0)
             if row["status"] in ("ready", "scheduled"):  # a due scheduled job awaits promotion
                 stats.ready += due
                 stats.delayed += jobs - due

@@ -17,11 +17,11 @@ import pkgutil
 import re
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from .config import Duration, parse_duration, parse_timeout
-from .errors import ConfigError, TaskError, TaskNotAllowed
+from .errors import ConfigError, PayloadError, TaskError, TaskNotAllowed
 
 TASK_MODULES_ENV = "BATCHQ_TASK_MODULES"
 _PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -29,6 +29,8 @@ _NAME = re.compile(r"^[A-Za-z_][\w.-]{0,254}$")
 # An entry of BATCHQ_TASK_MODULES: a module's full name, or 'package.*' for all its submodules.
 _MODULE_ENTRY = re.compile(r"^(?!.*(^|\.)__)[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(\.\*)?$")
 F = TypeVar("F", bound=Callable[..., Any])
+Upgrade = Callable[[Any], Any]  # a version-n payload in, the version-(n+1) payload out
+VERSION_RANGE = (1, 65535)  # the task_version column (SMALLINT UNSIGNED on MySQL)
 
 # name -> function, for names given with @task(name=...).
 _registry: dict[str, Callable[..., Any]] = {}
@@ -41,11 +43,18 @@ def task(
     max_errors: int | None = None,
     backoff: Duration | None = None,
     timeout: Duration | None = None,
+    version: int = 1,
+    upgrade: Mapping[int, Upgrade] | None = None,
 ) -> Any:
     """Register a function as a task: ``@task``, ``@task(name="send_mail")``, and its retry
     policy: ``max_errors`` for jobs enqueued without one, ``backoff`` (the first retry's delay,
-    doubling up to an hour) instead of `batchq run --backoff`, ``timeout`` (how long one call may
-    run) for jobs enqueued without one, instead of `batchq run --timeout`.
+    doubling up to an hour) for jobs enqueued without one, instead of `batchq run --backoff`,
+    ``timeout`` (how long one call may run) for jobs enqueued without one, instead of `batchq
+    run --timeout`.
+
+    ``version`` (default 1) is stored with each job; ``upgrade`` maps every older version n to
+    a function turning a version-n payload into a version-(n+1) one, so that a worker brings a
+    job enqueued before a deploy up to date before the call (v1 -> v2 -> v3).
 
     A registered name is resolved by workers only when the function's module is one they
     import (listed in BATCHQ_TASK_MODULES, or a submodule of a listed 'package.*').
@@ -56,6 +65,7 @@ def task(
         raise ConfigError(f"bad max_errors {max_errors!r} for a task: use a whole number from 1 to 65535")
     backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
     timeout_seconds = parse_timeout(timeout, "timeout")
+    steps = _check_upgrades(version, upgrade)
 
     def register(fn: F) -> F:
         path = task_path(fn)
@@ -65,9 +75,52 @@ def task(
         fn.batchq_max_errors = max_errors  # type: ignore[attr-defined]
         fn.batchq_backoff = backoff_seconds  # type: ignore[attr-defined]
         fn.batchq_timeout = timeout_seconds  # type: ignore[attr-defined]
+        fn.batchq_version = version  # type: ignore[attr-defined]
+        fn.batchq_upgrade = steps  # type: ignore[attr-defined]
         return fn
 
     return register(func) if func is not None else register
+
+
+def _check_upgrades(version: int, upgrade: Mapping[int, Upgrade] | None) -> dict[int, Upgrade]:
+    """The upgrade steps of a task of ``version``: one for each older version, each a function."""
+    low, high = VERSION_RANGE
+    if isinstance(version, bool) or not isinstance(version, int) or not low <= version <= high:
+        raise ConfigError(f"bad version {version!r} for a task: use a whole number from {low} to {high}")
+    if upgrade is None:
+        upgrade = {}
+    if not isinstance(upgrade, Mapping):
+        raise ConfigError(
+            f"bad upgrade {upgrade!r} for a task: use a dict {{old version: function}}, such as "
+            "upgrade={1: from_v1} where from_v1 turns a version-1 payload into a version-2 one"
+        )
+    for old, step in upgrade.items():
+        if isinstance(old, bool) or not isinstance(old, int) or not low <= old < version:
+            raise ConfigError(
+                f"bad upgrade step {old!r} for a task of version {version}: steps are keyed by the "
+                f"version they upgrade from, a whole number from {low} to {version - 1}"
+                + (" (a version-1 task has none: raise its version first)" if version == 1 else "")
+            )
+        if not callable(step) or inspect.isclass(step) or _not_plain(step):
+            raise ConfigError(
+                f"bad upgrade step {old}: {step!r} is not a plain function; give one that takes a "
+                f"version-{old} payload and returns the version-{old + 1} payload"
+            )
+    missing = [old for old in range(low, version) if old not in upgrade]
+    if missing:
+        first = missing[0]
+        raise ConfigError(
+            f"a task of version {version} has no upgrade from version {first} to {first + 1}: add "
+            f"upgrade={{{first}: ...}}, a function turning a version-{first} payload into a "
+            f"version-{first + 1} one, so that jobs enqueued with version {first} can still run"
+        )
+    return {old: upgrade[old] for old in range(low, version)}
+
+
+def _not_plain(func: Any) -> bool:
+    """async def or a generator: calling it would not run its body."""
+    kinds = (inspect.iscoroutinefunction, inspect.isasyncgenfunction, inspect.isgeneratorfunction)
+    return any(kind(func) for kind in kinds)
 
 
 def _register(name: str, fn: Callable[..., Any], path: str) -> None:
@@ -441,3 +494,48 @@ def task_policy(func: Callable[..., Any] | None) -> tuple[int | None, float | No
 def task_timeout(func: Callable[..., Any] | None) -> float | None:
     """The seconds a task declared with @task(timeout=...) may run, None if it did not."""
     return getattr(func, "batchq_timeout", None)
+
+
+def task_version(func: Callable[..., Any] | None) -> int:
+    """The version a task declared with @task(version=...); 1 for any other callable."""
+    version = getattr(func, "batchq_version", 1)
+    return version if isinstance(version, int) else 1
+
+
+def declares_version(func: Callable[..., Any] | None) -> bool:
+    """Whether a callable was declared with @task (and so has a version, 1 by default)."""
+    return hasattr(func, "batchq_version")
+
+
+def stored_version(value: Any) -> int:
+    """A job row's task_version: NULL (a row from before schema 013, or written by hand) is 1.
+    Anything but a whole number from 1 raises PayloadError: the job fails with that reason."""
+    if value is None:
+        return 1
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < VERSION_RANGE[0]:
+        raise PayloadError(
+            f"the job's stored task_version {value!r} is not a version (a whole number from 1): "
+            "fix the row or delete it"
+        )
+    return value
+
+
+class UpgradeFailed(TaskError):
+    """An upgrade step raised: the job fails with its error (``__cause__``), counted."""
+
+
+def upgrade_payload(func: Callable[..., Any], payload: Any, version: int) -> Any:
+    """A version-``version`` payload brought up to the task's version, one step at a time."""
+    steps: dict[int, Upgrade] = getattr(func, "batchq_upgrade", {})
+    for old in range(version, task_version(func)):
+        step = steps[old]
+        try:
+            payload = step(payload)
+        except BaseException as exc:  # as a task's own error: the job's failure, counted
+            label = getattr(step, "__qualname__", None) or repr(step)
+            raise UpgradeFailed(
+                f"upgrading the payload from version {old} to {old + 1} ({label}) failed"
+            ) from exc
+    return payload

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import random
 import signal
 import threading
 import time
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .backends import Backend, stored_count
+from .backends import Backend, stored_count, stored_seconds
 from .backends.liveness import owner_name
 from .config import parse_timeout
 from .errors import BackendError, BackendUnavailable
@@ -28,7 +29,15 @@ from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions
 from .queue import Queue
 from .registry import Registration
 from .serializers import loads
-from .tasks import call_task, task_policy
+from .tasks import (
+    UpgradeFailed,
+    call_task,
+    declares_version,
+    stored_version,
+    task_policy,
+    task_version,
+    upgrade_payload,
+)
 from .timeouts import (
     DEFAULT_GRACE_SECONDS,
     RETRY_FLOOR_SECONDS,
@@ -49,6 +58,12 @@ LAST_ERROR_MAX_CHARS = 4000
 TICK_SECONDS = 1.0  # how often a busy worker promotes due scheduled jobs and reads paused queues
 PARTITION_TRIES = 3  # partitions a claim tries before the worker counts as idle
 RECONNECT_ATTEMPTS = 8  # backoff 0.2s doubling, capped at 5s: about 16s for a server to come back
+# A job of a newer task version than this worker knows waits a tenth of its age, within these
+# bounds, times a random spread, before a worker claims it again (job_wait_for_version).
+VERSION_WAIT_MIN_SECONDS = 5.0
+VERSION_WAIT_MAX_SECONDS = 60.0
+VERSION_WAIT_SPREAD = 0.5
+VERSION_WAIT_NOTE_MAX_CHARS = 255
 
 
 def retry_delay(
@@ -91,6 +106,7 @@ class RunSummary:
     errors: int = 0
     stale_finishes: int = 0  # finishes fenced off because a sweep had taken the job back
     timed_out: int = 0  # errors that were timeouts
+    version_waits: int = 0  # jobs put back, uncounted: their task's version is newer than ours
     reconnects: int = 0
     # The most recent job ids, in the order run (bounded: a --wait worker may run for months).
     job_ids: deque[int] = field(default_factory=lambda: deque(maxlen=10_000))
@@ -121,6 +137,7 @@ class Worker:
         self._watchdog: Watchdog | None = None  # made by run(), in the thread that runs the jobs
         # While a job runs: the jobs of its batch not yet run, and the ones done but not deleted.
         self._in_hand: tuple[list[Job], list[Job]] = ([], [])
+        self._versions_warned: set[tuple[str, int]] = set()  # (task, version) logged as too new
 
     @property
     def backend(self) -> Backend:
@@ -330,6 +347,10 @@ class Worker:
             if index and self._should_stop():
                 self._with_reconnect(partial(self.backend.release_jobs, jobs[index:]), between_jobs=False)
                 break
+            known = self._older_version_than(job)
+            if known is not None:
+                self._wait_for_version(job, known)
+                continue
             self.summary.job_ids.append(job.id)
             self._in_hand = (jobs[index + 1 :], done)
             heartbeat.in_job = True  # the session sits idle while the job runs
@@ -386,7 +407,11 @@ class Worker:
         return retry_delay(stored_count(job.error_count) + 1, self._backoff_base(job))
 
     def _backoff_base(self, job: Job) -> float:
-        """The task's own backoff (@task(backoff=...)), else `run --backoff`."""
+        """The job's own backoff (enqueue(backoff=...)), else the task's (@task(backoff=...)),
+        else `run --backoff`."""
+        own = _stored_backoff(job.backoff)
+        if own is not None:
+            return own
         try:
             func = self.options.handler or self.queue.resolver.resolve(job.task)
         except Exception:  # a task that does not resolve fails with that reason; any backoff will do
@@ -403,12 +428,69 @@ class Worker:
             ", ".join(str(job.id) for job in jobs),
         )
 
+    # -- task versions ----------------------------------------------------------------
+
+    def _older_version_than(self, job: Job) -> int | None:
+        """The version of the job's task this worker knows, when the job's is newer; else None
+        (a task that does not resolve, or an unreadable version, fails in _call with the reason)."""
+        if job.task_version is None:  # enqueued before schema 013: version 1
+            return None
+        try:
+            func = self.options.handler or self.queue.resolver.resolve(job.task)
+            if not self._versioned(func):
+                return None
+            version, known = stored_version(job.task_version), task_version(func)
+        except Exception:
+            return None
+        return known if version > known else None
+
+    def _versioned(self, func: Callable[..., Any]) -> bool:
+        """Whether job versions apply to the call: always for a task; for a --handler (called for
+        every job, whatever its task) only when it declares a version itself, with @task."""
+        return self.options.handler is None or declares_version(func)
+
+    def _wait_for_version(self, job: Job, known: int) -> None:
+        """Put the job back, uncounted and not run, for a worker that knows its version."""
+        self.summary.version_waits += 1
+        key = (job.task, stored_version(job.task_version))
+        level = logging.DEBUG if key in self._versions_warned else logging.WARNING
+        self._versions_warned.add(key)
+        log.log(
+            level,
+            "job %s is version %s of task %s; this worker knows version %s: put back for a worker "
+            "that runs the newer code (deploy it here too)",
+            job.id,
+            key[1],
+            job.task,
+            known,
+        )
+        params = {
+            "id": job.id,
+            "token": job.claim_token,
+            "note": f"worker {self.name} knows version {known}"[:VERSION_WAIT_NOTE_MAX_CHARS],
+            "min_delay": VERSION_WAIT_MIN_SECONDS,
+            "max_delay": VERSION_WAIT_MAX_SECONDS,
+            "spread": 1 + random.random() * VERSION_WAIT_SPREAD,
+        }
+        if self._finish("job_wait_for_version", params) == 0:
+            self._stale(1, [job])
+
     def _call(self, job: Job) -> tuple[tuple[str, str] | None, Any]:
-        """Run the job's callable outside any transaction, under its timeout: (None, what it
-        returned) on success, else (the error and its fingerprint (batchq.failures), None)."""
+        """Run the job's callable outside any transaction, under its timeout, its payload upgraded
+        first when the job is of an older version of its task: (None, what it returned) on
+        success, else (the error and its fingerprint (batchq.failures), None)."""
         try:
             func = self.options.handler or self.queue.resolver.resolve(job.task)
             payload = loads(job.payload, job.serializer, self.queue.secret)
+            present = job.payload is not None
+            version = stored_version(job.task_version) if self._versioned(func) else task_version(func)
+            if version < task_version(func):
+                payload = upgrade_payload(func, payload, version)
+                present = payload is not None  # an upgrade may add a payload, or drop it
+        except UpgradeFailed as exc:  # its own error, said to be the upgrade's
+            cause = exc.__cause__ or exc
+            error_text = f"{exc}: {_describe_error(cause)}"[:LAST_ERROR_MAX_CHARS]
+            return (error_text, _fingerprint(cause, job.task)), None
         except BaseException as exc:
             return (_describe_error(exc), _fingerprint(exc, job.task)), None
         result: Any = None
@@ -417,7 +499,7 @@ class Worker:
         assert watchdog is not None, "jobs are called by run()"
         watch = watchdog.begin(job, job_timeout(job, func, self._timeout))
         try:
-            result = call_task(func, () if job.payload is None else (payload,))
+            result = call_task(func, (payload,) if present else ())
         except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a task too: the job's failure
             error = exc
         watchdog.end(watch)  # at once: no JobTimeout is raised past this line
@@ -497,6 +579,13 @@ def _timed_out_error(watch: Watch, error: BaseException | None) -> str:
     text = f"JobTimeout: {timed_out(watch.timeout)}; the task went on past it"
     ending = "then returned" if error is None else f"then raised {_describe_error(error)}"
     return f"{text}, {ending}"[:LAST_ERROR_MAX_CHARS]
+
+
+def _stored_backoff(value: Any) -> float | None:
+    """A job row's backoff in seconds; None when there is none, or it is no duration (a row
+    written by hand): the task's or the run's applies then."""
+    seconds = stored_seconds(value)
+    return seconds if seconds is not None and seconds >= 0 else None
 
 
 def _describe_error(exc: BaseException) -> str:

@@ -114,7 +114,7 @@ class SQLiteBackend(Backend):
 def _claim_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """The claim index's order (priority DESC, run_at, id) for a batch, whatever a row written by
     hand holds: SQLite sorts text priorities above every number."""
-    priority, run_at, job_id = row[5], row[9], row[0]
+    priority, run_at, job_id = row[5], row[11], row[0]
     if isinstance(priority, (int, float)):
         return (1, -priority, str(run_at), job_id)
     return (0, str(priority), str(run_at), job_id)

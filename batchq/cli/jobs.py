@@ -184,10 +184,12 @@ def run(
             return  # enough workers on this host already
         summary = Worker(queue, options).run()
     logging.getLogger("batchq").info(
-        "processed %d jobs (%d ok, %d errors); %d lock conflicts retried, %d reconnects, %d stale finishes",
+        "processed %d jobs (%d ok, %d errors), %d put back for a newer task version; "
+        "%d lock conflicts retried, %d reconnects, %d stale finishes",
         summary.processed,
         summary.succeeded,
         summary.errors,
+        summary.version_waits,
         queue.backend.transient_retries,
         summary.reconnects,
         summary.stale_finishes,
@@ -215,6 +217,11 @@ def run(
     callback=timeout_value,
     help="Stop the job if it runs longer (default: the task's, else `batchq run --timeout`).",
 )
+@click.option(
+    "--backoff",
+    type=DURATION,
+    help="Retry delay after a first failure, doubling up to 1h (default: the task's, else run's).",
+)
 @click.option("--task-modules", envvar=TASK_MODULES_ENV, show_envvar=True, metavar="M1,M2")
 @click.pass_context
 def enqueue(
@@ -229,6 +236,7 @@ def enqueue(
     concurrency_limit: int | None,
     unique_key: str | None,
     timeout: float | None,
+    backoff: float | None,
     task_modules: str | None,
 ) -> None:
     """Enqueue TASK with a JSON PAYLOAD; prints the job id."""
@@ -249,6 +257,7 @@ def enqueue(
         concurrency_limit=concurrency_limit,
         unique_key=unique_key,
         timeout=timeout,
+        backoff=backoff,
     )
     click.echo(job_id)
     if not job_id.created:

@@ -16,8 +16,9 @@ from .common import age, common_options, exit_with, open_queue, print_json
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool) -> None:
     """Per-queue counts: ready, delayed, blocked (waiting for a concurrency slot), processing (and
-    the oldest's age), failed. First, how workers claim: the row claim's statement, and the
-    partitions of `run --claim partition` with how many are leased, when they are set up."""
+    the oldest's age), failed; and jobs waiting for a worker that knows their task's version.
+    First, how workers claim: the row claim's statement, and the partitions of `run --claim
+    partition` with how many are leased, when they are set up."""
     queue = open_queue(ctx)
     rows = queue.stats()
     parts = queue.partitions()
@@ -48,6 +49,13 @@ def stats(ctx: click.Context, as_json: bool) -> None:
             f"{name:<20} {r.ready:>8} {r.delayed:>8} {r.blocked:>8} {r.processing:>10} {oldest:>8} "
             f"{r.failed:>8}"
         )
+    for r in rows:
+        if r.waiting_for_version:
+            click.echo(
+                f"queue {r.queue}: {r.waiting_for_version} jobs wait for a worker that knows a newer "
+                "version of their task (outdated workers put them back): deploy the new code to "
+                "every worker; `batchq explain ID` names the worker"
+            )
 
 
 @click.command()

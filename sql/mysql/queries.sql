@@ -40,25 +40,27 @@ SELECT @@max_allowed_packet AS max_allowed_packet;
 -- 'scheduled' until a worker promotes it (jobs_promote).
 -- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, claim_partition, timeout_seconds)
+                        concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
+                        backoff)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
         UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, %(max_errors)s,
-        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, FLOOR(RAND() * %(partitions)s), %(timeout)s);
+        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s);
 
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (0 rows, no error) while a job of that key is waiting
 -- or running (the UNIQUE index batchq_job_unique). IGNORE would also let a value too long for
 -- its column through as a warning: every value is checked before it is sent (Queue.job_template).
 INSERT IGNORE INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors,
-                               created_at, concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds)
+                               created_at, concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
+                        task_version, backoff)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
         UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, %(max_errors)s,
         UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, %(unique_key)s,
-        FLOOR(RAND() * %(partitions)s), %(timeout)s);
+        FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s);
 
 -- name: job_unique_holder
 -- The job holding a unique key (waiting or running), if any. A locking read: it sees the latest
@@ -121,7 +123,8 @@ SELECT RELEASE_LOCK(CONCAT('batchq unblock ', DATABASE())) AS released;
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+       task_version, backoff
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
@@ -150,7 +153,8 @@ JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
     result MEDIUMTEXT PATH '$.result', note VARCHAR(255) PATH '$.note')) AS k ON k.id = j.id
 WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+       task_version, backoff
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
@@ -163,7 +167,8 @@ FOR UPDATE SKIP LOCKED;
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+       task_version, backoff
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
@@ -178,7 +183,8 @@ FOR UPDATE;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+       task_version, backoff
 FROM batchq_job FORCE INDEX (batchq_job_partition)
 WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
   AND run_at <= UTC_TIMESTAMP(6)
@@ -192,7 +198,8 @@ FOR UPDATE SKIP LOCKED;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+       task_version, backoff
 FROM batchq_job FORCE INDEX (batchq_job_partition)
 WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
   AND run_at <= UTC_TIMESTAMP(6)
@@ -205,7 +212,7 @@ FOR UPDATE;
 -- later write, and commit (ids (NULL) when nothing was claimed: the deletes still commit).
 UPDATE batchq_job
 SET status = 'processing', processing_at = UTC_TIMESTAMP(6),
-    locked_by = %(worker)s, claim_token = %(token)s
+    locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
 WHERE id IN %(ids)s;
 COMMIT;
 
@@ -266,6 +273,20 @@ SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker,
 FROM batchq_job
 WHERE id = %(id)s AND status = 'failed';
 
+-- name: job_wait_for_version
+-- The job's task version is newer than this worker knows: put it back uncounted, for a worker
+-- that knows it, with who put it back (version_wait, for explain and stats). It waits a tenth
+-- of its age, from min_delay to max_delay seconds, times spread (1 to 1.5, drawn by the worker,
+-- so that jobs put back together come due one by one, each a fresh chance for a new worker):
+-- no worker claims it again at once, and a job stuck behind outdated workers costs them a
+-- claim a minute or so. A job with a concurrency key gives its slot back and waits for one again.
+UPDATE batchq_job
+SET status = CASE WHEN concurrency_key IS NOT NULL THEN 'blocked' ELSE 'scheduled' END,
+    run_at = UTC_TIMESTAMP(6) + INTERVAL ROUND(1000000 * %(spread)s * LEAST(%(max_delay)s, GREATEST(%(min_delay)s,
+        COALESCE(TIMESTAMPDIFF(MICROSECOND, created_at, UTC_TIMESTAMP(6)) / 1e7, 0)))) MICROSECOND,
+    version_wait = %(note)s, processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = %(id)s AND claim_token = %(token)s;
+
 -- name: jobs_release_unknown
 -- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
 UPDATE batchq_job
@@ -287,10 +308,12 @@ WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked')
 LIMIT %(batch)s;
 
 -- name: queue_stats
--- Per queue and status: counts, due counts and the oldest processing age, in seconds.
+-- Per queue and status: counts, due counts, the oldest processing age in seconds, and how many
+-- jobs an outdated worker put back for a newer task version (version_wait).
 SELECT queue, status, COUNT(*) AS jobs,
        SUM(run_at <= UTC_TIMESTAMP(6)) AS due,
-       TIMESTAMPDIFF(MICROSECOND, MIN(processing_at), UTC_TIMESTAMP(6)) / 1e6 AS oldest_seconds
+       TIMESTAMPDIFF(MICROSECOND, MIN(processing_at), UTC_TIMESTAMP(6)) / 1e6 AS oldest_seconds,
+       SUM(version_wait IS NOT NULL) AS version_waits
 FROM batchq_job
 GROUP BY queue, status;
 

@@ -30,25 +30,27 @@ ON CONFLICT (version) DO NOTHING;
 -- 'scheduled' until a worker promotes it (jobs_promote). A trigger NOTIFYs waiting workers.
 -- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, claim_partition, timeout_seconds)
+                        concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
+                        backoff)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
         statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
         statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int,
-        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8)
+        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8)
 RETURNING id;
 
 -- name: enqueue_many
 -- Many jobs of one task, queue and delay in one statement, their payloads as one array, in order.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, claim_partition, timeout_seconds)
+                        concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
+                        backoff)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
        statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int,
-       floor(random() * %(partitions)s::int)::int, %(timeout)s::float8
+       floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8
 FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
 ORDER BY batch.n;
 
@@ -57,13 +59,15 @@ ORDER BY batch.n;
 -- or running (the partial unique index batchq_job_unique); a concurrent uncommitted one is
 -- waited for. Any other conflict (an id written by hand) still raises.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds)
+                        concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
+                        task_version, backoff)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
         statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
         statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, %(unique_key)s::text,
-        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8)
+        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int,
+        %(backoff)s::float8)
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
 DO NOTHING
 RETURNING id;
@@ -72,13 +76,15 @@ RETURNING id;
 -- enqueue_many with a unique key per payload (NULL: none): the jobs whose key is free, in order;
 -- a key taken, or given twice in the batch (the first is written), writes nothing.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds)
+                        concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
+                        task_version, backoff)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
        statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, batch.unique_key,
-       floor(random() * %(partitions)s::int)::int, %(timeout)s::float8
+       floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int,
+       %(backoff)s::float8
 FROM unnest(%(payloads)s::bytea[], %(unique_keys)s::text[]) WITH ORDINALITY AS batch(payload, unique_key, n)
 ORDER BY batch.n
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
@@ -153,15 +159,16 @@ WITH done AS (
 ), claimed AS (
     UPDATE batchq_job
     SET status = 'processing', processing_at = statement_timestamp(),
-        locked_by = %(worker)s, claim_token = %(token)s
+        locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
     -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
     -- with picked may hash the whole table in a generic plan).
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds, run_at
+    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+              task_version, backoff, run_at
 )
 SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
        claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
-       (SELECT count(*) FROM done) AS deleted
+       claimed.task_version, claimed.backoff, (SELECT count(*) FROM done) AS deleted
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
@@ -181,15 +188,16 @@ WITH done AS (
 ), claimed AS (
     UPDATE batchq_job
     SET status = 'processing', processing_at = statement_timestamp(),
-        locked_by = %(worker)s, claim_token = %(token)s
+        locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
     -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
     -- with picked may hash the whole table in a generic plan).
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds, run_at
+    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+              task_version, backoff, run_at
 )
 SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
        claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
-       (SELECT count(*) FROM done) AS deleted
+       claimed.task_version, claimed.backoff, (SELECT count(*) FROM done) AS deleted
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
@@ -229,15 +237,16 @@ WITH done AS (
 ), claimed AS (
     UPDATE batchq_job
     SET status = 'processing', processing_at = statement_timestamp(),
-        locked_by = %(worker)s, claim_token = %(token)s
+        locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
     -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
     -- with picked may hash the whole table in a generic plan).
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds, run_at
+    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+              task_version, backoff, run_at
 )
 SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
        claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
-       (SELECT count(*) FROM done) AS deleted
+       claimed.task_version, claimed.backoff, (SELECT count(*) FROM done) AS deleted
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
@@ -314,6 +323,22 @@ ON CONFLICT (id) DO UPDATE SET
     memory_growth_bytes = excluded.memory_growth_bytes, result = NULL, result_note = NULL,
     error = excluded.error;
 
+-- name: job_wait_for_version
+-- The job's task version is newer than this worker knows: put it back uncounted, for a worker
+-- that knows it, with who put it back (version_wait, for explain and stats). It waits a tenth
+-- of its age, from min_delay to max_delay seconds, times spread (1 to 1.5, drawn by the worker,
+-- so that jobs put back together come due one by one, each a fresh chance for a new worker):
+-- no worker claims it again at once, and a job stuck behind outdated workers costs them a
+-- claim a minute or so. A job with a concurrency key gives its slot back and waits for one again. (An infinite created_at,
+-- written by hand, has no age.)
+UPDATE batchq_job
+SET status = CASE WHEN concurrency_key IS NOT NULL THEN 'blocked' ELSE 'scheduled' END,
+    run_at = statement_timestamp() + interval '1 second' * %(spread)s::float8 * LEAST(%(max_delay)s::float8,
+        GREATEST(%(min_delay)s::float8, CASE WHEN isfinite(created_at)
+            THEN EXTRACT(EPOCH FROM statement_timestamp() - created_at)::float8 / 10 END)),
+    version_wait = %(note)s, processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = %(id)s AND claim_token = %(token)s;
+
 -- name: jobs_release_unknown
 -- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
 UPDATE batchq_job
@@ -340,12 +365,14 @@ WHERE id = ANY(ARRAY(
 ));
 
 -- name: queue_stats
--- Per queue and status: counts, due counts and the oldest processing age, in seconds (an
--- infinite processing_at, written by hand, has no age).
+-- Per queue and status: counts, due counts, the oldest processing age in seconds (an infinite
+-- processing_at, written by hand, has no age), and how many jobs an outdated worker put back
+-- for a newer task version (version_wait).
 SELECT queue, status, COUNT(*) AS jobs,
        COUNT(*) FILTER (WHERE run_at <= statement_timestamp()) AS due,
        EXTRACT(EPOCH FROM statement_timestamp()
-               - MIN(processing_at) FILTER (WHERE isfinite(processing_at)))::float8 AS oldest_seconds
+               - MIN(processing_at) FILTER (WHERE isfinite(processing_at)))::float8 AS oldest_seconds,
+       COUNT(*) FILTER (WHERE version_wait IS NOT NULL) AS version_waits
 FROM batchq_job
 GROUP BY queue, status;
 

@@ -23,25 +23,27 @@ VALUES (:version, strftime('%Y-%m-%d %H:%M:%f', 'now'));
 -- promotes it (jobs_promote).
 -- Its claim partition is a random one of :partitions (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, claim_partition, timeout_seconds)
+                        concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
+                        backoff)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
         strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), :max_errors,
         strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit,
-        abs(random() % :partitions), :timeout);
+        abs(random() % :partitions), :timeout, :task_version, :backoff);
 
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (no change) while a job of that key is waiting or
 -- running (the partial unique index batchq_job_unique). Any other conflict still raises.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
-                        concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds)
+                        concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
+                        task_version, backoff)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
         strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), :max_errors,
         strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit, :unique_key,
-        abs(random() % :partitions), :timeout)
+        abs(random() % :partitions), :timeout, :task_version, :backoff)
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
 DO NOTHING;
 
@@ -101,7 +103,7 @@ SELECT 1 AS released;
 -- backend sorts a batch by priority, run_at and id.
 UPDATE batchq_job
 SET status = 'processing', processing_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
-    locked_by = :worker, claim_token = :token
+    locked_by = :worker, claim_token = :token, version_wait = NULL
 WHERE id IN (
     SELECT id FROM batchq_job INDEXED BY batchq_job_claim
     WHERE queue = :queue AND status = 'ready' AND run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
@@ -109,14 +111,14 @@ WHERE id IN (
     LIMIT :limit
 )
 RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
-          max_errors, timeout_seconds, run_at;
+          max_errors, timeout_seconds, task_version, backoff, run_at;
 
 -- name: jobs_claim_partition
 -- jobs_claim within one partition that the worker leases (run --claim partition), through
 -- batchq_job_partition (partial, 'ready' rows only).
 UPDATE batchq_job
 SET status = 'processing', processing_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
-    locked_by = :worker, claim_token = :token
+    locked_by = :worker, claim_token = :token, version_wait = NULL
 WHERE id IN (
     SELECT id FROM batchq_job INDEXED BY batchq_job_partition
     WHERE queue = :queue AND status = 'ready' AND claim_partition = :partition
@@ -125,7 +127,7 @@ WHERE id IN (
     LIMIT :limit
 )
 RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
-          max_errors, timeout_seconds, run_at;
+          max_errors, timeout_seconds, task_version, backoff, run_at;
 
 -- name: jobs_keep
 -- Before jobs_delete, in the claim's BEGIN IMMEDIATE, when finished jobs are to be kept: copy
@@ -180,6 +182,20 @@ SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker,
 FROM batchq_job
 WHERE id = :id AND status = 'failed';
 
+-- name: job_wait_for_version
+-- The job's task version is newer than this worker knows: put it back uncounted, for a worker
+-- that knows it, with who put it back (version_wait, for explain and stats). It waits a tenth
+-- of its age, from min_delay to max_delay seconds, times spread (1 to 1.5, drawn by the worker,
+-- so that jobs put back together come due one by one, each a fresh chance for a new worker):
+-- no worker claims it again at once, and a job stuck behind outdated workers costs them a
+-- claim a minute or so. A job with a concurrency key gives its slot back and waits for one again.
+UPDATE batchq_job
+SET status = CASE WHEN concurrency_key IS NOT NULL THEN 'blocked' ELSE 'scheduled' END,
+    run_at = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :spread * MIN(:max_delay, MAX(:min_delay,
+        COALESCE((julianday('now') - julianday(created_at)) * 8640.0, 0))))),
+    version_wait = :note, processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = :id AND claim_token = :token;
+
 -- name: jobs_release_unknown
 -- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
 UPDATE batchq_job
@@ -204,10 +220,12 @@ WHERE id IN (
 );
 
 -- name: queue_stats
--- Per queue and status: counts, due counts and the oldest processing age, in seconds.
+-- Per queue and status: counts, due counts, the oldest processing age in seconds, and how many
+-- jobs an outdated worker put back for a newer task version (version_wait).
 SELECT queue, status, COUNT(*) AS jobs,
        SUM(run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')) AS due,
-       (julianday('now') - julianday(MIN(processing_at))) * 86400.0 AS oldest_seconds
+       (julianday('now') - julianday(MIN(processing_at))) * 86400.0 AS oldest_seconds,
+       SUM(version_wait IS NOT NULL) AS version_waits
 FROM batchq_job
 GROUP BY queue, status;
 

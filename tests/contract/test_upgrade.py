@@ -1,5 +1,6 @@
 """Upgrading a database that has jobs in it: `init-db` of this version over the schema of 002,
-and over that of 007 (before unique keys).
+and over that of 007 (before unique keys, partitions, the worker registry, history, timeouts and
+task versions).
 
 Rows of every kind are written as 002 left them (a due job, a delayed one, one a live worker is
 running, a failed one); after the upgrade none is lost and each is where it should be: the due
@@ -9,17 +10,20 @@ one waits for a human.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
+import versioned_jobs
 
 from batchq import Queue
 from batchq.backends import create_backend
 from batchq.sqlfiles import migrations
-from batchq.sweeps import gc_error
+from batchq.sweeps import gc_error, gc_processing
 from batchq.worker import RunOptions, Worker
 from tests.support.db import job_rows, run_query, sibling_database_url, sql
+from tests.support.rows import dead_worker
 
 TABLES = (
     "batchq_lock",
@@ -39,7 +43,7 @@ def old_url(backend_name: str, tmp_path: Path) -> str:
 
 @pytest.fixture
 def url_at_007(backend_name: str, tmp_path: Path) -> str:
-    """A database with the schema of migration 007 (before history, 011) and nothing else."""
+    """A database with the schema of migration 007 (before unique keys, 008) and nothing else."""
     return database_at(backend_name, tmp_path, 7)
 
 
@@ -204,4 +208,38 @@ def test_upgrade_from_007_adds_timeouts_and_keeps_every_job(backend_name: str, t
     assert (after[ids[2]]["status"], after[ids[3]]["status"]) == ("processing", "failed")
     new = queue.enqueue("jobs:noop", timeout="45s")
     assert sql(queue, f"SELECT timeout_seconds FROM batchq_job WHERE id = {new}") == [(45.0,)]
+    queue.close()
+
+
+def test_upgrade_from_007_runs_every_job_as_version_1(backend_name: str, url_at_007: str) -> None:
+    """Jobs enqueued before task versions are version 1: a worker upgrades their payloads."""
+    queue = Queue(url_at_007, task_modules=["jobs", "versioned_jobs"])
+    task = "versioned_jobs:greet"  # version 3 here; the rows hold version-1 payloads
+    rows = [  # (status, due in seconds, error_count, locked_by)
+        ("ready", 0, 0, None),
+        ("scheduled", 1, 2, None),
+        ("processing", 0, 0, dead_worker()),  # gone during the upgrade
+        ("failed", 0, 10, None),
+    ]
+    for status, due_in, errors, owner in rows:
+        params = {"task": task, "status": status, "due_in": due_in, "error_count": errors, "owner": owner}
+        run_query(queue, "job_insert_as_002_wrote_it", params)
+    run_query(queue, "jobs_set_payload", {"payload": json.dumps({"user": "ola"}).encode()})
+    ids = [row["id"] for row in job_rows(queue)]
+
+    applied = queue.init_db()
+    assert "013_task_versions.sql" in applied
+    assert applied == [name for version, name, _ in migrations(backend_name) if version > 7]
+    assert [row["status"] for row in job_rows(queue)] == ["ready", "scheduled", "processing", "failed"]
+    assert [run_query(queue, "job_version_columns", {"id": job_id})[0][0] for job_id in ids] == [None] * 4
+
+    versioned_jobs.RECEIVED.clear()
+    assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[0]]
+    time.sleep(1.1)
+    assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[1]]  # due now
+    assert [job.id for job in gc_processing(queue).requeued] == [ids[2]]  # its worker is gone
+    assert [job.id for job in gc_error(queue, "requeue")] == [ids[3]]
+    assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[2], ids[3]]
+    assert versioned_jobs.RECEIVED == [{"name": "ola", "lang": "en"}] * 4  # each upgraded 1 -> 3
+    assert job_rows(queue) == []
     queue.close()

@@ -214,3 +214,15 @@ WHERE id = %(id)s;
 -- name: history_count
 -- Every history record's id, and how many records each id has.
 SELECT id, COUNT(*) FROM batchq_history GROUP BY id ORDER BY id;
+
+-- name: job_set_task_version
+-- A job's stored task version, as a row written by hand (or before schema 013: NULL) holds it.
+UPDATE batchq_job SET task_version = %(version)s WHERE id = %(id)s;
+
+-- name: job_make_old
+-- A job enqueued an hour ago.
+UPDATE batchq_job SET created_at = now() - interval '1 hour' WHERE id = %(id)s;
+
+-- name: job_version_columns
+-- What schema 013 added to a job row.
+SELECT task_version, backoff, version_wait FROM batchq_job WHERE id = %(id)s;

@@ -240,21 +240,7 @@ def test_partition_claims_random_sigkills_lose_nothing(queue: Queue, db_url: str
     try:
         queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
         pool = WorkerPool(without_skip_locked(db_url, backend_name), *PARTITION_ARGS)
-        pool.start(workers)
-        rng = random.Random(20261125)
-        held_at_kill = 0
-        deadline = time.monotonic() + 600
-        while unfinished(queue) and time.monotonic() < deadline:
-            time.sleep(rng.uniform(0.05, 0.25))
-            pool.reap()
-            if pool.running and pool.kills < max_kills:
-                pid = pool.kill_one()
-                held_at_kill += held_by(queue, pid)
-                sweep_after_crash(queue, worker_name(pid))
-                assert held_by(queue, pid) == 0
-            pool.reap()
-            pool.start(workers - len(pool.running))
-        pool.stop()
+        held_at_kill, recovery = kill_at_random(queue, pool, workers, max_kills, 20261125, (0.05, 0.25))
         row = account(
             queue,
             jobs,
@@ -266,6 +252,7 @@ def test_partition_claims_random_sigkills_lose_nothing(queue: Queue, db_url: str
                 kills=pool.kills,
                 bound=held_at_kill,
                 lock_retries=pool.lock_retries(),
+                max_recovery_s=recovery,
             ),
         )
         assert row.lost == 0
@@ -279,16 +266,19 @@ def test_partition_claims_random_sigkills_lose_nothing(queue: Queue, db_url: str
 # -- chaos ----------------------------------------------------------------------------------
 
 
-def test_chaos_random_sigkills_while_10000_jobs_drain(queue: Queue, db_url: str, backend_name: str) -> None:
-    jobs, workers, max_kills = 10_000, 4, 30
-    queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
-    pool = WorkerPool(db_url)
+def kill_at_random(
+    queue: Queue, pool: WorkerPool, workers: int, max_kills: int, seed: int, pause: tuple[float, float]
+) -> tuple[int, float]:
+    """Keep ``workers`` workers of ``pool`` draining the queue, SIGKILLing one at random every
+    ``pause`` seconds (at most ``max_kills``), each kill followed by one gc-processing; then stop
+    the pool. Returns the jobs the killed workers held, and the longest a held job stayed
+    claimed after its worker's kill."""
     pool.start(workers)
-    rng = random.Random(20261122)
+    rng = random.Random(seed)
     held_at_kill, recovery = 0, 0.0
     deadline = time.monotonic() + 600
     while unfinished(queue) and time.monotonic() < deadline:
-        time.sleep(rng.uniform(0.02, 0.15))
+        time.sleep(rng.uniform(*pause))
         pool.reap()
         if pool.running and pool.kills < max_kills:
             pid = pool.kill_one()
@@ -302,6 +292,14 @@ def test_chaos_random_sigkills_while_10000_jobs_drain(queue: Queue, db_url: str,
         pool.reap()
         pool.start(workers - len(pool.running))
     pool.stop()
+    return held_at_kill, recovery
+
+
+def test_chaos_random_sigkills_while_10000_jobs_drain(queue: Queue, db_url: str, backend_name: str) -> None:
+    jobs, workers, max_kills = 10_000, 4, 30
+    queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
+    pool = WorkerPool(db_url)
+    held_at_kill, recovery = kill_at_random(queue, pool, workers, max_kills, 20261122, (0.02, 0.15))
     row = account(
         queue,
         jobs,

@@ -148,10 +148,12 @@ def test_a_worker_in_another_thread_is_ended_by_the_watchdog(tq: Queue, db_url: 
 def test_run_timeout_from_the_command_line(tq: Queue, db_url: str) -> None:
     spun = tq.enqueue("timeout_jobs:spin", {"n": 1})
     tq.enqueue("jobs:record", {"n": 2})
-    result, _ = run_worker(db_url, "--timeout", "300ms")
+    # 2s: the spinning job first records itself, and a first job's ledger write (its import and
+    # connection) took over 300ms on a loaded machine, so the timeout cut it short.
+    result, _ = run_worker(db_url, "--timeout", "2s")
     assert (result.returncode, result.stderr) == (0, "")
     assert ledger(tq) == [1, 2]
-    assert row(tq, spun)["last_error"].startswith("JobTimeout: timed out after 300ms\n")
+    assert row(tq, spun)["last_error"].startswith("JobTimeout: timed out after 2s\n")
 
 
 def test_the_cli_refuses_bad_timeouts_in_one_line(tq: Queue, db_url: str) -> None:

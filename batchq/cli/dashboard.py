@@ -33,7 +33,7 @@ def dashboard(ctx: click.Context, host: str, port: int, read_only: bool, refresh
     Prometheus metrics at /metrics. Actions need BATCHQ_DASHBOARD_TOKEN (sign in with it) and are
     off without it or with --read-only."""
     try:
-        from ..dashboard import TOKEN_ENV, Guard, is_loopback, serve
+        from ..dashboard import TOKEN_ENV, Guard, is_loopback, make_server, urls
     except ImportError as exc:
         click.echo(f"batchq: error: the dashboard needs {exc.name}: {INSTALL_HINT}", err=True)
         ctx.exit(1)
@@ -46,7 +46,16 @@ def dashboard(ctx: click.Context, host: str, port: int, read_only: bool, refresh
         if token is None:
             exposed += f", and no {TOKEN_ENV} is set"
         click.echo(f"batchq: warning: the dashboard listens on {host}: {exposed}", err=True)
+    try:
+        server = make_server(queue, guard, host, port, refresh)
+    except OSError as exc:
+        click.echo(f"batchq: error: cannot listen on {host}:{port}: {exc.strerror or exc}", err=True)
+        ctx.exit(1)
     state = "actions need the token" if guard.mode.actions else guard.mode.why_read_only
-    shown = f"[{host}]" if ":" in host else host
-    click.echo(f"batchq dashboard on http://{shown}:{port}/ ({state}); Ctrl-C stops it", err=True)
-    serve(queue, guard, host, port, refresh)
+    click.echo(f"batchq dashboard on {' and '.join(urls(server))} ({state}); Ctrl-C stops it", err=True)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()

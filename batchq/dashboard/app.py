@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from flask import Flask, Response, abort, g, redirect, render_template, request
-from prometheus_client import CONTENT_TYPE_LATEST
 from werkzeug.exceptions import HTTPException
 
 from ..config import check_queue_name, format_duration, format_time
@@ -29,6 +28,8 @@ from . import reads
 from .security import SESSION_COOKIE, Guard
 
 DEFAULT_REFRESH_SECONDS = 5.0
+# What `batchq metrics` prints: the Prometheus text format every Prometheus version scrapes.
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def create_app(queue: Queue, guard: Guard, refresh: float = DEFAULT_REFRESH_SECONDS) -> Flask:
@@ -135,7 +136,7 @@ def create_app(queue: Queue, guard: Guard, refresh: float = DEFAULT_REFRESH_SECO
 
     @app.get("/metrics")
     def metrics() -> Response:
-        return Response(render(backend), content_type=CONTENT_TYPE_LATEST)
+        return Response(render(backend), content_type=METRICS_CONTENT_TYPE)
 
     # -- signing in -------------------------------------------------------------------
 

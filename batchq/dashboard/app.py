@@ -8,6 +8,7 @@ Content-Security-Policy runs no script but the page's own (a nonce per response)
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Callable
 from datetime import datetime
@@ -89,7 +90,9 @@ def create_app(queue: Queue, guard: Guard, refresh: float = DEFAULT_REFRESH_SECO
 
     @app.get("/jobs")
     def jobs() -> str:
-        name = check_queue_name(request.args.get("queue", ""))
+        name = request.args.get("queue", "")  # as stored: rows written by hand may hold any name
+        if not name:
+            raise ConfigError("which queue? add ?queue=NAME")
         state = request.args.get("state") or None
         task = request.args.get("task") or None
         after = reads.Cursor.from_params(request.args, backend.dialect)
@@ -228,12 +231,16 @@ def _same_origin() -> None:
         abort(403, f"a POST from another site ({origin}) is refused")
 
 
+_LOCAL_PATH = re.compile(r"/(?!/)[!-\[\]-~]*")  # printable ASCII but "\\", not starting "//"
+
+
 def _back(default: str, **params: str) -> str:
     """Where an action returns: the page it was sent from (a path on this site), with a note in
     place of the last one."""
     target = request.form.get("back", "")
     parts = urlsplit(target)
-    if not target.startswith("/") or target.startswith("//") or parts.scheme or parts.netloc:
+    # A path on this site only: browsers read "//host" and "/\\host" as another site.
+    if not _LOCAL_PATH.fullmatch(target) or parts.scheme or parts.netloc:
         parts = urlsplit(default)
     query = [(k, v) for k, v in parse_qsl(parts.query) if k != "note"] + list(params.items())
     return parts.path + (f"?{urlencode(query)}" if query else "")

@@ -80,7 +80,9 @@ def test_an_action_needs_the_token_a_session_and_its_csrf_token(queue: Queue, db
         assert done.status == 303 and done.headers["Location"] == "/?note=paused+queue+mail"
         assert paused(queue, "mail")
         assert "paused queue mail" in board.get(done.headers["Location"]).body
-        board.post("/actions/resume", {**form, "csrf": csrf, "back": "https://evil.example/"})
+        for back in ("https://evil.example/", "//evil.example/", "/\\evil.example/"):  # never elsewhere
+            reply = board.post("/actions/resume", {**form, "csrf": csrf, "back": back})
+            assert reply.headers["Location"] == "/?note=resumed+queue+mail"
         assert not paused(queue, "mail")
         cookie = board.cookies["batchq_dashboard_session"]
         assert board.post("/logout", {"csrf": csrf}).status == 303
@@ -230,3 +232,20 @@ def test_listening_beyond_this_host_without_a_token_warns(db_url: str) -> None:
     assert warning.startswith("batchq: warning: the dashboard listens on 192.0.2.1")
     assert "no BATCHQ_DASHBOARD_TOKEN is set" in warning
     assert result.returncode == 1 and error.startswith("batchq: error: cannot listen on 192.0.2.1:8080")
+
+
+def test_rows_written_by_hand_are_shown_as_stored(queue: Queue, db_url: str) -> None:
+    bad_json = write_row(queue, payload=b'{"cut": ', task="jobs:noop")
+    odd_serializer = write_row(queue, payload=b"\x00\xff", serializer="msgpack")
+    no_payload = write_row(queue)
+    odd_queue = write_row(queue)
+    sql(queue, f"UPDATE batchq_job SET queue = 'odd \"name'' <b>', last_error = NULL WHERE id = {odd_queue}")
+    with dashboard(db_url) as board:
+        assert "not valid JSON, shown as text" in board.get(f"/jobs/{bad_json}").body
+        assert "{&#34;cut&#34;: </pre>" in board.get(f"/jobs/{bad_json}").body
+        assert "serializer &#39;msgpack&#39;, 2 bytes: not shown" in board.get(f"/jobs/{odd_serializer}").body
+        assert '<p id="payload" class="muted">none</p>' in board.get(f"/jobs/{no_payload}").body
+        queues = board.get("/").body
+        link = re.search(r'<a href="(/jobs\?queue=[^"]+)">odd &#34;name&#39; &lt;b&gt;</a>', queues)
+        assert link is not None, queues
+        assert f'href="/jobs/{odd_queue}"' in board.get(html.unescape(link.group(1))).body

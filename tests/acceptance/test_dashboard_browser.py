@@ -177,7 +177,8 @@ def test_hostile_text_is_shown_and_never_runs(queue: Queue, db_url: str, browser
         "/jobs?queue=default&state=failed": ("#jobs", XSS),
         f"/jobs?queue=default&task={quoted_url(XSS)}": ("#task", ""),
         f"/?note={quoted_url(XSS)}": ("#note", XSS),
-        f"/jobs?queue={quoted_url(XSS)}": ("#error", "<script>"),
+        f"/jobs?queue={quoted_url(XSS)}": ("h1", XSS),
+        "/jobs?queue=": ("#error", "which queue?"),
     }
     with dashboard(db_url, "--refresh", "0") as board:
         board_pages = [(board.base + path, css, text) for path, (css, text) in pages.items()]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from batchq.sweeps import failure_groups
 from batchq.worker import RunOptions, Worker
 from tests.support.dashboard import TOKEN, Dashboard, dashboard
 from tests.support.db import job_rows, sql
-from tests.support.processes import assert_one_line_error, batchq_env, run_batchq
+from tests.support.processes import assert_one_line_error, batchq_env, run_batchq, start_batchq, wait_for
 from tests.support.rows import dead_worker, processing, write_row
 
 
@@ -249,3 +250,20 @@ def test_rows_written_by_hand_are_shown_as_stored(queue: Queue, db_url: str) -> 
         link = re.search(r'<a href="(/jobs\?queue=[^"]+)">odd &#34;name&#39; &lt;b&gt;</a>', queues)
         assert link is not None, queues
         assert f'href="/jobs/{odd_queue}"' in board.get(html.unescape(link.group(1))).body
+
+
+def test_workers_page_tells_a_live_worker(queue: Queue, db_url: str, tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    queue.enqueue("jobs:slow", {"started": str(started), "seconds": 60})
+    worker = start_batchq(db_url, "run")
+    try:
+        wait_for(started.exists)
+        with dashboard(db_url) as board:
+            page = board.get("/workers").body
+        name = f"{socket.gethostname()}:{worker.pid}"
+        assert re.search(rf"<td>{re.escape(name)}[^<]*</td>.*?<span class=\"good\">yes</span>", page, re.S), (
+            page
+        )
+    finally:
+        worker.kill()
+        worker.communicate()

@@ -95,7 +95,7 @@ def create_app(queue: Queue, guard: Guard, refresh: float = DEFAULT_REFRESH_SECO
             raise ConfigError("which queue? add ?queue=NAME")
         state = request.args.get("state") or None
         task = request.args.get("task") or None
-        after = reads.Cursor.from_params(request.args, backend.dialect)
+        after = reads.Cursor.from_params(request.args)
         page = reads.job_page(backend, name, state=state, task=task, after=after)
         filters = {"queue": name, "state": state or "", "task": task or ""}
         next_url = f"/jobs?{urlencode({**filters, **page.next.as_params()})}" if page.next else None

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from ..backends import Backend, Row, stored_count, stored_seconds
@@ -27,32 +26,30 @@ class Cursor:
 
     state: str
     priority: int
-    run_at: datetime | str  # as the database returned it (SQLite: text)
+    run_at: str  # as text, as the page queries return it
     id: int
 
     def as_params(self) -> dict[str, str]:
-        run_at = self.run_at.isoformat() if isinstance(self.run_at, datetime) else self.run_at
         return {
             "after_state": self.state,
             "after_priority": str(self.priority),
-            "after_run_at": run_at,
+            "after_run_at": self.run_at,
             "after_id": str(self.id),
         }
 
     @classmethod
-    def from_params(cls, params: Any, dialect: str) -> Cursor | None:
+    def from_params(cls, params: Any) -> Cursor | None:
         """The cursor of a next-page link; None on the first page. Bad values: ConfigError."""
         if not params.get("after_id"):
             return None
-        state, run_at = params.get("after_state", ""), params.get("after_run_at", "")
+        state = params.get("after_state", "")
         if state not in STATES:
             raise ConfigError(f"bad after_state {state!r}: use one of {', '.join(STATES)}")
         try:
             priority, job_id = int(params.get("after_priority", "")), int(params["after_id"])
-            when: datetime | str = run_at if dialect == "sqlite" else datetime.fromisoformat(run_at)
         except ValueError:
-            raise ConfigError("bad page link (after_priority, after_id, after_run_at): start again") from None
-        return cls(state, priority, when, job_id)
+            raise ConfigError("bad page link (after_priority, after_id): start again") from None
+        return cls(state, priority, params.get("after_run_at", ""), job_id)
 
 
 @dataclass(frozen=True)
@@ -90,7 +87,7 @@ def job_page(
     if len(jobs) <= size:
         return JobPage(jobs, None)
     last = jobs[size - 1]
-    return JobPage(jobs[:size], Cursor(last["status"], last["priority"], last["run_at"], last["id"]))
+    return JobPage(jobs[:size], Cursor(last["status"], last["priority"], last["run_at_text"], last["id"]))
 
 
 def _state_rows(

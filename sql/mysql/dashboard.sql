@@ -3,7 +3,8 @@
 -- run_at, id) from where the last page stopped (keyset paging, never OFFSET): the claim's own
 -- order, and a page reads about a page's rows however long the queue. A page that ends inside a
 -- priority continues with dashboard_jobs_same_priority, then dashboard_jobs_lower_priority. The
--- task filter is checked on the rows the walk reads.
+-- task filter is checked on the rows the walk reads. run_at_text is run_at as text: the next page's
+-- link carries it exactly (PostgreSQL's 'infinity', written by hand, too).
 
 -- name: dashboard_jobs_lower_priority
 -- Up to %(limit)s jobs of a queue in one status at priorities below %(priority)s, in claim order.
@@ -11,7 +12,7 @@
 -- ref on (queue, status) from the highest priority down, dropping each row above the bound inside
 -- InnoDB (666,704 index entries read for a page below two priorities of a million jobs, measured
 -- by tests/dialect/mysql/test_dashboard_paging.py), where with it it seeks to the priority.
-SELECT id, task, CAST(status AS CHAR) AS status, priority, run_at, error_count, max_errors, locked_by,
+SELECT id, task, CAST(status AS CHAR) AS status, priority, CAST(run_at AS CHAR) AS run_at_text, error_count, max_errors, locked_by,
        serializer, LENGTH(payload) AS payload_bytes,
        TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), run_at) / 1e6 AS due_in_seconds
 FROM batchq_job
@@ -26,7 +27,7 @@ LIMIT %(limit)s;
 -- priority is a one-value range, not `=`, and the ORDER BY names it: with `=`, MariaDB reads the
 -- priority's rows by ref from their start and drops those before run_at one by one inside InnoDB
 -- (28 ms at row 500,000 of 1,000,000, measured with ANALYZE), where this seeks to (priority, run_at).
-SELECT id, task, CAST(status AS CHAR) AS status, priority, run_at, error_count, max_errors, locked_by,
+SELECT id, task, CAST(status AS CHAR) AS status, priority, CAST(run_at AS CHAR) AS run_at_text, error_count, max_errors, locked_by,
        serializer, LENGTH(payload) AS payload_bytes,
        TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), run_at) / 1e6 AS due_in_seconds
 FROM batchq_job

@@ -3,11 +3,12 @@
 -- run_at, id) from where the last page stopped (keyset paging, never OFFSET): the claim's own
 -- order, and a page reads about a page's rows however long the queue. A page that ends inside a
 -- priority continues with dashboard_jobs_same_priority, then dashboard_jobs_lower_priority. The
--- task filter is checked on the rows the walk reads.
+-- task filter is checked on the rows the walk reads. run_at_text is run_at as text: the next page's
+-- link carries it exactly (PostgreSQL's 'infinity', written by hand, too).
 
 -- name: dashboard_jobs_lower_priority
 -- Up to %(limit)s jobs of a queue in one status at priorities below %(priority)s, in claim order.
-SELECT id, task, status, priority, run_at, error_count, max_errors, locked_by,
+SELECT id, task, status, priority, run_at::text AS run_at_text, error_count, max_errors, locked_by,
        serializer, octet_length(payload) AS payload_bytes,
        CASE WHEN isfinite(run_at) THEN EXTRACT(EPOCH FROM run_at - statement_timestamp())::float8 END
            AS due_in_seconds
@@ -19,7 +20,7 @@ LIMIT %(limit)s;
 
 -- name: dashboard_jobs_same_priority
 -- Up to %(limit)s jobs of a queue in one status at priority %(priority)s after (run_at, id).
-SELECT id, task, status, priority, run_at, error_count, max_errors, locked_by,
+SELECT id, task, status, priority, run_at::text AS run_at_text, error_count, max_errors, locked_by,
        serializer, octet_length(payload) AS payload_bytes,
        CASE WHEN isfinite(run_at) THEN EXTRACT(EPOCH FROM run_at - statement_timestamp())::float8 END
            AS due_in_seconds

@@ -3,11 +3,12 @@
 -- run_at, id) from where the last page stopped (keyset paging, never OFFSET): the claim's own
 -- order, and a page reads about a page's rows however long the queue. A page that ends inside a
 -- priority continues with dashboard_jobs_same_priority, then dashboard_jobs_lower_priority. The
--- task filter is checked on the rows the walk reads.
+-- task filter is checked on the rows the walk reads. run_at_text is run_at as text: the next page's
+-- link carries it exactly (PostgreSQL's 'infinity', written by hand, too).
 
 -- name: dashboard_jobs_lower_priority
 -- Up to :limit jobs of a queue in one status at priorities below :priority, in claim order.
-SELECT id, task, status, priority, run_at, error_count, max_errors, locked_by,
+SELECT id, task, status, priority, run_at AS run_at_text, error_count, max_errors, locked_by,
        serializer, length(CAST(payload AS BLOB)) AS payload_bytes,
        (julianday(run_at) - julianday('now')) * 86400.0 AS due_in_seconds
 FROM batchq_job
@@ -18,7 +19,7 @@ LIMIT :limit;
 
 -- name: dashboard_jobs_same_priority
 -- Up to :limit jobs of a queue in one status at priority :priority after (run_at, id).
-SELECT id, task, status, priority, run_at, error_count, max_errors, locked_by,
+SELECT id, task, status, priority, run_at AS run_at_text, error_count, max_errors, locked_by,
        serializer, length(CAST(payload AS BLOB)) AS payload_bytes,
        (julianday(run_at) - julianday('now')) * 86400.0 AS due_in_seconds
 FROM batchq_job

@@ -56,12 +56,12 @@ def _counters(queue: Queue) -> int:
 
 def test_a_page_reads_a_page_of_a_million_jobs(big_queue: Queue) -> None:
     [(priority, run_at, middle)] = sql(
-        big_queue, "SELECT priority, run_at, id FROM batchq_job WHERE id = 500001"
+        big_queue, "SELECT priority, CAST(run_at AS CHAR), id FROM batchq_job WHERE id = 500001"
     )
     deep = Cursor("ready", priority, run_at, middle)  # half the queue before it in claim order
     [(last_priority, last_run_at, last)] = sql(
         big_queue,
-        "SELECT priority, run_at, id FROM batchq_job WHERE priority = 1 AND status = 'ready'"
+        "SELECT priority, CAST(run_at AS CHAR), id FROM batchq_job WHERE priority = 1 AND status = 'ready'"
         " ORDER BY run_at DESC, id DESC LIMIT 1 OFFSET 10",
     )  # ten jobs left at priority 1, then priority 0's
     pages = {

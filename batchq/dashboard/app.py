@@ -19,7 +19,7 @@ from flask import Flask, Response, abort, g, redirect, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from ..config import check_queue_name, format_duration, format_time
-from ..errors import BackendUnavailable, ConfigError
+from ..errors import BackendError, BackendUnavailable, ConfigError
 from ..job import JOB_ID_RANGE
 from ..locks import list_locks
 from ..metrics import read_queues, render
@@ -96,7 +96,14 @@ def create_app(queue: Queue, guard: Guard, refresh: float = DEFAULT_REFRESH_SECO
         state = request.args.get("state") or None
         task = request.args.get("task") or None
         after = reads.Cursor.from_params(request.args)
-        page = reads.job_page(backend, name, state=state, task=task, after=after)
+        try:
+            page = reads.job_page(backend, name, state=state, task=task, after=after)
+        except BackendUnavailable:
+            raise
+        except BackendError as exc:
+            if after is None:
+                raise
+            raise ConfigError(f"bad page link ({exc}): start again from the first page") from None
         filters = {"queue": name, "state": state or "", "task": task or ""}
         next_url = f"/jobs?{urlencode({**filters, **page.next.as_params()})}" if page.next else None
         return render_template(

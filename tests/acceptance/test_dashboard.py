@@ -11,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 from batchq import Queue
@@ -198,6 +199,10 @@ def test_paging_walks_every_job_once_in_claim_order(queue: Queue, db_url: str) -
         assert walk(board, "/jobs?queue=default&state=scheduled") == ids[105:]
         assert board.get("/jobs?queue=default&state=bogus").status == 400
         assert board.get("/jobs?queue=default&after_state=ready&after_priority=x&after_id=1").status == 400
+        for run_at, priority in (("not a time", 0), ("2026-01-01", 2**40)):  # a link edited by hand
+            link = {"queue": "default", "after_state": "ready", "after_priority": priority, "after_id": 1}
+            odd = board.get("/jobs?" + urllib.parse.urlencode({**link, "after_run_at": run_at}))
+            assert odd.status in (200, 400) and "Traceback" not in odd.body, odd.body
 
 
 def walk(board: Dashboard, path: str) -> list[int]:

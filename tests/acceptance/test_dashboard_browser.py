@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -57,16 +57,16 @@ def shots(backend_name: str, tmp_path: Path) -> Callable[[Any, str], None]:
     return shoot
 
 
-def wait_for_text(driver: Any, css: str, text: str, timeout: float = 15) -> Any:
-    def shown(d: Any) -> Any:
-        for element in d.find_elements(By.CSS_SELECTOR, css):
-            if text in element.text:
-                return element
-        return None
+def wait_for_text(driver: Any, css: str, text: str, timeout: float = 15) -> None:
+    """Wait until an element matching ``css`` shows ``text``. Read in one script call, and
+    read again when a click's page load replaced the document meanwhile."""
+    script = "return Array.from(document.querySelectorAll(arguments[0]), e => e.innerText)"
 
-    # A click's page load may replace the elements while they are read: read them again.
-    wait = WebDriverWait(driver, timeout, ignored_exceptions=(StaleElementReferenceException,))
-    return wait.until(shown, f"no {css!r} showing {text!r}")
+    def shown(d: Any) -> bool:
+        return any(text in found for found in d.execute_script(script, css))
+
+    wait = WebDriverWait(driver, timeout, ignored_exceptions=(WebDriverException,))
+    wait.until(shown, f"no {css!r} showing {text!r}")
 
 
 def click_and_confirm(driver: Any, element_id: str) -> None:

@@ -1,0 +1,47 @@
+-- `batchq dashboard` on PostgreSQL: plain SELECTs in autocommit, ages on the server's clock.
+-- A page of a queue's jobs in one state walks batchq_job_claim (queue, status, priority DESC,
+-- run_at, id) from where the last page stopped (keyset paging, never OFFSET): the claim's own
+-- order, and a page reads about a page's rows however long the queue. A page that ends inside a
+-- priority continues with dashboard_jobs_same_priority, then dashboard_jobs_lower_priority. The
+-- task filter is checked on the rows the walk reads. run_at_text is run_at as text: the next page's
+-- link carries it exactly (PostgreSQL's 'infinity', written by hand, too).
+
+-- name: dashboard_jobs_lower_priority
+-- Up to %(limit)s jobs of a queue in one status at priorities below %(priority)s, in claim order.
+SELECT id, task, status, priority, run_at::text AS run_at_text, error_count, max_errors, locked_by,
+       serializer, octet_length(payload) AS payload_bytes,
+       CASE WHEN isfinite(run_at) THEN EXTRACT(EPOCH FROM run_at - statement_timestamp())::float8 END
+           AS due_in_seconds
+FROM batchq_job
+WHERE queue = %(queue)s AND status = %(status)s AND priority < %(priority)s::integer
+  AND (%(task)s::text IS NULL OR task = %(task)s::text)
+ORDER BY priority DESC, run_at, id
+LIMIT %(limit)s;
+
+-- name: dashboard_jobs_same_priority
+-- Up to %(limit)s jobs of a queue in one status at priority %(priority)s after (run_at, id).
+SELECT id, task, status, priority, run_at::text AS run_at_text, error_count, max_errors, locked_by,
+       serializer, octet_length(payload) AS payload_bytes,
+       CASE WHEN isfinite(run_at) THEN EXTRACT(EPOCH FROM run_at - statement_timestamp())::float8 END
+           AS due_in_seconds
+FROM batchq_job
+WHERE queue = %(queue)s AND status = %(status)s AND priority = %(priority)s::integer
+  AND run_at >= %(run_at)s::timestamptz AND (run_at > %(run_at)s::timestamptz OR id > %(id)s::bigint)
+  AND (%(task)s::text IS NULL OR task = %(task)s::text)
+ORDER BY run_at, id
+LIMIT %(limit)s;
+
+-- name: dashboard_job_payload
+-- One job's stored payload and serializer, for display (never unpickled).
+SELECT serializer, payload FROM batchq_job WHERE id = %(id)s;
+
+-- name: dashboard_workers
+-- The workers running jobs now (locked_by of the processing rows, through batchq_job_due's
+-- status prefix): how many each runs and the age of its oldest claim, in seconds.
+SELECT locked_by, COUNT(*) AS jobs,
+       EXTRACT(EPOCH FROM statement_timestamp()
+               - MIN(processing_at) FILTER (WHERE isfinite(processing_at)))::float8 AS oldest_seconds
+FROM batchq_job
+WHERE status = 'processing'
+GROUP BY locked_by
+ORDER BY locked_by;

@@ -1,0 +1,214 @@
+"""The dashboard in a real browser (headless Chromium from Debian's packages, through Selenium and
+Debian's chromedriver), on every backend: click through each page, act (sign in, pause and
+resume, cancel, requeue and delete a failure group) and see the effect in the database, check
+that hostile text is shown as text and never runs, and that a page refreshes itself.
+
+The screenshots in the README come from test_click_through_every_page: run it with
+BATCHQ_SCREENSHOTS=docs/screenshots (on MySQL, the primary backend) to write them there;
+otherwise they go to the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from batchq import Queue
+from batchq.sweeps import failure_groups
+from batchq.worker import RunOptions, Worker
+from tests.support.dashboard import TOKEN, chromium, dashboard
+from tests.support.db import job_rows, sql
+from tests.support.rows import dead_worker, processing, write_row
+
+pytestmark = pytest.mark.slow
+
+XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    driver = chromium()
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def shots(backend_name: str, tmp_path: Path) -> Callable[[Any, str], None]:
+    folder = os.environ.get("BATCHQ_SCREENSHOTS")
+    target = Path(folder) if folder and backend_name == "mysql" else tmp_path
+    target.mkdir(parents=True, exist_ok=True)
+
+    def shoot(driver: Any, name: str) -> None:
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        chrome = driver.execute_script("return window.outerHeight - window.innerHeight")
+        driver.set_window_size(1280, max(500, min(int(height) + int(chrome) + 20, 1400)))
+        path = target / f"{name}.png"
+        assert driver.save_screenshot(str(path)), path
+        driver.set_window_size(1280, 800)
+
+    return shoot
+
+
+def wait_for_text(driver: Any, css: str, text: str, timeout: float = 15) -> None:
+    """Wait until an element matching ``css`` shows ``text``. Read in one script call, and
+    read again when a click's page load replaced the document meanwhile."""
+    script = "return Array.from(document.querySelectorAll(arguments[0]), e => e.innerText)"
+
+    def shown(d: Any) -> bool:
+        return any(text in found for found in d.execute_script(script, css))
+
+    wait = WebDriverWait(driver, timeout, ignored_exceptions=(WebDriverException,))
+    wait.until(shown, f"no {css!r} showing {text!r}")
+
+
+def click_and_confirm(driver: Any, element_id: str) -> None:
+    driver.find_element(By.ID, element_id).click()
+    WebDriverWait(driver, 10).until(lambda d: d.switch_to.alert).accept()
+
+
+def seed(queue: Queue) -> dict[str, Any]:
+    """Queues an operator would see: a backlog, delayed and failed jobs, a running job whose
+    worker died, a schedule and a lock."""
+    queue.enqueue_many("jobs:noop", [{"user": n} for n in range(70)], queue="default")
+    queue.enqueue_many("jobs:echo", [{"to": f"user{n}@example.com"} for n in range(12)], queue="mail")
+    waiting = queue.enqueue(
+        "jobs:echo", {"to": "ann@example.com", "subject": "Welcome"}, queue="mail", delay=600
+    )
+    queue.enqueue("jobs:noop", {"report": "daily"}, queue="reports", priority=5, delay=3600)
+    for n in range(4):
+        queue.enqueue("jobs:fail", f"order {n}", queue="billing", max_errors=1)
+    queue.enqueue("jobs:return_false", queue="billing", max_errors=1)
+    Worker(queue, RunOptions(backoff_base=0, queues=("billing",))).run()
+    running = write_row(queue, **processing(queue, dead_worker(), task="jobs:slow"))
+    queue.schedule("nightly-report", "0 3 * * *", "jobs:noop", queue="reports")
+    queue.lock("reindex", ttl=600).acquire()
+    big, small = failure_groups(queue)
+    return {"waiting": waiting, "running": running, "big": big, "small": small}
+
+
+def test_click_through_every_page(
+    queue: Queue, db_url: str, browser: Any, shots: Callable[[Any, str], None]
+) -> None:
+    seen = seed(queue)
+    with dashboard(db_url, "--refresh", "0") as board:
+        browser.get(board.base + "/")
+        wait_for_text(browser, "#mode", "sign in")
+        browser.find_element(By.ID, "login").click()
+        browser.find_element(By.ID, "token").send_keys(TOKEN)
+        browser.find_element(By.ID, "sign-in").click()
+        wait_for_text(browser, "#mode", "signed in")
+        wait_for_text(browser, "#queues", "billing")
+        shots(browser, "queues")
+
+        browser.find_element(By.ID, "pause-mail").click()
+        wait_for_text(browser, "#note", "paused queue mail")
+        assert "mail" in queue.paused_queues()
+        wait_for_text(browser, 'tr[data-queue="mail"] .state', "paused")
+        browser.find_element(By.ID, "resume-mail").click()
+        wait_for_text(browser, "#note", "resumed queue mail")
+        assert queue.paused_queues() == []
+
+        browser.find_element(By.LINK_TEXT, "default").click()
+        wait_for_text(browser, "h1", "Jobs of queue default")
+        shots(browser, "jobs")
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#jobs tr")) == 51  # a header and 50 jobs
+        browser.find_element(By.ID, "next").click()
+        wait_for_text(browser, "#first", "first page")
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#jobs tr")) == 1 + 71 - 50  # and the running one
+
+        browser.get(f"{board.base}/jobs?queue=mail")
+        Select(browser.find_element(By.ID, "state")).select_by_value("scheduled")
+        browser.find_element(By.ID, "apply").click()
+        WebDriverWait(browser, 15).until(lambda d: "state=scheduled" in d.current_url)
+        wait_for_text(browser, "#jobs", "scheduled")
+        browser.find_element(By.LINK_TEXT, str(seen["waiting"])).click()
+        wait_for_text(browser, "#payload", "ann@example.com")
+        wait_for_text(browser, "#explain", "delayed")
+        shots(browser, "job")
+        click_and_confirm(browser, "cancel")
+        wait_for_text(browser, "#note", f"cancelled job {seen['waiting']}")
+        assert seen["waiting"] not in {row["id"] for row in job_rows(queue)}
+
+        browser.find_element(By.LINK_TEXT, "Failures").click()
+        wait_for_text(browser, "#groups", "ValueError: boom")
+        shots(browser, "failures")
+        big, small = seen["big"], seen["small"]
+        browser.find_element(By.ID, f"requeue-{big.fingerprint}").click()
+        wait_for_text(browser, "#note", f"requeued 4 jobs of failure group {big.fingerprint}")
+        statuses = {row["id"]: row["status"] for row in job_rows(queue)}
+        assert [statuses[i] for i in big.job_ids] == ["ready"] * 4
+        click_and_confirm(browser, f"delete-{small.fingerprint}")
+        wait_for_text(browser, "#note", "deleted 1 failed jobs")
+        assert not set(small.job_ids) & {row["id"] for row in job_rows(queue)}
+
+        browser.find_element(By.LINK_TEXT, "Workers").click()
+        wait_for_text(browser, "#workers", "gc-processing puts its jobs back")
+        shots(browser, "workers")
+        browser.find_element(By.LINK_TEXT, "Schedules").click()
+        wait_for_text(browser, "#schedules", "nightly-report")
+        shots(browser, "schedules")
+        browser.find_element(By.LINK_TEXT, "Locks").click()
+        wait_for_text(browser, "#locks", "reindex")
+        shots(browser, "locks")
+        browser.find_element(By.LINK_TEXT, "Metrics").click()
+        wait_for_text(browser, "body", 'batchq_jobs{queue="default",state="ready"} 70.0')
+
+        browser.get(board.base + "/")
+        browser.find_element(By.ID, "logout").click()
+        wait_for_text(browser, "#mode", "sign in")
+        assert browser.find_elements(By.ID, "pause-mail") == []
+
+
+def test_hostile_text_is_shown_and_never_runs(queue: Queue, db_url: str, browser: Any) -> None:
+    job_id = queue.enqueue("jobs:fail", {"name": XSS}, max_errors=1)  # the last error quotes it too
+    Worker(queue, RunOptions(backoff_base=0)).run()
+    sql(queue, f"UPDATE batchq_job SET locked_by = {quoted(XSS)} WHERE id = {job_id}")
+    pages = {
+        f"/jobs/{job_id}": ("#payload", XSS.replace('"', '\\"')),  # inside a JSON string
+        "/failures": ("#groups", "<script>window.__xss=1</script>"),
+        "/jobs?queue=default&state=failed": ("#jobs", XSS),
+        f"/jobs?queue=default&task={quoted_url(XSS)}": ("#task", ""),
+        f"/?note={quoted_url(XSS)}": ("#note", ""),  # unsigned: not shown at all (below)
+        f"/jobs?queue={quoted_url(XSS)}": ("h1", XSS),
+        "/jobs?queue=": ("#error", "which queue?"),
+    }
+    with dashboard(db_url, "--refresh", "0") as board:
+        board_pages = [(board.base + path, css, text) for path, (css, text) in pages.items()]
+        for url, css, text in board_pages:
+            browser.get(url)
+            if text:
+                wait_for_text(browser, css, text)
+            assert browser.execute_script("return window.__xss") is None, url
+        browser.get(board.base + f"/?note={quoted_url(XSS)}")
+        assert browser.find_elements(By.ID, "note") == []  # only a note the dashboard signed shows
+        browser.get(board.base + f"/jobs/{job_id}")
+        assert "<script>window.__xss=1</script>" in browser.find_element(By.ID, "last-error").text
+        assert browser.find_elements(By.CSS_SELECTOR, "main script, main img") == []
+
+
+def quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def quoted_url(text: str) -> str:
+    return urllib.parse.quote(text, safe="")
+
+
+def test_a_page_refreshes_itself(queue: Queue, db_url: str, browser: Any) -> None:
+    queue.enqueue("jobs:noop", queue="default")
+    with dashboard(db_url, "--refresh", "1") as board:
+        browser.get(board.base + "/")
+        wait_for_text(browser, "#queues", "default")
+        browser.execute_script("window.__stayed = 'same page'")
+        queue.enqueue("jobs:noop", queue="arrived")
+        wait_for_text(browser, "#queues", "arrived")
+        assert browser.execute_script("return window.__stayed") == "same page"  # no reload
+        assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-refreshed")

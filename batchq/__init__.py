@@ -12,6 +12,7 @@ from .errors import (
     LockNotAcquired,
     MessageHeld,
     PayloadError,
+    QueueFull,
     QueueNotFound,
     SchemaMissing,
     SignatureError,
@@ -23,10 +24,10 @@ from .queue import Enqueued, Queue, QueueStats
 from .tasks import task
 
 if TYPE_CHECKING:
-    from .mq import Message, MessageQueue, QueueInfo, QueueMetrics
+    from .mq import ArchivedMessage, Message, MessageQueue, QueueInfo, QueueMetrics
 
 # The message-queue API loads on first use: `batchq run`, started by cron every minute, never needs it.
-_MQ_NAMES = {"Message", "MessageQueue", "QueueInfo", "QueueMetrics"}
+_MQ_NAMES = {"ArchivedMessage", "Message", "MessageQueue", "QueueInfo", "QueueMetrics"}
 
 
 def __getattr__(name: str) -> Any:
@@ -39,6 +40,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Acquired",
+    "ArchivedMessage",
     "BackendError",
     "BackendUnavailable",
     "BatchqError",
@@ -55,6 +57,7 @@ __all__ = [
     "PayloadError",
     "Queue",
     "QueueInfo",
+    "QueueFull",
     "QueueMetrics",
     "QueueNotFound",
     "QueueStats",

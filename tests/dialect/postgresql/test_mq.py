@@ -14,4 +14,6 @@ def test_read_plan_walks_the_read_index(mq: MessageQueue) -> None:
     params = read_plan_backlog(mq)
     plan = " ".join(str(row) for row in raw(mq.backend, "EXPLAIN " + mq.backend.sql("mq_read"), params))
     # Either index walks ids in order (the planner picks by statistics): no Sort of the backlog.
-    assert "Index Scan" in plan and "Sort" not in plan, plan
+    # The UNLOGGED table of non-durable queues inherits batchq_message: a Merge Append of the two
+    # tables' index walks keeps id order (its "Sort Key" line is no Sort node).
+    assert "Index Scan" in plan and "Sort  (" not in plan, plan

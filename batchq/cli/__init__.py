@@ -13,7 +13,7 @@ import click
 
 from ..config import URL_ENV
 from ..errors import BatchqError
-from . import explain, jobs, locks, metrics, partitions, queues, schedules, sweeps
+from . import explain, jobs, locks, metrics, mq, partitions, queues, schedules, sweeps
 from .common import URL_HELP, VERBOSE_HELP, set_verbosity
 
 
@@ -56,6 +56,7 @@ for command in (
     schedules.schedule,
     explain.explain,
     metrics.metrics,
+    mq.mq,
 ):
     cli.add_command(command)
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from batchq import MessageQueue, Queue
-from tests.support.db import ledger
+from tests.support.db import ledger, run_query
 from tests.support.messages import Q
-from tests.support.processes import APPS_DIR, batchq_env
+from tests.support.processes import APPS_DIR, assert_one_line_error, batchq_env, run_batchq
 
 # -- several processes ---------------------------------------------------------------
 
@@ -184,3 +184,23 @@ def _effect(url: str, mode: str) -> Any:
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+# -- the CLI ---------------------------------------------------------------------------------
+
+
+def test_mq_prune_deletes_what_is_older_and_is_quiet(db_url: str, mq: MessageQueue) -> None:
+    old = mq.send_batch(Q, list(range(5)))
+    mq.archive_batch(Q, old)
+    run_query(Queue(db_url), "mq_archive_backdate", {"queue": Q, "days": 40})
+    fresh = mq.send(Q, "fresh")
+    mq.archive(Q, fresh)
+
+    done = run_batchq(db_url, "mq", "prune", "--older-than", "30d", "--batch", "2")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")  # cron mails nothing
+    assert [m.msg_id for m in mq.read_archive(Q)] == [fresh]
+    told = run_batchq(db_url, "mq", "prune", "--older-than", "0", "-v")
+    assert told.returncode == 0 and "pruned 1 archived message" in told.stderr
+
+    bad = run_batchq(db_url, "mq", "prune", "--older-than", "1d", "--queue", "no spaces")
+    assert_one_line_error(bad, "bad queue name")

@@ -178,3 +178,7 @@ VALUES ('default', 'jobs:noop', %(status)s, UTC_TIMESTAMP(6), 10, UTC_TIMESTAMP(
 -- name: job_unique_keys
 -- Every job's id, status and unique key, in id order.
 SELECT id, status, unique_key FROM batchq_job ORDER BY id;
+
+-- name: mq_archive_backdate
+-- Make a queue's archived messages `days` older, for prune.
+UPDATE batchq_message_archive SET archived_at = archived_at - INTERVAL %(days)s DAY WHERE queue = %(queue)s;

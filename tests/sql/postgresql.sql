@@ -198,3 +198,7 @@ VALUES ('default', 'jobs:noop', %(status)s::varchar, statement_timestamp(), 10, 
 -- name: job_unique_keys
 -- Every job's id, status and unique key, in id order.
 SELECT id, status, unique_key FROM batchq_job ORDER BY id;
+
+-- name: mq_archive_backdate
+-- Make a queue's archived messages `days` older, for prune.
+UPDATE batchq_message_archive SET archived_at = archived_at - %(days)s * interval '1 day' WHERE queue = %(queue)s;

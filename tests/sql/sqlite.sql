@@ -143,3 +143,8 @@ VALUES ('default', 'jobs:noop', :status, strftime('%Y-%m-%d %H:%M:%f', 'now'), 1
 -- name: job_unique_keys
 -- Every job's id, status and unique key, in id order.
 SELECT id, status, unique_key FROM batchq_job ORDER BY id;
+
+-- name: mq_archive_backdate
+-- Make a queue's archived messages `days` older, for prune.
+UPDATE batchq_message_archive SET archived_at = strftime('%Y-%m-%d %H:%M:%f', archived_at, printf('-%d days', :days))
+WHERE queue = :queue;

@@ -292,8 +292,11 @@ class MessageQueue(OnDatabase):
         if settings["max_length"] is not None:
             self._make_room(queue, int(settings["max_length"]), stored_overflow(settings), len(rows), conn)
         backend.execute("mq_count_sent", counter, conn)
-        name = "mq_send" if _is_true(settings["durable"]) else "mq_send_unlogged"
-        return [backend.insert(name, row, conn) for row in rows]
+        if _is_true(settings["durable"]):
+            return [backend.insert("mq_send", row, conn) for row in rows]
+        if conn is None:  # never in the caller's transaction: its own writes must stay durable
+            backend.execute("mq_send_async_commit", None, conn)
+        return [backend.insert("mq_send_unlogged", row, conn) for row in rows]
 
     def _make_room(self, queue: str, max_length: int, overflow: str, count: int, conn: Any) -> None:
         """Before a bounded queue takes ``count`` messages: refuse, or drop its oldest ones.

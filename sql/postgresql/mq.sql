@@ -94,6 +94,12 @@ VALUES (%(queue)s,
         0, clock_timestamp(), %(message)s::jsonb, %(headers)s::jsonb)
 RETURNING id;
 
+-- name: mq_send_async_commit
+-- A non-durable send in batchq's own transaction: its commit need not wait for the WAL flush
+-- (the sent counter's row is logged; the messages, in the UNLOGGED table, are not). A crash may
+-- lose its last counts, as it loses the queue's messages.
+SET LOCAL synchronous_commit = off;
+
 -- name: mq_send_unlogged
 -- mq_send for a non-durable queue: into the UNLOGGED table (no WAL; emptied by a crash).
 INSERT INTO batchq_message_unlogged (queue, vt, read_ct, enqueued_at, message, headers)

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from .backends import Backend, OnDatabase, Row
+from .bounds import check_bound, stored_bound
 from .config import Duration, check_queue_name, parse_duration
 from .errors import ConfigError, MessageHeld, PayloadError, QueueFull, QueueNotFound
 from .serializers import dumps, loads
@@ -33,9 +34,7 @@ When = Duration | datetime  # a delay, or an absolute (aware) time
 T = TypeVar("T")
 SENT_SHARDS = 16  # shard rows per queue's sent counter: concurrent senders rarely share one
 MAX_QTY = 1000
-OVERFLOW_POLICIES = ("drop_oldest", "reject")
 OVERFLOW_REASON = "overflow"  # the archive's reason for a message a full drop_oldest queue dropped
-MAX_LENGTH_RANGE = (1, 2**31 - 1)
 # Rows per prune statement, each its own transaction: a batch holds its row locks for a few
 # milliseconds (archivers and other prunes never wait long) and writes a bounded amount of
 # undo/WAL, however large the archive.
@@ -289,8 +288,9 @@ class MessageQueue(OnDatabase):
         settings = backend.fetchone("mq_send_settings", counter, conn)
         if settings is None:
             raise _missing(queue)
-        if settings["max_length"] is not None:
-            self._make_room(queue, int(settings["max_length"]), stored_overflow(settings), len(rows), conn)
+        bound = stored_bound(settings)
+        if bound is not None:
+            self._make_room(queue, bound.max_length, bound.overflow, len(rows), conn)
         backend.execute("mq_count_sent", counter, conn)
         if _is_true(settings["durable"]):
             return [backend.insert("mq_send", row, conn) for row in rows]
@@ -633,22 +633,10 @@ def _take(backend: Backend) -> AbstractContextManager[None]:
 
 def _settings(queue: str, max_length: int | None, overflow: str | None, durable: bool) -> dict[str, Any]:
     """A queue's send settings as stored, checked before anything is written."""
-    if max_length is not None and (
-        isinstance(max_length, bool)
-        or not isinstance(max_length, int)
-        or not MAX_LENGTH_RANGE[0] <= max_length <= MAX_LENGTH_RANGE[1]
-    ):
-        low, high = MAX_LENGTH_RANGE
-        raise ConfigError(f"bad max_length {max_length!r}: use a whole number from {low} to {high}, or None")
-    if overflow is not None and overflow not in OVERFLOW_POLICIES:
-        raise ConfigError(f"bad overflow {overflow!r}: use 'drop_oldest' or 'reject'")
-    if overflow is not None and max_length is None:
-        raise ConfigError("overflow needs a max_length: pass the bound the policy is for")
+    policy = check_bound(max_length, overflow)
     if not isinstance(durable, bool):
         raise ConfigError(f"bad durable {durable!r}: use True or False")
-    if max_length is not None and overflow is None:
-        overflow = "drop_oldest"
-    return {"queue": queue, "max_length": max_length, "overflow": overflow, "durable": durable}
+    return {"queue": queue, "max_length": max_length, "overflow": policy, "durable": durable}
 
 
 def _check_same_settings(queue: str, wanted: dict[str, Any], row: Row | None) -> None:
@@ -666,19 +654,14 @@ def _check_same_settings(queue: str, wanted: dict[str, Any], row: Row | None) ->
 
 
 def _queue_info(row: Row) -> QueueInfo:
-    max_length = row["max_length"]
+    bound = stored_bound(row)
     return QueueInfo(
         queue_name=row["queue_name"],
         created_at=_utc(row["created_at"]),
-        max_length=None if max_length is None else int(max_length),
-        overflow=None if max_length is None else stored_overflow(row),
+        max_length=None if bound is None else bound.max_length,
+        overflow=None if bound is None else bound.overflow,
         durable=_is_true(row["durable"]),
     )
-
-
-def stored_overflow(row: Row) -> str:
-    """A bounded queue's policy as stored; a row written by hand with anything else drops oldest."""
-    return "reject" if row["overflow"] == "reject" else "drop_oldest"
 
 
 def _is_true(value: Any) -> bool:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .backends import OnDatabase
+from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
 from .config import Duration, check_queue_name, parse_duration
 from .errors import BackendError, ConfigError, PayloadError
 from .explain import Explanation, explain
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from .schedules import Schedule, Schedules, TickReport
 
 Task = str | Callable[..., Any]
+T = TypeVar("T")
 Delay = Duration | None
 PRIORITY_RANGE = (-32768, 32767)
 MAX_ERRORS_RANGE = (1, 65535)
@@ -84,6 +86,7 @@ class Queue(OnDatabase):
         modules = modules_from_env() if task_modules is None else split_modules(task_modules)
         self.resolver = Resolver(modules)
         self._partitions_known: tuple[float, int] | None = None  # (valid until, count)
+        self._bounds_known: dict[str, tuple[float, bool]] = {}  # queue: (valid until, bounded)
 
     # -- enqueue --------------------------------------------------------------
 
@@ -124,6 +127,9 @@ class Queue(OnDatabase):
             backend.check_connection(conn)
         if unique_key is not None:
             row["unique_key"] = _check_unique_key(unique_key)
+        if self._bounded(queue, conn):
+            return self._in_turn(queue, conn, lambda: self._enqueue_bounded(row, conn))
+        if unique_key is not None:
             return self._enqueue_unique(row, conn)
         if conn is not None:
             return Enqueued(backend.insert("enqueue", row, conn=conn))
@@ -183,8 +189,67 @@ class Queue(OnDatabase):
         insert = backend.insert_jobs if unique_keys is None else backend.insert_unique_jobs
         if conn is not None:
             backend.check_connection(conn)
+        if self._bounded(queue, conn):  # room for every payload, written or skipped for its key
+            return self._in_turn(
+                queue, conn, lambda: self._room_for(queue, len(rows), conn, lambda: insert(rows, conn))
+            )
+        if conn is not None:
             return insert(rows, conn)
         return backend.retrying(lambda: insert(rows))
+
+    # -- bounded queues (batchq.bounds) ------------------------------------------------------
+
+    def configure(self, queue: str, *, max_length: int | None, overflow: str | None = None) -> int:
+        """Bound a job queue to ``max_length`` waiting jobs (None: unbounded again). An enqueue
+        into a full queue fails its oldest waiting jobs, with the reason (``overflow=
+        "drop_oldest"``, the default), or raises QueueFull having written nothing (``"reject"``).
+        Returns how many waiting jobs a drop_oldest bound failed at once to fit. Other producer
+        processes apply a new bound within a second."""
+        dropped = set_bound(self.backend, check_queue_name(queue), max_length, overflow)
+        self._bounds_known.clear()
+        return dropped
+
+    def _bounded(self, queue: str, conn: Any) -> bool:
+        """Whether ``queue`` has a bound, read at most once a second (on ``conn`` when given)."""
+        known, now = self._bounds_known.get(queue), time.monotonic()
+        if known is None or now >= known[0]:
+            bound = stored_bound(self.backend.fetchone("queue_bound", {"queue": queue}, conn))
+            known = self._bounds_known[queue] = (now + BOUND_CACHE_SECONDS, bound is not None)
+        return known[1]
+
+    def _in_turn(self, queue: str, conn: Any, write: Callable[[], T]) -> T:
+        """A write into a bounded queue, in one transaction (the caller's on ``conn``)."""
+        backend = self.backend
+        if conn is not None:
+            return write()
+
+        def own() -> T:
+            with backend.transaction():
+                return write()
+
+        return backend.retrying(own)
+
+    def _room_for(self, queue: str, count: int, conn: Any, write: Callable[[], T]) -> T:
+        bound = take_turn(self.backend, queue, conn)
+        if bound is not None:
+            make_room(self.backend, queue, bound, count, conn)
+        return write()
+
+    def _enqueue_bounded(self, row: dict[str, Any], conn: Any) -> Enqueued:
+        """enqueue into a bounded queue, in its turn: a held unique key writes nothing and drops
+        nothing; else room is made (or QueueFull raised), then the job written."""
+        backend, queue = self.backend, row["queue"]
+        bound = take_turn(backend, queue, conn)
+        key = row["unique_key"]
+        if key is not None:
+            holder = backend.unique_holder(key, conn)
+            if holder is not None:
+                return Enqueued(holder, created=False)
+        if bound is not None:
+            make_room(backend, queue, bound, 1, conn)
+        if key is not None:
+            return self._enqueue_unique(row, conn)
+        return Enqueued(backend.insert("enqueue", row, conn=conn))
 
     def job_template(
         self,

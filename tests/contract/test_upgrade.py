@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from batchq import MessageQueue, Queue
+from batchq import MessageQueue, Queue, QueueFull
 from batchq.backends import create_backend
 from batchq.sqlfiles import migrations
 from batchq.worker import RunOptions, Worker
@@ -131,11 +131,12 @@ def test_upgrade_from_007_adds_unique_keys_and_keeps_every_job(backend_name: str
 
 def test_upgrade_keeps_message_queues_and_their_messages(backend_name: str, tmp_path: Path) -> None:
     """Migration 013 (bounded and non-durable queues, the archive's reason) over queues written as
-    the earlier schema had them: the queue stays unbounded and durable, its waiting and archived
-    messages are kept, and it sends, reads and takes a bound at once."""
+    the earlier schema had them: a message queue stays unbounded and durable, its waiting and
+    archived messages are kept, and it sends, reads and takes a bound at once; a paused job queue
+    stays paused and takes a bound."""
     before = max(version for version, _, _ in migrations(backend_name) if version < 13)
     url = database_at(backend_name, tmp_path, before)
-    queue = Queue(url)
+    queue = Queue(url, task_modules=["jobs"])
     when = "'2026-01-01 00:00:00'"
     sql(queue, f"INSERT INTO batchq_mq_meta (queue, created_at) VALUES ('old', {when})")
     for shard in range(16):  # two sent, counted on shard 0
@@ -152,8 +153,16 @@ def test_upgrade_keeps_message_queues_and_their_messages(backend_name: str, tmp_
         "(id, queue, vt, read_ct, enqueued_at, archived_at, message, headers) "
         f"""VALUES (999999, 'old', {when}, 1, {when}, {when}, '{{"n": 0}}', NULL)""",
     )
-    assert [name for version, name, _ in migrations(backend_name) if version > before][0] == "013_mq_ops.sql"
+    queue.pause("jobs")  # a paused job queue (queue_set_paused is as old as 001)
+    later = [name for version, name, _ in migrations(backend_name) if version > before]
+    assert later[0] == "013_bounded_queues.sql"
     queue.init_db()
+    assert queue.paused_queues() == ["jobs"]
+    queue.configure("jobs", max_length=1, overflow="reject")
+    queue.enqueue("jobs:noop", queue="jobs")
+    with pytest.raises(QueueFull):
+        queue.enqueue("jobs:noop", queue="jobs")
+    assert queue.paused_queues() == ["jobs"]
     queue.close()
 
     mq = MessageQueue(url)

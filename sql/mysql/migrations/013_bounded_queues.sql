@@ -1,6 +1,7 @@
--- Message-queue operations (issue 11, parts 3 and 5): bounded queues, the reason a message was
--- archived, and indexes to read and prune the archive. (Non-durable queues are PostgreSQL's
--- UNLOGGED tables; MySQL/MariaDB have no transactional equivalent, so they are refused.)
+-- Bounded queues and message-queue operations (issue 11, parts 3 and 5): bounded message and job
+-- queues, the reason a message was archived, and indexes to read and prune the archive.
+-- (Non-durable message queues are PostgreSQL UNLOGGED tables; MySQL/MariaDB have no
+-- transactional equivalent, so they are refused.)
 --
 -- A queue's send settings sit on every shard row of its sent counter (batchq_mq_sent), because
 -- a send locks one shard row anyway: that locking read gives it the settings as they stand, and
@@ -18,3 +19,9 @@ ALTER TABLE batchq_message_archive
     ADD COLUMN reason VARCHAR(32) NULL,
     ADD KEY batchq_message_archive_page (queue, id),
     ADD KEY batchq_message_archive_age (archived_at);
+
+-- Bounded job queues (Queue.configure): at most max_length waiting jobs (NULL: unbounded);
+-- overflow 'drop_oldest' (the oldest waiting job fails, with the reason) or 'reject' (QueueFull).
+ALTER TABLE batchq_queue
+    ADD COLUMN max_length BIGINT UNSIGNED NULL,
+    ADD COLUMN overflow VARCHAR(16) NULL;

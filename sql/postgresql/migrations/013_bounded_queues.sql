@@ -1,5 +1,6 @@
--- Message-queue operations (issue 11, parts 3 and 5): bounded queues, non-durable queues, the
--- reason a message was archived, and indexes to read and prune the archive.
+-- Bounded queues and message-queue operations (issue 11, parts 3 and 5): bounded message and job
+-- queues, non-durable message queues, the reason a message was archived, and indexes to read and
+-- prune the archive.
 --
 -- A queue's send settings sit on every shard row of its sent counter (batchq_mq_sent), because
 -- a send locks one shard row anyway: that locking read gives it the settings as they stand, and
@@ -26,3 +27,8 @@ ALTER TABLE batchq_message_unlogged
     ALTER COLUMN id SET DEFAULT nextval(pg_get_serial_sequence('batchq_message', 'id'));
 CREATE UNIQUE INDEX IF NOT EXISTS batchq_message_unlogged_id ON batchq_message_unlogged (id);
 CREATE INDEX IF NOT EXISTS batchq_message_unlogged_read ON batchq_message_unlogged (queue, id);
+
+-- Bounded job queues (Queue.configure): at most max_length waiting jobs (NULL: unbounded);
+-- overflow 'drop_oldest' (the oldest waiting job fails, with the reason) or 'reject' (QueueFull).
+ALTER TABLE batchq_queue ADD COLUMN IF NOT EXISTS max_length BIGINT NULL;
+ALTER TABLE batchq_queue ADD COLUMN IF NOT EXISTS overflow TEXT NULL;

@@ -116,16 +116,15 @@ def _drop_oldest(backend: Backend, queue: str, bound: Bound, excess: int, conn: 
         "waiting jobs (overflow='drop_oldest')"
     )
     kind, _, message = error.partition(": ")
-    dropped = 0
-    while excess > 0:
-        params = {"queue": queue, "n": excess}
-        victims = backend.fetchall("queue_overflow_victims", params, conn) if backend.skip_locked else []
-        if not victims:  # every one locked by a claim right now: wait for it
-            victims = backend.fetchall("queue_overflow_victims_wait", params, conn)
-        if not victims:
-            break  # workers took them meanwhile
-        ids = [row["id"] for row in victims]
-        marked = {"ids": ids, "error": error, "fingerprint": fingerprint_of(kind, message)}
-        dropped += backend.execute("jobs_drop_overflow", marked, conn)
-        excess -= len(ids)
-    return dropped
+    if excess <= 0:
+        return 0
+    victims = backend.fetchall("queue_overflow_victims", {"queue": queue, "n": excess}, conn)
+    if not victims:
+        return 0
+    # A victim a worker claims meanwhile is left alone: it stopped waiting, which made room too.
+    marked = {
+        "ids": [row["id"] for row in victims],
+        "error": error,
+        "fingerprint": fingerprint_of(kind, message),
+    }
+    return backend.execute("jobs_drop_overflow", marked, conn)

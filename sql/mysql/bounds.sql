@@ -22,18 +22,15 @@ ON DUPLICATE KEY UPDATE max_length = VALUES(max_length), overflow = VALUES(overf
 SELECT COUNT(*) AS waiting FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked');
 
 -- name: queue_overflow_victims
--- The oldest waiting jobs of a full drop_oldest queue (never a running one); a job a worker is
--- claiming right now is passed over, not waited for.
+-- The oldest waiting jobs of a full drop_oldest queue (never a running one), read without locks:
+-- jobs_drop_overflow locks each and checks it is still waiting. (A locking read here would lock
+-- every waiting job of the queue while sorting them by id.)
 SELECT id FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked')
-ORDER BY id LIMIT %(n)s FOR UPDATE SKIP LOCKED;
-
--- name: queue_overflow_victims_wait
--- queue_overflow_victims when every one is locked (or the server lacks SKIP LOCKED): wait for them.
-SELECT id FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked')
-ORDER BY id LIMIT %(n)s FOR UPDATE;
+ORDER BY id LIMIT %(n)s;
 
 -- name: jobs_drop_overflow
--- Drop waiting jobs to make room: failed, with the reason as their last error, for gc-error.
+-- Drop waiting jobs to make room: failed, with the reason as their last error, for gc-error;
+-- a job a worker claimed meanwhile is no longer waiting and is left alone.
 UPDATE batchq_job
 SET status = 'failed', last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = UTC_TIMESTAMP(6)
 WHERE id IN %(ids)s AND status IN ('ready', 'scheduled', 'blocked');

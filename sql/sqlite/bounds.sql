@@ -23,18 +23,15 @@ ON CONFLICT (name) DO UPDATE SET max_length = excluded.max_length, overflow = ex
 SELECT COUNT(*) AS waiting FROM batchq_job WHERE queue = :queue AND status IN ('ready', 'scheduled', 'blocked');
 
 -- name: queue_overflow_victims
--- The oldest waiting jobs of a full drop_oldest queue (never a running one); a job a worker is
--- claiming right now is passed over, not waited for.
-SELECT id FROM batchq_job WHERE queue = :queue AND status IN ('ready', 'scheduled', 'blocked')
-ORDER BY id LIMIT :n;
-
--- name: queue_overflow_victims_wait
--- queue_overflow_victims when every one is locked (or the server lacks SKIP LOCKED): wait for them.
+-- The oldest waiting jobs of a full drop_oldest queue (never a running one), read without locks:
+-- jobs_drop_overflow locks each and checks it is still waiting. (A locking read here would lock
+-- every waiting job of the queue while sorting them by id.)
 SELECT id FROM batchq_job WHERE queue = :queue AND status IN ('ready', 'scheduled', 'blocked')
 ORDER BY id LIMIT :n;
 
 -- name: jobs_drop_overflow
--- Drop waiting jobs to make room: failed, with the reason as their last error, for gc-error.
+-- Drop waiting jobs to make room: failed, with the reason as their last error, for gc-error;
+-- a job a worker claimed meanwhile is no longer waiting and is left alone.
 UPDATE batchq_job
 SET status = 'failed', last_error = :error, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
 WHERE id IN (SELECT value FROM json_each(:ids)) AND status IN ('ready', 'scheduled', 'blocked');

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .backends import Backend
+from .backends import Backend, stored_count
 from .errors import ConfigError, QueueFull
 from .failures import fingerprint_of
 
@@ -53,10 +53,12 @@ def check_bound(max_length: int | None, overflow: str | None) -> str | None:
 
 
 def stored_bound(row: dict[str, Any] | None) -> Bound | None:
-    """A bound as stored; a row written by hand with an unknown policy drops oldest."""
+    """A bound as stored. A row written by hand with an unknown policy drops oldest; one whose
+    max_length is no whole number (SQLite takes any text) reads as 0: every write is refused,
+    with an error that names the bound, rather than ignored."""
     if row is None or row["max_length"] is None:
         return None
-    return Bound(int(row["max_length"]), "reject" if row["overflow"] == "reject" else "drop_oldest")
+    return Bound(stored_count(row["max_length"]), "reject" if row["overflow"] == "reject" else "drop_oldest")
 
 
 def set_bound(backend: Backend, queue: str, max_length: int | None, overflow: str | None) -> int:

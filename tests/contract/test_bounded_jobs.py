@@ -93,3 +93,15 @@ def test_other_producers_apply_a_new_bound_within_a_second(db_url: str, queue: Q
     with pytest.raises(QueueFull):
         producer.enqueue("jobs:noop", queue=Q)
     producer.close()
+
+
+def test_bounds_written_by_hand_are_read_safely(queue: Queue) -> None:
+    """An unknown policy drops oldest; a bound that is no whole number refuses, naming it."""
+    queue.configure(Q, max_length=1)
+    sql(queue, "UPDATE batchq_queue SET overflow = 'bogus'")
+    first = queue.enqueue("jobs:noop", queue=Q)
+    queue.enqueue("jobs:noop", queue=Q)
+    assert [row["status"] for row in job_rows(queue) if row["id"] == first] == ["failed"]
+    sql(queue, "UPDATE batchq_queue SET max_length = 0")
+    with pytest.raises(QueueFull, match="max_length 0"):
+        queue.enqueue("jobs:noop", queue=Q)

@@ -282,7 +282,10 @@ class MessageQueue(OnDatabase):
 
     def _insert(self, queue: str, rows: list[dict[str, Any]], conn: Any) -> list[int]:
         backend = self.backend
-        counter = {"queue": queue, "shard": random.randrange(SENT_SHARDS), "n": len(rows)}
+        # One shard per application connection: several bounded sends in one of its transactions
+        # then lock one shard and the queue's row, in that order, and cannot deadlock each other.
+        shard = random.randrange(SENT_SHARDS) if conn is None else (id(conn) >> 4) % SENT_SHARDS
+        counter = {"queue": queue, "shard": shard, "n": len(rows)}
         # The shard's lock first: an unknown queue fails before any message is written, and the
         # queue's settings are read as they stand (configure_queue waits for this send).
         settings = backend.fetchone("mq_send_settings", counter, conn)

@@ -482,6 +482,35 @@ def test_a_full_reject_queue_raises_and_writes_nothing(db_url: str, mq: MessageQ
     assert mq.metrics(strict).queue_length == 2
 
 
+@pytest.mark.backends("mysql", "postgresql")  # SQLite has one writer: nothing to deadlock
+def test_bounded_sends_in_open_transactions_wait_rather_than_deadlock(db_url: str, mq: MessageQueue) -> None:
+    """Two applications' transactions each send several times to one bounded queue: the second
+    waits for the first's commit (the queue's turn), and neither deadlocks."""
+    mq.create_queue("ring", max_length=100)
+    first, second = app_connection(db_url), app_connection(db_url)
+    mq.send("ring", "a1", conn=first)  # holds the queue's turn until it commits
+    done: list[int] = []
+
+    def other() -> None:
+        other_mq = MessageQueue(db_url)
+        done.extend(other_mq.send("ring", f"b{n}", conn=second) for n in range(5))
+        second.commit()
+        other_mq.close()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    time.sleep(0.3)
+    assert thread.is_alive() and done == [], "the second transaction did not wait for the first"
+    for n in range(2, 6):
+        mq.send("ring", f"a{n}", conn=first)  # would deadlock if it locked the other's shard
+    first.commit()
+    thread.join(timeout=30)
+    assert len(done) == 5
+    first.close()
+    second.close()
+    assert mq.metrics("ring").total_messages == 10
+
+
 def test_configure_queue_changes_the_bound(mq: MessageQueue) -> None:
     mq.send_batch(Q, list(range(5)))
     assert mq.configure_queue(Q, max_length=2) == 3  # drop_oldest: fits the new bound at once

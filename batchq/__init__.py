@@ -12,6 +12,7 @@ from .errors import (
     LockNotAcquired,
     MessageHeld,
     PayloadError,
+    QueueFull,
     QueueNotFound,
     SchemaMissing,
     SignatureError,
@@ -24,10 +25,10 @@ from .tasks import task
 from .timeouts import JobTimeout
 
 if TYPE_CHECKING:
-    from .mq import Message, MessageQueue, QueueInfo, QueueMetrics
+    from .mq import ArchivedMessage, Message, MessageQueue, QueueInfo, QueueMetrics
 
 # The message-queue API loads on first use: `batchq run`, started by cron every minute, never needs it.
-_MQ_NAMES = {"Message", "MessageQueue", "QueueInfo", "QueueMetrics"}
+_MQ_NAMES = {"ArchivedMessage", "Message", "MessageQueue", "QueueInfo", "QueueMetrics"}
 
 
 def __getattr__(name: str) -> Any:
@@ -40,6 +41,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Acquired",
+    "ArchivedMessage",
     "BackendError",
     "BackendUnavailable",
     "BatchqError",
@@ -57,6 +59,7 @@ __all__ = [
     "PayloadError",
     "Queue",
     "QueueInfo",
+    "QueueFull",
     "QueueMetrics",
     "QueueNotFound",
     "QueueStats",

@@ -45,6 +45,10 @@ class QueueNotFound(BatchqError):
     """A message queue that was never created (or was dropped)."""
 
 
+class QueueFull(BatchqError):
+    """A bounded queue with overflow="reject" is full: nothing was written."""
+
+
 class MessageHeld(BatchqError):
     """A message a consumer holds (its visibility has not run out): not cancelled."""
 

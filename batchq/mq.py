@@ -17,20 +17,28 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from .backends import Backend, OnDatabase, Row
+from .bounds import check_bound, stored_bound
 from .config import Duration, check_queue_name, parse_duration
-from .errors import ConfigError, MessageHeld, PayloadError, QueueNotFound
+from .errors import ConfigError, MessageHeld, PayloadError, QueueFull, QueueNotFound
 from .serializers import dumps, loads
 
 Seconds = Duration
+When = Duration | datetime  # a delay, or an absolute (aware) time
+T = TypeVar("T")
 SENT_SHARDS = 16  # shard rows per queue's sent counter: concurrent senders rarely share one
 MAX_QTY = 1000
+OVERFLOW_REASON = "overflow"  # the archive's reason for a message a full drop_oldest queue dropped
+# Rows per prune statement, each its own transaction: a batch holds its row locks for a few
+# milliseconds (archivers and other prunes never wait long) and writes a bounded amount of
+# undo/WAL, however large the archive.
+PRUNE_BATCH = 1000
 
 
 @dataclass(frozen=True)
@@ -44,9 +52,24 @@ class Message:
 
 
 @dataclass(frozen=True)
+class ArchivedMessage:
+    msg_id: int
+    read_ct: int
+    enqueued_at: datetime
+    vt: datetime
+    archived_at: datetime
+    message: Any
+    headers: dict[str, Any] | None
+    reason: str | None  # None: a consumer archived it; "overflow": a full drop_oldest queue dropped it
+
+
+@dataclass(frozen=True)
 class QueueInfo:
     queue_name: str
     created_at: datetime
+    max_length: int | None = None  # None: unbounded
+    overflow: str | None = None  # "drop_oldest" or "reject" when bounded
+    durable: bool = True  # False: PostgreSQL UNLOGGED (emptied by a server crash)
 
 
 @dataclass(frozen=True)
@@ -65,52 +88,100 @@ class MessageQueue(OnDatabase):
 
     Each thread gets its own connection, opened on first use. The tables come
     from ``batchq init-db`` (or ``init_db()``); queues from ``create_queue``.
+
+    Every operation that writes takes ``conn=``: the application's open PyMySQL / sqlite3 /
+    psycopg connection, whose transaction it then joins (nothing is committed or rolled back
+    by batchq). A consumer can so read a message, write its effects and delete the message
+    in one transaction.
     """
 
     # -- queues -------------------------------------------------------------------
 
-    def create_queue(self, queue: str) -> bool:
-        """Register a queue; False when it existed already (idempotent)."""
-        params = {"queue": check_queue_name(queue)}
+    def create_queue(
+        self,
+        queue: str,
+        *,
+        max_length: int | None = None,
+        overflow: str | None = None,
+        durable: bool = True,
+        conn: Any = None,
+    ) -> bool:
+        """Register a queue; False when it existed already (idempotent).
+
+        ``max_length``: at most that many messages in the queue (held or not); a send to a
+        full queue archives the oldest messages (``overflow="drop_oldest"``, the default) or
+        raises QueueFull (``"reject"``). ``durable=False`` (PostgreSQL only): an UNLOGGED
+        table, faster, emptied by a server crash. A queue that exists with other settings
+        than the ones given raises ConfigError (configure_queue changes a bound).
+        """
+        settings = _settings(check_queue_name(queue), max_length, overflow, durable)
+        if not durable and self.backend.dialect != "postgresql":
+            raise ConfigError(
+                f"durable=False needs PostgreSQL (UNLOGGED tables); {self.backend.dialect} has no "
+                "table that is transactional yet skips the log: create the queue durable"
+            )
+        backend = self.backend
+        explicit = max_length is not None or overflow is not None or not durable
+
+        def create(conn: Any) -> bool:
+            if backend.execute("mq_queue_create", {"queue": queue}, conn) != 1:
+                if explicit:
+                    _check_same_settings(queue, settings, backend.fetchone("mq_queue_get", settings, conn))
+                return False
+            rows = [{**settings, "shard": shard} for shard in range(SENT_SHARDS)]
+            backend.insert_many("mq_sent_shard_create", rows, conn)
+            return True
+
+        return self._on(conn, create)
+
+    def configure_queue(
+        self, queue: str, *, max_length: int | None, overflow: str | None = None, conn: Any = None
+    ) -> int:
+        """Set (or with ``max_length=None`` lift) a queue's bound; returns how many messages a
+        drop_oldest queue archived at once to fit a lower bound (a reject queue keeps them and
+        refuses sends until it is under its bound). Sends in flight finish first."""
+        settings = _settings(check_queue_name(queue), max_length, overflow, True)
         backend = self.backend
 
-        def create() -> bool:
-            with backend.transaction():
-                created = backend.execute("mq_queue_create", params) == 1
-                backend.insert_many(
-                    "mq_sent_shard_create", [{**params, "shard": s} for s in range(SENT_SHARDS)]
-                )
-            return created
+        def configure(conn: Any) -> int:
+            if backend.execute("mq_queue_configure", settings, conn) == 0:
+                raise _missing(queue)
+            if max_length is None or settings["overflow"] == "reject":
+                return 0
+            backend.fetchone("mq_queue_lock", settings, conn)
+            length = int(_first(backend.fetchone("mq_queue_length", settings, conn), "length"))
+            return self._drop_oldest(queue, length - max_length, conn)
 
-        return backend.retrying(create)
+        return self._on(conn, configure)
 
-    def drop_queue(self, queue: str) -> bool:
+    def drop_queue(self, queue: str, *, conn: Any = None) -> bool:
         """Delete a queue with its messages, archive and counter; False when there was none."""
         params = {"queue": check_queue_name(queue)}
         backend = self.backend
 
-        def drop() -> bool:
-            with backend.transaction():
-                # The counter first: its row locks wait out sends in flight and make later sends
-                # fail, so no message lands after the messages are deleted.
-                backend.execute("mq_queue_drop_sent", params)
-                existed = backend.execute("mq_queue_drop_meta", params) == 1
-                backend.execute("mq_queue_drop_messages", params)
-                backend.execute("mq_queue_drop_archive", params)
-                return existed
+        def drop(conn: Any) -> bool:
+            # The counter first: its row locks wait out sends in flight and make later sends
+            # fail, so no message lands after the messages are deleted.
+            backend.execute("mq_queue_drop_sent", params, conn)
+            existed = backend.execute("mq_queue_drop_meta", params, conn) == 1
+            backend.execute("mq_queue_drop_messages", params, conn)
+            backend.execute("mq_queue_drop_archive", params, conn)
+            return existed
 
-        return backend.retrying(drop)
+        return self._on(conn, drop)
 
-    def purge_queue(self, queue: str) -> int:
+    def purge_queue(self, queue: str, *, conn: Any = None) -> int:
         """Delete every message of a queue, held or not; returns how many."""
-        params = {"queue": self._existing(queue)}
-        return self.backend.retrying(lambda: self.backend.execute("mq_purge", params))
+        params = {"queue": check_queue_name(queue)}
+
+        def purge(conn: Any) -> int:
+            self._existing(queue, conn)
+            return self.backend.execute("mq_purge", params, conn)
+
+        return self._on(conn, purge, transaction=False)
 
     def list_queues(self) -> list[QueueInfo]:
-        return [
-            QueueInfo(row["queue_name"], _utc(row["created_at"]))
-            for row in self.backend.fetchall("mq_queue_list")
-        ]
+        return [_queue_info(row) for row in self.backend.fetchall("mq_queue_list")]
 
     def metrics(self, queue: str) -> QueueMetrics:
         row = self.backend.fetchone("mq_metrics", {"queue": self._existing(queue)})
@@ -135,11 +206,27 @@ class MessageQueue(OnDatabase):
                 continue
         return found
 
-    def _existing(self, queue: str) -> str:
+    def _existing(self, queue: str, conn: Any = None) -> str:
         check_queue_name(queue)
-        if self.backend.fetchone("mq_queue_get", {"queue": queue}) is None:
+        if self.backend.fetchone("mq_queue_get", {"queue": queue}, conn) is None:
             raise _missing(queue)
         return queue
+
+    def _on(self, conn: Any, action: Callable[[Any], T], *, transaction: bool = True) -> T:
+        """Run ``action(conn)`` in the caller's transaction on ``conn``; without one, in a short
+        transaction of our own (one statement: autocommit), retried on deadlocks."""
+        backend = self.backend
+        if conn is not None:
+            backend.check_connection(conn)
+            return action(conn)
+        if not transaction:
+            return backend.retrying(lambda: action(None))
+
+        def own() -> T:
+            with backend.transaction():
+                return action(None)
+
+        return backend.retrying(own)
 
     # -- send ---------------------------------------------------------------------
 
@@ -148,39 +235,40 @@ class MessageQueue(OnDatabase):
         queue: str,
         msg: Any,
         *,
-        delay: Seconds | None = None,
+        delay: When | None = None,
         headers: Mapping[str, Any] | None = None,
         conn: Any = None,
     ) -> int:
-        """Write one message, readable after ``delay``; returns its id."""
-        return self.send_batch(queue, [msg], delay=delay, headers=headers, conn=conn)[0]
+        """Write one message, readable after ``delay`` (seconds, a duration, or an aware
+        datetime: that time on the server's clock; a past time is now); returns its id."""
+        return self.send_batch(
+            queue, [msg], delay=delay, headers=None if headers is None else [headers], conn=conn
+        )[0]
 
     def send_batch(
         self,
         queue: str,
         msgs: Iterable[Any],
         *,
-        delay: Seconds | None = None,
-        headers: Mapping[str, Any] | None = None,
+        delay: When | None = None,
+        headers: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = None,
         conn: Any = None,
     ) -> list[int]:
         """Write several messages in one transaction; returns their ids in order.
 
-        Every message is validated before anything is written. The queue must exist.
+        ``headers``: one dict (or None) per message, in order, as PGMQ; a single dict is every
+        message's. Every message is validated before anything is written. The queue must exist.
         With ``conn=`` (the application's open PyMySQL / sqlite3 / psycopg connection) the
         messages join that connection's transaction: they exist only if the caller commits.
+        A bounded queue that is full drops its oldest messages or raises QueueFull (nothing
+        written), by its overflow policy.
         """
         check_queue_name(queue)
-        seconds = parse_duration(delay, "delay")
-        head = None if headers is None else _json_text(dict(headers), "headers")
+        messages = [_json_text(msg, "message") for msg in msgs]
+        heads = _headers_per_message(headers, len(messages))
         rows = [
-            {
-                "queue": queue,
-                "message": _json_text(msg, "message"),
-                "headers": head,
-                "delay": seconds,
-            }
-            for msg in msgs
+            {"queue": queue, "message": message, "headers": head, **_when(delay, "delay")}
+            for message, head in zip(messages, heads)
         ]
         if not rows:
             return []
@@ -190,38 +278,106 @@ class MessageQueue(OnDatabase):
             backend.check_connection(conn)
         # Measured as sent (MySQL: max_allowed_packet) before the counter or any message is.
         backend.check_statement_sizes("mq_send", rows, conn)
-        if conn is not None:
-            return self._insert(queue, rows, conn)
+        return self._on(conn, lambda conn: self._insert(queue, rows, conn))
 
-        def insert() -> list[int]:
-            with backend.transaction():
-                return self._insert(queue, rows)
-
-        return backend.retrying(insert)
-
-    def _insert(self, queue: str, rows: list[dict[str, Any]], conn: Any = None) -> list[int]:
+    def _insert(self, queue: str, rows: list[dict[str, Any]], conn: Any) -> list[int]:
         backend = self.backend
-        counter = {"queue": queue, "shard": random.randrange(SENT_SHARDS), "n": len(rows)}
-        # Counting first: an unknown queue fails before any message is written.
-        if backend.execute("mq_count_sent", counter, conn=conn) != 1:
+        # One shard per application connection: several bounded sends in one of its transactions
+        # then lock one shard and the queue's row, in that order, and cannot deadlock each other.
+        shard = random.randrange(SENT_SHARDS) if conn is None else (id(conn) >> 4) % SENT_SHARDS
+        counter = {"queue": queue, "shard": shard, "n": len(rows)}
+        # The shard's lock first: an unknown queue fails before any message is written, and the
+        # queue's settings are read as they stand (configure_queue waits for this send).
+        settings = backend.fetchone("mq_send_settings", counter, conn)
+        if settings is None:
             raise _missing(queue)
-        return [backend.insert("mq_send", row, conn=conn) for row in rows]
+        bound = stored_bound(settings)
+        if bound is not None:
+            self._make_room(queue, bound.max_length, bound.overflow, len(rows), conn)
+        backend.execute("mq_count_sent", counter, conn)
+        if _is_true(settings["durable"]):
+            return [backend.insert("mq_send", row, conn) for row in rows]
+        if conn is None:  # never in the caller's transaction: its own writes must stay durable
+            backend.execute("mq_send_async_commit", None, conn)
+        return [backend.insert("mq_send_unlogged", row, conn) for row in rows]
+
+    def _make_room(self, queue: str, max_length: int, overflow: str, count: int, conn: Any) -> None:
+        """Before a bounded queue takes ``count`` messages: refuse, or drop its oldest ones.
+
+        Bounded sends to one queue take turns on its registration row (mq_queue_lock), so two
+        producers at the limit never both see room for one message; the COUNT is then exact but
+        for consumers' deletes, which only make room.
+        """
+        if count > max_length:
+            raise QueueFull(
+                f"a batch of {count} messages is more than queue {queue!r} holds (max_length "
+                f"{max_length}): nothing was sent; send at most {max_length} at a time"
+            )
+        backend = self.backend
+        params = {"queue": queue}
+        backend.fetchone("mq_queue_lock", params, conn)
+        length = int(_first(backend.fetchone("mq_queue_length", params, conn), "length"))
+        excess = length + count - max_length
+        if excess <= 0:
+            return
+        if overflow == "reject":
+            raise QueueFull(
+                f"queue {queue!r} is full ({length} of max_length {max_length} messages, "
+                "overflow='reject'): nothing was sent; consume it, or raise its bound with configure_queue()"
+            )
+        self._drop_oldest(queue, excess, conn)
+
+    def _drop_oldest(self, queue: str, excess: int, conn: Any) -> int:
+        """Archive (reason "overflow") and delete the ``excess`` oldest messages, waiting ones
+        (no consumer holds them) first; returns how many."""
+        backend = self.backend
+        # Messages other transactions have locked are passed over while others can go; a server
+        # without SKIP LOCKED waits for them.
+        queries = ("mq_overflow_victims", "mq_overflow_victims_any", "mq_overflow_victims_wait")
+        dropped = 0
+        while excess > 0:
+            params = {"queue": queue, "n": excess}
+            victims: list[Row] = []
+            for name in queries if backend.skip_locked else queries[-1:]:
+                victims = backend.fetchall(name, params, conn)
+                if victims:
+                    break
+            if not victims:
+                break  # the queue emptied meanwhile
+            for victim in victims:
+                moved = {"queue": queue, "id": victim["id"], "read_ct": None, "reason": OVERFLOW_REASON}
+                backend.execute("mq_archive_copy", moved, conn)
+                dropped += backend.execute("mq_delete", moved, conn)
+            excess -= len(victims)  # fewer than asked: the next pass takes held or locked ones
+        return dropped
 
     # -- read ---------------------------------------------------------------------
 
     def read(
-        self, queue: str, vt: Seconds, qty: int = 1, *, where: Mapping[str, Any] | None = None
+        self,
+        queue: str,
+        vt: Seconds,
+        qty: int = 1,
+        *,
+        where: Mapping[str, Any] | None = None,
+        conn: Any = None,
     ) -> list[Message]:
         """Take up to ``qty`` visible messages, oldest first, hidden from other readers for ``vt``.
 
         ``where`` keeps only messages that contain it (JSON containment of objects and
         scalars, the same on every backend): ``where={"kind": "mail"}``. Messages that do
         not match are never locked. Each returned message has ``read_ct`` incremented.
+        With ``conn=`` the read is part of the caller's transaction: a rollback (or a crash
+        before the commit) gives the messages back as they were, unread.
         """
         params = self._read_params(queue, vt, qty, where)
-        messages = self.backend.retrying(lambda: self._read_once(params))
+        if conn is not None:
+            self.backend.check_connection(conn)
+            messages = self._read_rows(params, conn)
+        else:
+            messages = self.backend.retrying(lambda: self._read_once(params))
         if not messages:
-            self._existing(queue)  # a misspelt queue fails rather than reading as empty forever
+            self._existing(queue, conn)  # a misspelt queue fails rather than reading as empty forever
         return messages
 
     def read_with_poll(
@@ -262,98 +418,109 @@ class MessageQueue(OnDatabase):
         }
 
     def _read_once(self, params: dict[str, Any]) -> list[Message]:
+        with _take(self.backend):
+            return self._read_rows(params, None)
+
+    def _read_rows(self, params: dict[str, Any], conn: Any) -> list[Message]:
         backend = self.backend
-        with _take(backend):
-            rows = backend.fetchall("mq_read" if backend.skip_locked else "mq_read_no_skip", params)
-            if rows and not backend.has_update_returning:  # locked above, marked here
-                ids = [row["msg_id"] for row in rows]
-                backend.execute("mq_read_mark", {**params, "ids": ids, "until": rows[0]["vt"]})
+        rows = backend.fetchall("mq_read" if backend.skip_locked else "mq_read_no_skip", params, conn)
+        if rows and not backend.has_update_returning:  # locked above, marked here
+            ids = [row["msg_id"] for row in rows]
+            backend.execute("mq_read_mark", {**params, "ids": ids, "until": rows[0]["vt"]}, conn)
         return sorted((_message(row) for row in rows), key=lambda m: m.msg_id)
 
-    def pop(self, queue: str) -> Message | None:
+    def pop(self, queue: str, *, conn: Any = None) -> Message | None:
         """Delete the oldest visible message and return it (at-most-once delivery)."""
         params = {"queue": check_queue_name(queue)}
-        message = self.backend.retrying(lambda: self._pop_once(params))
+        if conn is not None:
+            self.backend.check_connection(conn)
+            message = self._pop_row(params, conn)
+        else:
+            message = self.backend.retrying(lambda: self._pop_once(params))
         if message is None:
-            self._existing(queue)
+            self._existing(queue, conn)
         return message
 
     def _pop_once(self, params: dict[str, Any]) -> Message | None:
+        with _take(self.backend):
+            return self._pop_row(params, None)
+
+    def _pop_row(self, params: dict[str, Any], conn: Any) -> Message | None:
         backend = self.backend
-        with _take(backend):
-            row = backend.fetchone("mq_pop" if backend.skip_locked else "mq_pop_no_skip", params)
-            if row is not None and not backend.has_update_returning:
-                backend.execute("mq_pop_mark", {**params, "id": row["msg_id"]})
+        row = backend.fetchone("mq_pop" if backend.skip_locked else "mq_pop_no_skip", params, conn)
+        if row is not None and not backend.has_update_returning:
+            backend.execute("mq_pop_mark", {**params, "id": row["msg_id"]}, conn)
         return None if row is None else _message(row)
 
     # -- after reading ------------------------------------------------------------
 
-    def delete(self, queue: str, msg_id: int, *, read_ct: int | None = None) -> bool:
+    def delete(self, queue: str, msg_id: int, *, read_ct: int | None = None, conn: Any = None) -> bool:
         """Remove a message for good; False when it was gone already.
 
         With ``read_ct`` (the message's, from ``read``) it is a receipt: False, and nothing
         deleted, when the hold ran out and another reader has read the message since.
         """
         params = self._message_params(queue, msg_id, read_ct)
-        return self.backend.retrying(lambda: self.backend.execute("mq_delete", params)) == 1
+        return self._on(
+            conn, lambda conn: self.backend.execute("mq_delete", params, conn) == 1, transaction=False
+        )
 
-    def delete_batch(self, queue: str, msg_ids: Iterable[int]) -> list[int]:
+    def delete_batch(self, queue: str, msg_ids: Iterable[int], *, conn: Any = None) -> list[int]:
         """Remove several messages in one transaction; returns the ids that were there."""
-        return self._each(queue, msg_ids, lambda params: self.backend.execute("mq_delete", params) == 1)
+        return self._each(
+            queue, msg_ids, lambda params, conn: self.backend.execute("mq_delete", params, conn) == 1, conn
+        )
 
-    def archive(self, queue: str, msg_id: int, *, read_ct: int | None = None) -> bool:
+    def archive(self, queue: str, msg_id: int, *, read_ct: int | None = None, conn: Any = None) -> bool:
         """Move a message to the archive (kept, with ``archived_at``); False when it was gone.
 
         ``read_ct`` is a receipt, as for ``delete``.
         """
         params = self._message_params(queue, msg_id, read_ct)
-        backend = self.backend
+        return self._on(conn, lambda conn: self._archive_one(params, conn))
 
-        def move() -> bool:
-            with backend.transaction():
-                return self._archive_one(params)
-
-        return backend.retrying(move)
-
-    def archive_batch(self, queue: str, msg_ids: Iterable[int]) -> list[int]:
+    def archive_batch(self, queue: str, msg_ids: Iterable[int], *, conn: Any = None) -> list[int]:
         """Archive several messages in one transaction; returns the ids that were there."""
-        return self._each(queue, msg_ids, self._archive_one)
+        return self._each(queue, msg_ids, self._archive_one, conn)
 
-    def _archive_one(self, params: dict[str, Any]) -> bool:
+    def _archive_one(self, params: dict[str, Any], conn: Any) -> bool:
         backend = self.backend
-        if backend.fetchone("mq_message_lock", params) is None:  # locked: one archiver copies it
+        if backend.fetchone("mq_message_lock", params, conn) is None:  # locked: one archiver copies it
             return False
-        backend.execute("mq_archive_copy", params)
-        return backend.execute("mq_delete", params) == 1
+        backend.execute("mq_archive_copy", {**params, "reason": None}, conn)
+        return backend.execute("mq_delete", params, conn) == 1
 
     def _each(
-        self, queue: str, msg_ids: Iterable[int], action: Callable[[dict[str, Any]], bool]
+        self,
+        queue: str,
+        msg_ids: Iterable[int],
+        action: Callable[[dict[str, Any], Any], bool],
+        conn: Any,
     ) -> list[int]:
         """Apply a per-message action to many ids in one transaction, in id order (no deadlocks)."""
         batch = [self._message_params(queue, msg_id) for msg_id in sorted(set(msg_ids))]
-        backend = self.backend
+        if not batch:
+            return []
+        return self._on(conn, lambda conn: [params["id"] for params in batch if action(params, conn)])
 
-        def run() -> list[int]:
-            with backend.transaction():
-                return [params["id"] for params in batch if action(params)]
-
-        return backend.retrying(run) if batch else []
-
-    def set_vt(self, queue: str, msg_id: int, vt: Seconds, *, read_ct: int | None = None) -> Message | None:
-        """Hide a message until ``vt`` seconds from now (0: visible now); None when it is gone.
+    def set_vt(
+        self, queue: str, msg_id: int, vt: When, *, read_ct: int | None = None, conn: Any = None
+    ) -> Message | None:
+        """Hide a message until ``vt`` seconds from now (0: visible now), or until ``vt`` as an
+        aware datetime (on the server's clock; a past time is now); None when it is gone.
 
         ``read_ct`` is a receipt, as for ``delete``: None when someone else has read it since.
         """
-        params = {**self._message_params(queue, msg_id, read_ct), "vt": parse_duration(vt, "vt")}
+        when = _when(vt, "vt")
+        params = {**self._message_params(queue, msg_id, read_ct), "vt": when["delay"], "at": when["at"]}
         backend = self.backend
 
-        def update() -> Row | None:
-            with backend.transaction():
-                if backend.execute("mq_set_vt", params) != 1:
-                    return None
-                return backend.fetchone("mq_message_get", params)
+        def update(conn: Any) -> Row | None:
+            if backend.execute("mq_set_vt", params, conn) != 1:
+                return None
+            return backend.fetchone("mq_message_get", params, conn)
 
-        row = backend.retrying(update)
+        row = self._on(conn, update)
         return None if row is None else _message(row)
 
     def cancel(self, queue: str, msg_id: int) -> bool:
@@ -378,9 +545,9 @@ class MessageQueue(OnDatabase):
                 )
         return False
 
-    def get(self, queue: str, msg_id: int) -> Message | None:
+    def get(self, queue: str, msg_id: int, *, conn: Any = None) -> Message | None:
         """A message as it stands, without reading it (no lock, read_ct unchanged)."""
-        row = self.backend.fetchone("mq_message_get", self._message_params(queue, msg_id))
+        row = self.backend.fetchone("mq_message_get", self._message_params(queue, msg_id), conn)
         return None if row is None else _message(row)
 
     @staticmethod
@@ -390,6 +557,67 @@ class MessageQueue(OnDatabase):
         if read_ct is not None and (isinstance(read_ct, bool) or not isinstance(read_ct, int)):
             raise ConfigError(f"bad read_ct {read_ct!r}: use the read_ct of the Message that read() returned")
         return {"queue": check_queue_name(queue), "id": msg_id, "read_ct": read_ct}
+
+    # -- the archive ----------------------------------------------------------------
+
+    def read_archive(
+        self,
+        queue: str,
+        *,
+        after_id: int = 0,
+        limit: int = 100,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        reason: str | None = None,
+        conn: Any = None,
+    ) -> list[ArchivedMessage]:
+        """A page of a queue's archive in id order: the messages after ``after_id`` (pass the
+        last one's id for the next page), at most ``limit`` (1-1000). ``since``/``until``: aware
+        datetimes, archived at or after / before; ``reason``: only messages archived for it
+        ("overflow": dropped by a full queue)."""
+        check_queue_name(queue)
+        if isinstance(after_id, bool) or not isinstance(after_id, int) or after_id < 0:
+            raise ConfigError(f"bad after_id {after_id!r}: use 0 or the msg_id of the last message of a page")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_QTY:
+            raise ConfigError(f"bad limit {limit!r}: use a whole number from 1 to {MAX_QTY}")
+        if reason is not None and not isinstance(reason, str):
+            raise ConfigError(
+                f"bad reason {reason!r}: use a string such as {OVERFLOW_REASON!r}, or None for any"
+            )
+        params = {
+            "queue": queue,
+            "after_id": after_id,
+            "limit": limit,
+            "since": _epoch(since, "since"),
+            "until": _epoch(until, "until"),
+            "reason": reason,
+        }
+        if conn is not None:
+            self.backend.check_connection(conn)
+        rows = self.backend.fetchall("mq_archive_read", params, conn)
+        if not rows:
+            self._existing(queue, conn)
+        return [_archived(row) for row in rows]
+
+    def prune_archive(
+        self, older_than: Seconds, *, queue: str | None = None, batch: int = PRUNE_BATCH
+    ) -> int:
+        """Delete archived messages archived more than ``older_than`` ago (of one queue, or of
+        all), ``batch`` rows per transaction, oldest first; returns how many."""
+        params = {
+            "older_than": parse_duration(older_than, "older_than"),
+            "queue": None if queue is None else check_queue_name(queue),
+            "batch": batch,
+        }
+        if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 100_000:
+            raise ConfigError(f"bad batch {batch!r}: use a whole number of rows from 1 to 100000")
+        backend = self.backend
+        pruned = 0
+        while True:
+            deleted = backend.retrying(lambda: backend.execute("mq_archive_prune", params))
+            pruned += deleted
+            if deleted < batch:
+                return pruned
 
 
 # -- helpers ----------------------------------------------------------------------------
@@ -404,6 +632,107 @@ def _take(backend: Backend) -> AbstractContextManager[None]:
     BEGIN IMMEDIATE.
     """
     return nullcontext() if backend.single_statement_claims else backend.transaction()
+
+
+def _settings(queue: str, max_length: int | None, overflow: str | None, durable: bool) -> dict[str, Any]:
+    """A queue's send settings as stored, checked before anything is written."""
+    policy = check_bound(max_length, overflow)
+    if not isinstance(durable, bool):
+        raise ConfigError(f"bad durable {durable!r}: use True or False")
+    return {"queue": queue, "max_length": max_length, "overflow": policy, "durable": durable}
+
+
+def _check_same_settings(queue: str, wanted: dict[str, Any], row: Row | None) -> None:
+    """create_queue of a queue that exists: the settings asked for must be its own."""
+    if row is None:
+        return  # dropped meanwhile: the caller's create found it and that is all
+    info = _queue_info(row)
+    have = {"max_length": info.max_length, "overflow": info.overflow, "durable": info.durable}
+    if have != {key: wanted[key] for key in have}:
+        raise ConfigError(
+            f"message queue {queue!r} exists with max_length={info.max_length}, overflow={info.overflow!r}, "
+            f"durable={info.durable}: change its bound with configure_queue(); durability is fixed "
+            "(drop_queue and create it again)"
+        )
+
+
+def _queue_info(row: Row) -> QueueInfo:
+    bound = stored_bound(row)
+    return QueueInfo(
+        queue_name=row["queue_name"],
+        created_at=_utc(row["created_at"]),
+        max_length=None if bound is None else bound.max_length,
+        overflow=None if bound is None else bound.overflow,
+        durable=_is_true(row["durable"]),
+    )
+
+
+def _is_true(value: Any) -> bool:
+    """A stored flag (PostgreSQL bool, MySQL/SQLite 0/1); NULL (no counter row) is durable."""
+    return value is None or bool(value)
+
+
+def _first(row: Row | None, column: str) -> Any:
+    assert row is not None  # an aggregate always returns a row
+    return row[column]
+
+
+def _headers_per_message(
+    headers: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None, count: int
+) -> list[str | None]:
+    """send_batch's headers as JSON text, one per message: a list gives each its own, one dict all."""
+    if headers is None:
+        return [None] * count
+    if isinstance(headers, Mapping):
+        return [_json_text(dict(headers), "headers")] * count
+    if isinstance(headers, (str, bytes)) or not isinstance(headers, Sequence):
+        raise ConfigError(f"bad headers {headers!r}: use a dict, or a list of one dict (or None) per message")
+    if len(headers) != count:
+        raise ConfigError(
+            f"headers has {len(headers)} entries for {count} messages: give one dict (or None) per message"
+        )
+    return [None if head is None else _json_text(_header_dict(head), "headers") for head in headers]
+
+
+def _header_dict(head: Any) -> dict[str, Any]:
+    if not isinstance(head, Mapping):
+        raise PayloadError("headers must be a JSON object (a dict)")
+    return dict(head)
+
+
+def _when(value: When | None, what: str) -> dict[str, Any]:
+    """A delay in seconds, or an absolute time as Unix seconds (the SQL keeps the later of it and
+    the server's now): {"delay": ..., "at": ...}."""
+    if isinstance(value, datetime):
+        return {"delay": 0.0, "at": _epoch(value, what)}
+    return {"delay": parse_duration(value, what), "at": None}
+
+
+def _epoch(value: datetime | None, what: str) -> float | None:
+    """An aware datetime as Unix seconds; a naive one is refused (whose clock would it be?)."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise ConfigError(f"bad {what} {value!r}: use an aware datetime, as datetime.now(timezone.utc)")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ConfigError(
+            f"bad {what} {value!r}: a naive datetime has no time zone; give one, as "
+            "datetime(..., tzinfo=timezone.utc) or datetime.now(timezone.utc)"
+        )
+    return value.timestamp()
+
+
+def _archived(row: Row) -> ArchivedMessage:
+    return ArchivedMessage(
+        msg_id=int(row["msg_id"]),
+        read_ct=int(row["read_ct"]),
+        enqueued_at=_utc(row["enqueued_at"]),
+        vt=_utc(row["vt"]),
+        archived_at=_utc(row["archived_at"]),
+        message=_json_value(row["message"]),
+        headers=_json_value(row["headers"]),
+        reason=None if row["reason"] is None else str(row["reason"]),
+    )
 
 
 def _missing(queue: str) -> QueueNotFound:
@@ -490,4 +819,4 @@ def _float_or_none(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-__all__ = ["Message", "MessageQueue", "QueueInfo", "QueueMetrics"]
+__all__ = ["ArchivedMessage", "Message", "MessageQueue", "QueueInfo", "QueueMetrics"]

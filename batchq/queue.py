@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .backends import OnDatabase
+from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
 from .config import Duration, check_queue_name, parse_duration, parse_timeout
 from .errors import BackendError, ConfigError, PayloadError
 from .explain import Explanation, explain
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from .schedules import Schedule, Schedules, TickReport
 
 Task = str | Callable[..., Any]
+T = TypeVar("T")
 Delay = Duration | None
 PRIORITY_RANGE = (-32768, 32767)
 MAX_ERRORS_RANGE = (1, 65535)
@@ -38,6 +40,7 @@ UNIQUE_KEY_MAX_CHARS = 255
 # An enqueue whose key's job ended between its INSERT and its lookup inserts again; only a key
 # changing hands this many times in a row gives up.
 UNIQUE_ATTEMPTS = 10
+UNCHANGED: Any = object()  # a configure() setting not passed: left as it is
 CANCEL_BATCH = 1000  # rows per statement of cancel_where: no cancel holds many locks for long
 HISTORY_LIMIT_RANGE = (1, 100_000)
 
@@ -87,6 +90,7 @@ class Queue(OnDatabase):
         modules = modules_from_env() if task_modules is None else split_modules(task_modules)
         self.resolver = Resolver(modules)
         self._partitions_known: tuple[float, int] | None = None  # (valid until, count)
+        self._bounds_known: dict[str, tuple[float, bool]] = {}  # queue: (valid until, bounded)
 
     # -- enqueue --------------------------------------------------------------
 
@@ -145,6 +149,9 @@ class Queue(OnDatabase):
             backend.check_connection(conn)
         if unique_key is not None:
             row["unique_key"] = _check_unique_key(unique_key)
+        if self._bounded(queue, conn):
+            return self._in_turn(queue, conn, lambda: self._enqueue_bounded(row, conn))
+        if unique_key is not None:
             return self._enqueue_unique(row, conn)
         if conn is not None:
             return Enqueued(backend.insert("enqueue", row, conn=conn))
@@ -216,8 +223,99 @@ class Queue(OnDatabase):
         insert = backend.insert_jobs if unique_keys is None else backend.insert_unique_jobs
         if conn is not None:
             backend.check_connection(conn)
+        if self._bounded(queue, conn):  # room for every payload, written or skipped for its key
+            return self._in_turn(
+                queue, conn, lambda: self._room_for(queue, len(rows), conn, lambda: insert(rows, conn))
+            )
+        if conn is not None:
             return insert(rows, conn)
         return backend.retrying(lambda: insert(rows))
+
+    # -- bounded queues (batchq.bounds) ------------------------------------------------------
+
+    def configure(
+        self,
+        queue: str,
+        *,
+        keep_for: Duration | None | object = UNCHANGED,
+        max_length: int | None | object = UNCHANGED,
+        overflow: str | None = None,
+    ) -> int:
+        """Set a job queue's settings; what is not passed stays as it is. Bad values raise before
+        anything is written.
+
+        ``keep_for``: keep the queue's finished jobs in the history (batchq_history) this long (a
+        duration: 7 days as ``"7d"``, 604800 or a timedelta); None stops keeping them (what is
+        kept stays until `prune --older-than`). Workers notice within a second.
+
+        ``max_length``: bound the queue to that many waiting jobs (None: unbounded again). An
+        enqueue into a full queue fails its oldest waiting jobs, with the reason (``overflow=
+        "drop_oldest"``, the default), or raises QueueFull having written nothing (``"reject"``).
+        Other producer processes apply a new bound within a second.
+
+        Returns how many waiting jobs a drop_oldest bound failed at once to fit (else 0)."""
+        check_queue_name(queue)
+        if keep_for is UNCHANGED and max_length is UNCHANGED:
+            raise ConfigError(f"nothing to configure for queue {queue!r}: pass keep_for=..., max_length=...")
+        if max_length is UNCHANGED and overflow is not None:
+            raise ConfigError("overflow needs max_length: pass the bound it applies to")
+        keep_seconds = None if keep_for is UNCHANGED else self._keep_for_seconds(keep_for)
+        dropped = 0
+        if max_length is not UNCHANGED:
+            dropped = set_bound(self.backend, queue, max_length, overflow)  # type: ignore[arg-type]
+            self._bounds_known.clear()
+        if keep_for is not UNCHANGED:
+            self.backend.execute("queue_set_keep_for", {"queue": queue, "keep_for": keep_seconds})
+        return dropped
+
+    def _keep_for_seconds(self, keep_for: Any) -> float | None:
+        seconds = None if keep_for is None else parse_duration(keep_for, "keep_for")
+        if seconds is not None and seconds <= 0:
+            raise ConfigError(f"bad keep_for {keep_for!r}: keep history for more than 0 s, or pass None")
+        self.backend.check_history()
+        return seconds
+
+    def _bounded(self, queue: str, conn: Any) -> bool:
+        """Whether ``queue`` has a bound, read at most once a second (on ``conn`` when given)."""
+        known, now = self._bounds_known.get(queue), time.monotonic()
+        if known is None or now >= known[0]:
+            bound = stored_bound(self.backend.fetchone("queue_bound", {"queue": queue}, conn))
+            known = self._bounds_known[queue] = (now + BOUND_CACHE_SECONDS, bound is not None)
+        return known[1]
+
+    def _in_turn(self, queue: str, conn: Any, write: Callable[[], T]) -> T:
+        """A write into a bounded queue, in one transaction (the caller's on ``conn``)."""
+        backend = self.backend
+        if conn is not None:
+            return write()
+
+        def own() -> T:
+            with backend.transaction():
+                return write()
+
+        return backend.retrying(own)
+
+    def _room_for(self, queue: str, count: int, conn: Any, write: Callable[[], T]) -> T:
+        bound = take_turn(self.backend, queue, conn)
+        if bound is not None:
+            make_room(self.backend, queue, bound, count, conn)
+        return write()
+
+    def _enqueue_bounded(self, row: dict[str, Any], conn: Any) -> Enqueued:
+        """enqueue into a bounded queue, in its turn: a held unique key writes nothing and drops
+        nothing; else room is made (or QueueFull raised), then the job written."""
+        backend, queue = self.backend, row["queue"]
+        bound = take_turn(backend, queue, conn)
+        key = row["unique_key"]
+        if key is not None:
+            holder = backend.unique_holder(key, conn)
+            if holder is not None:
+                return Enqueued(holder, created=False)
+        if bound is not None:
+            make_room(backend, queue, bound, 1, conn)
+        if key is not None:
+            return self._enqueue_unique(row, conn)
+        return Enqueued(backend.insert("enqueue", row, conn=conn))
 
     def job_template(
         self,
@@ -364,17 +462,6 @@ class Queue(OnDatabase):
 
     def paused_queues(self) -> list[str]:
         return [row["name"] for row in self.backend.fetchall("queues_paused")]
-
-    def configure(self, queue: str, *, keep_for: Duration | None) -> None:
-        """Keep the queue's finished jobs in the history (batchq_history) for ``keep_for`` (a
-        duration: 7 days as ``"7d"``, 604800 or a timedelta); None stops keeping them (what is
-        kept stays until `prune --older-than`). Workers notice within a second."""
-        check_queue_name(queue)
-        seconds = None if keep_for is None else parse_duration(keep_for, "keep_for")
-        if seconds is not None and seconds <= 0:
-            raise ConfigError(f"bad keep_for {keep_for!r}: keep history for more than 0 s, or pass None")
-        self.backend.check_history()
-        self.backend.execute("queue_set_keep_for", {"queue": queue, "keep_for": seconds})
 
     def keep_for(self) -> dict[str, float]:
         """The queues whose history is kept, and for how many seconds."""

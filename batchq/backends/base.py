@@ -176,8 +176,8 @@ class Backend(ABC):
     def fetchone(self, name: str, params: Any = None, conn: Any = None) -> Row | None:
         return self._query(name, params, conn, self._first_row)
 
-    def fetchall(self, name: str, params: Any = None) -> list[Row]:
-        return self._query(name, params, None, self._all_rows)
+    def fetchall(self, name: str, params: Any = None, conn: Any = None) -> list[Row]:
+        return self._query(name, params, conn, self._all_rows)
 
     def rows(self, name: str, params: Any = None) -> list[tuple[Any, ...]]:
         """All rows as tuples: the job cycle's reads, without a dict per row."""

@@ -20,6 +20,7 @@ from . import (
     jobs,
     locks,
     metrics,
+    mq,
     partitions,
     queues,
     schedules,
@@ -74,6 +75,7 @@ for command in (
     history.prune,
     history.configure,
     dashboard.dashboard,
+    mq.mq,
 ):
     cli.add_command(command)
 

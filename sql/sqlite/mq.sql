@@ -10,16 +10,50 @@ INSERT OR IGNORE INTO batchq_mq_meta (queue, created_at)
 VALUES (:queue, strftime('%Y-%m-%d %H:%M:%f', 'now'));
 
 -- name: mq_sent_shard_create
--- One shard of a queue's sent counter, created with the queue.
-INSERT OR IGNORE INTO batchq_mq_sent (queue, shard, sent) VALUES (:queue, :shard, 0);
+-- One shard of a queue's sent counter, created with the queue, with its send settings.
+INSERT OR IGNORE INTO batchq_mq_sent (queue, shard, sent, max_length, overflow, durable)
+VALUES (:queue, :shard, 0, :max_length, :overflow, :durable);
 
 -- name: mq_queue_get
--- One queue's registration.
-SELECT queue AS queue_name, created_at FROM batchq_mq_meta WHERE queue = :queue;
+-- One queue's registration and send settings (shard 0's; every shard has the same).
+SELECT m.queue AS queue_name, m.created_at, s.max_length, s.overflow, s.durable
+FROM batchq_mq_meta AS m LEFT JOIN batchq_mq_sent AS s ON s.queue = m.queue AND s.shard = 0
+WHERE m.queue = :queue;
 
 -- name: mq_queue_list
--- Every queue, by name.
-SELECT queue AS queue_name, created_at FROM batchq_mq_meta ORDER BY queue;
+-- Every queue, by name, with its send settings.
+SELECT m.queue AS queue_name, m.created_at, s.max_length, s.overflow, s.durable
+FROM batchq_mq_meta AS m LEFT JOIN batchq_mq_sent AS s ON s.queue = m.queue AND s.shard = 0
+ORDER BY m.queue;
+
+-- name: mq_queue_configure
+-- Set a queue's bound on every shard row: the row locks wait out sends in flight and hold off
+-- new ones until commit, so no send checks against the old bound after it.
+UPDATE batchq_mq_sent SET max_length = :max_length, overflow = :overflow WHERE queue = :queue;
+
+-- name: mq_queue_lock
+-- A bounded queue's send lock: on the servers a row lock; SQLite's writer already has the database.
+SELECT queue FROM batchq_mq_meta WHERE queue = :queue;
+
+-- name: mq_queue_length
+-- Messages in a queue, held or not: what a bound limits.
+SELECT COUNT(*) AS length FROM batchq_message WHERE queue = :queue;
+
+-- name: mq_overflow_victims
+-- The oldest waiting messages (visible, or delayed and never read: no consumer holds them) of a
+-- full drop_oldest queue, to archive and delete; a message another transaction has locked (being
+-- read or deleted, or read inside an application's transaction) is passed over, not waited for.
+SELECT id FROM batchq_message
+WHERE queue = :queue AND (vt <= strftime('%Y-%m-%d %H:%M:%f', 'now') OR read_ct = 0)
+ORDER BY id LIMIT :n;
+
+-- name: mq_overflow_victims_any
+-- When too few are waiting (consumers hold the rest): the oldest messages, held or not.
+SELECT id FROM batchq_message WHERE queue = :queue ORDER BY id LIMIT :n;
+
+-- name: mq_overflow_victims_wait
+-- mq_overflow_victims when every message is locked by others (or the server lacks SKIP LOCKED): wait for them.
+SELECT id FROM batchq_message WHERE queue = :queue ORDER BY id LIMIT :n;
 
 -- name: mq_queue_drop_messages
 -- drop_queue, 3/4: the queue's messages.
@@ -41,15 +75,23 @@ DELETE FROM batchq_mq_meta WHERE queue = :queue;
 -- Delete every message of a queue, held or not; the archive and the sent counter stay.
 DELETE FROM batchq_message WHERE queue = :queue;
 
+-- name: mq_send_settings
+-- A send's first statement: lock one shard of the queue's sent counter and read the queue's
+-- settings from it as they stand (a locking read sees the latest commit); no row: no such queue.
+SELECT max_length, overflow, durable FROM batchq_mq_sent
+WHERE queue = :queue AND shard = :shard;
+
 -- name: mq_count_sent
 -- Add to one shard of the sent counter, in the send's transaction; 0 rows: no such queue.
 UPDATE batchq_mq_sent SET sent = sent + :n WHERE queue = :queue AND shard = :shard;
 
 -- name: mq_send
--- One message, visible after the delay.
+-- One message, visible after the delay, or at the absolute time `at` (Unix seconds; past: now).
 INSERT INTO batchq_message (queue, vt, read_ct, enqueued_at, message, headers)
-VALUES (:queue, strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), 0,
-        strftime('%Y-%m-%d %H:%M:%f', 'now'), :message, :headers);
+VALUES (:queue,
+        CASE WHEN :at IS NULL THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay))
+             ELSE max(strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch'), strftime('%Y-%m-%d %H:%M:%f', 'now')) END,
+        0, strftime('%Y-%m-%d %H:%M:%f', 'now'), :message, :headers);
 
 -- name: mq_read
 -- Hide up to qty visible messages, oldest id first, matching the optional filter, and count
@@ -96,10 +138,23 @@ SELECT id FROM batchq_message WHERE id = :id AND queue = :queue
   AND (:read_ct IS NULL OR read_ct = :read_ct);
 
 -- name: mq_archive_copy
--- Copy one message into the archive, stamped with the time it was archived.
-INSERT INTO batchq_message_archive (id, queue, vt, read_ct, enqueued_at, archived_at, message, headers)
-SELECT id, queue, vt, read_ct, enqueued_at, strftime('%Y-%m-%d %H:%M:%f', 'now'), message, headers
+-- Copy one message into the archive, stamped with the time and the reason (NULL: a consumer's).
+INSERT INTO batchq_message_archive (id, queue, vt, read_ct, enqueued_at, archived_at, message, headers, reason)
+SELECT id, queue, vt, read_ct, enqueued_at, strftime('%Y-%m-%d %H:%M:%f', 'now'), message, headers, :reason
 FROM batchq_message WHERE id = :id AND queue = :queue;
+
+-- name: mq_archive_read
+-- A page of a queue's archive in id order, after after_id, with optional filters: archived at
+-- or after since, before until (Unix seconds), with a reason.
+SELECT id AS msg_id, read_ct, enqueued_at, vt, archived_at, message, headers, reason
+FROM batchq_message_archive
+WHERE queue = :queue AND id > :after_id
+  AND (:since IS NULL OR archived_at >= strftime('%Y-%m-%d %H:%M:%f', :since, 'unixepoch'))
+  AND (:until IS NULL OR archived_at < strftime('%Y-%m-%d %H:%M:%f', :until, 'unixepoch'))
+  AND (:reason IS NULL OR reason = :reason)
+ORDER BY id
+LIMIT :limit;
+
 
 -- name: mq_delete
 -- Delete one message; 0 rows when it is gone, or, with read_ct, read by someone since.
@@ -107,8 +162,11 @@ DELETE FROM batchq_message WHERE id = :id AND queue = :queue
   AND (:read_ct IS NULL OR read_ct = :read_ct);
 
 -- name: mq_set_vt
--- Make a message invisible until now + vt (0: visible at once); read_ct fences as in mq_delete.
-UPDATE batchq_message SET vt = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :vt))
+-- Make a message invisible until now + vt (0: visible at once), or until the absolute time `at`
+-- (Unix seconds; past: now); read_ct fences as in mq_delete.
+UPDATE batchq_message
+SET vt = CASE WHEN :at IS NULL THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :vt))
+              ELSE max(strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch'), strftime('%Y-%m-%d %H:%M:%f', 'now')) END
 WHERE id = :id AND queue = :queue
   AND (:read_ct IS NULL OR read_ct = :read_ct);
 
@@ -132,3 +190,14 @@ SELECT COUNT(*) AS queue_length,
        strftime('%Y-%m-%d %H:%M:%f', 'now') AS scrape_time
 FROM batchq_message
 WHERE queue = :queue;
+
+-- name: mq_archive_prune
+-- One batch of prune: delete up to `batch` archived messages older than older_than seconds
+-- (of one queue, or of all), oldest first; its own short transaction.
+DELETE FROM batchq_message_archive WHERE id IN (
+    SELECT id FROM batchq_message_archive
+    WHERE archived_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -:older_than))
+      AND (:queue IS NULL OR queue = :queue)
+    ORDER BY archived_at
+    LIMIT :batch
+);

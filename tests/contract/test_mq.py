@@ -6,12 +6,12 @@ import json
 import math
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 
-from batchq import ConfigError, MessageHeld, MessageQueue, PayloadError, Queue, QueueNotFound
+from batchq import ConfigError, MessageHeld, MessageQueue, PayloadError, Queue, QueueFull, QueueNotFound
 from batchq.backends import create_backend
 from tests.support.db import app_connection, sql
 from tests.support.messages import Q, ids, raw
@@ -335,6 +335,277 @@ def _cancelled(mq: MessageQueue, msg_id: int) -> bool:
         return mq.cancel(Q, msg_id)
     except MessageHeld:
         return False  # the app clock ran ahead of the server's
+
+
+# -- headers, absolute times -------------------------------------------------------------
+
+
+def test_send_batch_takes_one_headers_per_message(mq: MessageQueue) -> None:
+    sent = mq.send_batch(Q, ["a", "b", "c"], headers=[{"trace": "1"}, None, {"trace": "3", "n": [1]}])
+    got = mq.read(Q, vt=30, qty=5)
+    assert ids(got) == sent
+    assert [m.headers for m in got] == [{"trace": "1"}, None, {"trace": "3", "n": [1]}]
+    with pytest.raises(ConfigError, match="one dict"):
+        mq.send_batch(Q, ["a", "b"], headers=[{"only": "one"}])
+    with pytest.raises(PayloadError, match="JSON object"):
+        mq.send_batch(Q, ["a"], headers=[["not", "a", "dict"]])  # type: ignore[list-item]
+    with pytest.raises(ConfigError, match="headers"):
+        mq.send_batch(Q, ["a"], headers="trace")  # type: ignore[arg-type]
+    assert mq.metrics(Q).total_messages == 3
+
+
+def test_send_and_set_vt_take_an_absolute_time(mq: MessageQueue) -> None:
+    server_now = mq.metrics(Q).scrape_time  # the server's clock, which the times are on
+    later = server_now + timedelta(minutes=10)
+    msg_id = mq.send(Q, "at ten past", delay=later)
+    message = mq.get(Q, msg_id)
+    assert message is not None and abs((message.vt - later).total_seconds()) < 0.01
+    assert mq.read(Q, vt=30) == []
+
+    past = mq.send(Q, "in the past: now", delay=server_now - timedelta(days=3))
+    assert ids(mq.read(Q, vt=30)) == [past]
+
+    in_paris = later.astimezone(timezone(timedelta(hours=1)))  # any zone: the same instant
+    moved = mq.set_vt(Q, past, in_paris + timedelta(minutes=5))
+    assert moved is not None and abs((moved.vt - later - timedelta(minutes=5)).total_seconds()) < 0.01
+    back = mq.set_vt(Q, msg_id, server_now - timedelta(hours=1))  # past: visible now
+    assert back is not None and ids(mq.read(Q, vt=30)) == [msg_id]
+
+    naive = datetime(2030, 1, 1)
+    with pytest.raises(ConfigError, match="naive"):
+        mq.send(Q, "x", delay=naive)
+    with pytest.raises(ConfigError, match="naive"):
+        mq.set_vt(Q, msg_id, naive)
+    assert mq.metrics(Q).total_messages == 2
+
+
+# -- every operation in the caller's transaction -----------------------------------------
+
+
+def test_every_operation_joins_the_callers_transaction(db_url: str, mq: MessageQueue) -> None:
+    """Each operation on conn= is undone by the caller's rollback, and kept by its commit."""
+    kept, read_one, popped, deleted, archived, batch_a, batch_b, held = mq.send_batch(Q, list(range(8)))
+    app = app_connection(db_url)
+    assert ids(mq.read(Q, vt=60, qty=1, conn=app)) == [kept]
+    assert mq.pop(Q, conn=app) is not None
+    assert mq.delete(Q, deleted, conn=app) is True
+    assert mq.archive(Q, archived, conn=app) is True
+    assert mq.delete_batch(Q, [batch_a], conn=app) == [batch_a]
+    assert mq.archive_batch(Q, [batch_b], conn=app) == [batch_b]
+    assert mq.set_vt(Q, held, 60, conn=app) is not None
+    assert mq.create_queue("side", conn=app) is True
+    mq.send("side", "x", conn=app)
+    assert mq.purge_queue("side", conn=app) == 1
+    assert mq.drop_queue("side", conn=app) is True
+    app.rollback()
+
+    assert sorted(ids(mq.read(Q, vt=0, qty=10))) == sorted(
+        [kept, read_one, popped, deleted, archived, batch_a, batch_b, held]
+    )
+    assert [m.read_ct for m in mq.read(Q, vt=0, qty=10)] == [2] * 8  # only the two reads above count
+    assert [q.queue_name for q in mq.list_queues()] == [Q]
+    assert mq.read_archive(Q) == []
+
+    assert mq.create_queue("side", conn=app) is True
+    assert mq.delete(Q, deleted, conn=app) is True
+    assert mq.archive(Q, archived, conn=app) is True
+    app.commit()
+    app.close()
+    assert [q.queue_name for q in mq.list_queues()] == [Q, "side"]
+    assert mq.get(Q, deleted) is None
+    assert ids(mq.read_archive(Q)) == [archived]
+
+
+def test_a_read_in_the_callers_transaction_is_undone_by_its_rollback(db_url: str, mq: MessageQueue) -> None:
+    msg_id = mq.send(Q, {"n": 1})
+    app = app_connection(db_url)
+    [message] = mq.read(Q, vt=60, conn=app)
+    assert message.read_ct == 1
+    app.rollback()
+    app.close()
+    again = mq.read(Q, vt=60)  # visible at once: the hold was never committed
+    assert ids(again) == [msg_id] and again[0].read_ct == 1
+
+
+# -- bounded queues --------------------------------------------------------------------
+
+
+def test_a_full_drop_oldest_queue_archives_its_oldest_waiting_messages(mq: MessageQueue) -> None:
+    ring = "ring"
+    assert mq.create_queue(ring, max_length=3) is True
+    first = mq.send_batch(ring, [0, 1, 2])
+    [held] = mq.read(ring, vt=60)  # a consumer holds the oldest: it goes last
+    assert held.msg_id == first[0]
+    newer = mq.send_batch(ring, [3, 4])
+    assert mq.metrics(ring).queue_length == 3
+    remaining = mq.read(ring, vt=0, qty=10)
+    assert ids(remaining) == newer  # the held one is still held, so not read here
+    assert mq.get(ring, first[0]) is not None
+    dropped = mq.read_archive(ring, reason="overflow")
+    assert ids(dropped) == first[1:]
+    assert [m.message for m in dropped] == [1, 2] and all(m.reason == "overflow" for m in dropped)
+
+    mq.send_batch(ring, [5, 6, 7])  # nothing waiting is left to drop first: held ones go too
+    assert mq.metrics(ring).queue_length == 3
+    assert mq.get(ring, first[0]) is None
+    assert mq.delete(ring, held.msg_id, read_ct=held.read_ct) is False  # its consumer finds it gone
+    assert len(mq.read_archive(ring, reason="overflow")) == 5
+    assert mq.metrics(ring).total_messages == 8
+
+    with pytest.raises(QueueFull, match="at most 3 at a time"):
+        mq.send_batch(ring, [8, 9, 10, 11])
+    assert mq.metrics(ring).total_messages == 8
+
+
+def test_a_full_reject_queue_raises_and_writes_nothing(db_url: str, mq: MessageQueue) -> None:
+    strict = "strict"
+    mq.create_queue(strict, max_length=2, overflow="reject")
+    mq.send_batch(strict, ["a", "b"])
+    with pytest.raises(QueueFull, match="is full .*overflow='reject'"):
+        mq.send(strict, "c")
+    app = app_connection(db_url)
+    with pytest.raises(QueueFull):
+        mq.send(strict, "c", conn=app)
+    mq.send(Q, "the caller's transaction goes on", conn=app)
+    app.commit()
+    app.close()
+    metrics = mq.metrics(strict)
+    assert (metrics.queue_length, metrics.total_messages) == (2, 2)
+    assert mq.read_archive(strict) == []
+    assert mq.metrics(Q).queue_length == 1
+
+    [taken] = mq.read(strict, vt=60)  # a held message still counts: it comes back unless deleted
+    with pytest.raises(QueueFull):
+        mq.send(strict, "c")
+    mq.delete(strict, taken.msg_id)
+    mq.send(strict, "c")
+    assert mq.metrics(strict).queue_length == 2
+
+
+@pytest.mark.backends("mysql", "postgresql")  # SQLite has one writer: nothing to deadlock
+def test_bounded_sends_in_open_transactions_wait_rather_than_deadlock(db_url: str, mq: MessageQueue) -> None:
+    """Two applications' transactions each send several times to one bounded queue: the second
+    waits for the first's commit (the queue's turn), and neither deadlocks."""
+    mq.create_queue("ring", max_length=100)
+    first, second = app_connection(db_url), app_connection(db_url)
+    mq.send("ring", "a1", conn=first)  # holds the queue's turn until it commits
+    done: list[int] = []
+
+    def other() -> None:
+        other_mq = MessageQueue(db_url)
+        done.extend(other_mq.send("ring", f"b{n}", conn=second) for n in range(5))
+        second.commit()
+        other_mq.close()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    time.sleep(0.3)
+    assert thread.is_alive() and done == [], "the second transaction did not wait for the first"
+    for n in range(2, 6):
+        mq.send("ring", f"a{n}", conn=first)  # would deadlock if it locked the other's shard
+    first.commit()
+    thread.join(timeout=30)
+    assert len(done) == 5
+    first.close()
+    second.close()
+    assert mq.metrics("ring").total_messages == 10
+
+
+def test_configure_queue_changes_the_bound(mq: MessageQueue) -> None:
+    mq.send_batch(Q, list(range(5)))
+    assert mq.configure_queue(Q, max_length=2) == 3  # drop_oldest: fits the new bound at once
+    assert [m.message for m in mq.read(Q, vt=0, qty=10)] == [3, 4]
+    assert [m.message for m in mq.read_archive(Q, reason="overflow")] == [0, 1, 2]
+    [info] = mq.list_queues()
+    assert (info.max_length, info.overflow, info.durable) == (2, "drop_oldest", True)
+
+    assert mq.configure_queue(Q, max_length=1, overflow="reject") == 0  # reject keeps them
+    assert mq.metrics(Q).queue_length == 2
+    with pytest.raises(QueueFull):
+        mq.send(Q, "no room")
+    assert mq.configure_queue(Q, max_length=None) == 0
+    mq.send_batch(Q, list(range(10)))
+    assert mq.metrics(Q).queue_length == 12
+    assert mq.list_queues()[0].max_length is None
+    with pytest.raises(QueueNotFound):
+        mq.configure_queue("nope", max_length=1)
+
+
+def test_create_queue_settings_are_checked(mq: MessageQueue) -> None:
+    assert mq.create_queue("ring", max_length=5, overflow="reject") is True
+    assert mq.create_queue("ring", max_length=5, overflow="reject") is False  # the same: idempotent
+    assert mq.create_queue("ring") is False  # no settings asked for: any will do
+    with pytest.raises(ConfigError, match="configure_queue"):
+        mq.create_queue("ring", max_length=6)
+    with pytest.raises(ConfigError, match="configure_queue"):
+        mq.create_queue(Q, max_length=6)
+    for bad in (
+        {"max_length": 0},
+        {"max_length": True},
+        {"max_length": 2**40},
+        {"max_length": "5"},
+        {"max_length": 5, "overflow": "block"},
+        {"overflow": "reject"},  # a policy without a bound
+    ):
+        with pytest.raises(ConfigError, match="max_length|overflow"):
+            mq.create_queue("bad", **bad)  # type: ignore[arg-type]
+    assert [q.queue_name for q in mq.list_queues()] == [Q, "ring"]
+
+
+def test_a_settings_row_written_by_hand_is_read_safely(mq: MessageQueue) -> None:
+    """An unknown overflow policy (plain SQL) drops oldest rather than failing every send."""
+    raw(mq.backend, "UPDATE batchq_mq_sent SET max_length = 1, overflow = 'bogus'", {})
+    mq.send_batch(Q, ["a"])
+    mq.send(Q, "b")
+    assert [m.message for m in mq.read(Q, vt=0, qty=5)] == ["b"]
+    assert mq.list_queues()[0].overflow == "drop_oldest"
+
+
+# -- the archive -----------------------------------------------------------------------
+
+
+def test_read_archive_filters_and_pages(mq: MessageQueue) -> None:
+    sent = mq.send_batch(Q, list(range(7)))
+    mq.archive_batch(Q, sent[:5])
+    other = "other"
+    mq.create_queue(other)
+    mq.archive(other, mq.send(other, "elsewhere"))
+
+    first = mq.read_archive(Q, limit=2)
+    assert ids(first) == sent[:2] and first[0].message == 0 and first[0].reason is None
+    assert ids(mq.read_archive(Q, after_id=first[-1].msg_id, limit=2)) == sent[2:4]
+    assert ids(mq.read_archive(Q, after_id=sent[3])) == [sent[4]]
+    assert mq.read_archive(Q, after_id=sent[4]) == []
+    assert all(m.archived_at >= m.enqueued_at for m in first)
+
+    stamp = first[0].archived_at
+    assert ids(mq.read_archive(Q, since=stamp - timedelta(seconds=1))) == sent[:5]
+    assert mq.read_archive(Q, until=stamp - timedelta(seconds=1)) == []
+    assert mq.read_archive(Q, since=stamp + timedelta(hours=1)) == []
+    assert mq.read_archive(Q, reason="overflow") == []
+    with pytest.raises(ConfigError, match="naive"):
+        mq.read_archive(Q, since=datetime(2030, 1, 1))
+    with pytest.raises(ConfigError, match="limit"):
+        mq.read_archive(Q, limit=0)
+    with pytest.raises(ConfigError, match="after_id"):
+        mq.read_archive(Q, after_id=-1)
+    with pytest.raises(QueueNotFound):
+        mq.read_archive("missing")
+
+
+def test_prune_archive_deletes_old_rows_in_batches(mq: MessageQueue) -> None:
+    sent = mq.send_batch(Q, list(range(7)))
+    mq.archive_batch(Q, sent)
+    mq.create_queue("other")
+    mq.archive("other", mq.send("other", "x"))
+    assert mq.prune_archive("1h") == 0  # nothing is that old
+    time.sleep(0.3)
+    assert mq.prune_archive(0.2, queue=Q, batch=3) == 7  # batches of 3, 3 and 1
+    assert mq.read_archive(Q) == []
+    assert len(mq.read_archive("other")) == 1
+    assert mq.prune_archive(0) == 1
+    with pytest.raises(ConfigError, match="batch"):
+        mq.prune_archive(0, batch=0)
 
 
 # -- helpers -------------------------------------------------------------------------

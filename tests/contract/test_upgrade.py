@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import versioned_jobs
 
-from batchq import Queue
+from batchq import MessageQueue, Queue, QueueFull
 from batchq.backends import create_backend
 from batchq.sqlfiles import migrations
 from batchq.sweeps import gc_error, gc_processing
@@ -243,3 +243,52 @@ def test_upgrade_from_007_runs_every_job_as_version_1(backend_name: str, url_at_
     assert versioned_jobs.RECEIVED == [{"name": "ola", "lang": "en"}] * 4  # each upgraded 1 -> 3
     assert job_rows(queue) == []
     queue.close()
+
+
+def test_upgrade_keeps_message_queues_and_their_messages(backend_name: str, tmp_path: Path) -> None:
+    """Migration 014 (bounded and non-durable queues, the archive's reason) over queues written as
+    the earlier schema had them: a message queue stays unbounded and durable, its waiting and
+    archived messages are kept, and it sends, reads and takes a bound at once; a paused job queue
+    stays paused and takes a bound."""
+    before = max(version for version, _, _ in migrations(backend_name) if version < 14)
+    url = database_at(backend_name, tmp_path, before)
+    queue = Queue(url, task_modules=["jobs"])
+    when = "'2026-01-01 00:00:00'"
+    sql(queue, f"INSERT INTO batchq_mq_meta (queue, created_at) VALUES ('old', {when})")
+    for shard in range(16):  # two sent, counted on shard 0
+        sent = 2 if shard == 0 else 0
+        sql(queue, f"INSERT INTO batchq_mq_sent (queue, shard, sent) VALUES ('old', {shard}, {sent})")
+    sql(
+        queue,
+        "INSERT INTO batchq_message (queue, vt, read_ct, enqueued_at, message, headers) "
+        f"""VALUES ('old', {when}, 0, {when}, '{{"n": 1}}', NULL)""",
+    )
+    sql(
+        queue,
+        "INSERT INTO batchq_message_archive "
+        "(id, queue, vt, read_ct, enqueued_at, archived_at, message, headers) "
+        f"""VALUES (999999, 'old', {when}, 1, {when}, {when}, '{{"n": 0}}', NULL)""",
+    )
+    queue.pause("jobs")  # a paused job queue (queue_set_paused is as old as 001)
+    later = [name for version, name, _ in migrations(backend_name) if version > before]
+    assert later[0] == "014_bounded_queues.sql"
+    queue.init_db()
+    assert queue.paused_queues() == ["jobs"]
+    queue.configure("jobs", max_length=1, overflow="reject")
+    queue.enqueue("jobs:noop", queue="jobs")
+    with pytest.raises(QueueFull):
+        queue.enqueue("jobs:noop", queue="jobs")
+    assert queue.paused_queues() == ["jobs"]
+    queue.close()
+
+    mq = MessageQueue(url)
+    [info] = mq.list_queues()
+    assert (info.queue_name, info.max_length, info.overflow, info.durable) == ("old", None, None, True)
+    [archived] = mq.read_archive("old")
+    assert (archived.msg_id, archived.message, archived.reason) == (999999, {"n": 0}, None)
+    assert [m.message for m in mq.read("old", vt=0)] == [{"n": 1}]
+    mq.send("old", {"n": 2})
+    assert mq.configure_queue("old", max_length=1) == 1
+    assert [m.message for m in mq.read("old", vt=30, qty=5)] == [{"n": 2}]
+    assert mq.metrics("old").total_messages == 3
+    mq.close()

@@ -206,3 +206,7 @@ UPDATE batchq_job SET created_at = UTC_TIMESTAMP(6) - INTERVAL 1 HOUR WHERE id =
 -- name: job_version_columns
 -- What schema 013 added to a job row.
 SELECT task_version, backoff, version_wait FROM batchq_job WHERE id = %(id)s;
+
+-- name: mq_archive_backdate
+-- Make a queue's archived messages `days` older, for prune.
+UPDATE batchq_message_archive SET archived_at = archived_at - INTERVAL %(days)s DAY WHERE queue = %(queue)s;

@@ -172,3 +172,8 @@ UPDATE batchq_job SET created_at = strftime('%Y-%m-%d %H:%M:%f', 'now', '-1 hour
 -- name: job_version_columns
 -- What schema 013 added to a job row.
 SELECT task_version, backoff, version_wait FROM batchq_job WHERE id = :id;
+
+-- name: mq_archive_backdate
+-- Make a queue's archived messages `days` older, for prune.
+UPDATE batchq_message_archive SET archived_at = strftime('%Y-%m-%d %H:%M:%f', archived_at, printf('-%d days', :days))
+WHERE queue = :queue;

@@ -57,6 +57,8 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "enqueue_many",  # the payloads as one array: unnest()
         "enqueue_many_unique",  # the same, with a unique key per payload
         "listen",  # LISTEN for jobs becoming due
+        "mq_send_unlogged",  # a non-durable queue's send, into the UNLOGGED table (PostgreSQL only)
+        "mq_send_async_commit",  # ... whose own transaction's commit need not wait for the WAL flush
         # Dead rows: workers VACUUM the job table (InnoDB purges by itself, SQLite reuses pages).
         "jobs_vacuum_lock",
         "jobs_vacuum",

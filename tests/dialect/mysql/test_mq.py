@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from batchq import MessageQueue
+from batchq import ConfigError, MessageQueue
 from tests.support.messages import Q, ids, raw, read_plan_backlog
 
 
@@ -27,3 +27,11 @@ def test_read_plan_walks_the_read_index(mq: MessageQueue) -> None:
     statement = mq.backend.sql("mq_read").replace("FOR UPDATE SKIP LOCKED", "")
     [(plan,)] = raw(mq.backend, "EXPLAIN FORMAT=JSON " + statement, params)
     assert '"key": "PRIMARY"' in plan and "filesort" not in plan, plan
+
+
+@pytest.mark.backends("mysql")
+def test_a_non_durable_queue_is_refused(mq: MessageQueue) -> None:
+    """Only PostgreSQL has a transactional table that skips the log (UNLOGGED)."""
+    with pytest.raises(ConfigError, match="durable=False needs PostgreSQL"):
+        mq.create_queue("fast", durable=False)
+    assert [q.queue_name for q in mq.list_queues()] == ["mail"]

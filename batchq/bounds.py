@@ -1,0 +1,132 @@
+"""Bounded job queues (``Queue.configure``): at most ``max_length`` waiting jobs in a queue.
+
+Waiting jobs (ready, scheduled, blocked) count; running and failed ones do not. An enqueue into
+a full queue either drops the oldest waiting jobs (``overflow="drop_oldest"``) or raises
+QueueFull having written nothing (``"reject"``). A dropped job is not deleted: it is marked
+failed, its last error saying why, so that ``gc-error`` reports it (grouped under one cause)
+and a human can requeue or delete it; a job someone asked for never vanishes without a trace.
+
+Bounded enqueues into one queue take turns on its batchq_queue row (SELECT ... FOR UPDATE;
+SQLite's single writer), so two producers at the limit never both see room. Producers read a
+queue's bound from that row at most once a second (BOUND_CACHE_SECONDS): an unbounded queue's
+enqueue stays one INSERT, and a bound set by configure() applies to other processes within a
+second. The message queues (batchq.mq) share the settings' checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .backends import Backend, stored_count
+from .errors import ConfigError, QueueFull
+from .failures import fingerprint_of
+
+OVERFLOW_POLICIES = ("drop_oldest", "reject")
+MAX_LENGTH_RANGE = (1, 2**31 - 1)
+BOUND_CACHE_SECONDS = 1.0  # how stale a producer's view of a queue's bound may be
+
+
+@dataclass(frozen=True)
+class Bound:
+    max_length: int
+    overflow: str  # "drop_oldest" or "reject"
+
+
+def check_bound(max_length: int | None, overflow: str | None) -> str | None:
+    """The overflow policy to store with ``max_length`` (drop_oldest by default; None when
+    unbounded); raises ConfigError before anything is written."""
+    if max_length is not None and (
+        isinstance(max_length, bool)
+        or not isinstance(max_length, int)
+        or not MAX_LENGTH_RANGE[0] <= max_length <= MAX_LENGTH_RANGE[1]
+    ):
+        low, high = MAX_LENGTH_RANGE
+        raise ConfigError(f"bad max_length {max_length!r}: use a whole number from {low} to {high}, or None")
+    if overflow is not None and overflow not in OVERFLOW_POLICIES:
+        raise ConfigError(f"bad overflow {overflow!r}: use 'drop_oldest' or 'reject'")
+    if overflow is not None and max_length is None:
+        raise ConfigError("overflow needs a max_length: pass the bound the policy is for")
+    if max_length is None:
+        return None
+    return overflow or "drop_oldest"
+
+
+def stored_bound(row: dict[str, Any] | None) -> Bound | None:
+    """A bound as stored. A row written by hand with an unknown policy drops oldest; one whose
+    max_length is no whole number (SQLite takes any text) reads as 0: every write is refused,
+    with an error that names the bound, rather than ignored."""
+    if row is None or row["max_length"] is None:
+        return None
+    return Bound(stored_count(row["max_length"]), "reject" if row["overflow"] == "reject" else "drop_oldest")
+
+
+def set_bound(backend: Backend, queue: str, max_length: int | None, overflow: str | None) -> int:
+    """Queue.configure's transaction: store the bound, and under drop_oldest fail the waiting jobs
+    beyond it at once; returns how many."""
+    policy = check_bound(max_length, overflow)
+    params = {"queue": queue, "max_length": max_length, "overflow": policy}
+
+    def configure() -> int:
+        with backend.transaction():
+            backend.execute("queue_bound_set", params)
+            bound = take_turn(backend, queue, None)
+            if bound is None or bound.overflow == "reject":
+                return 0
+            return _drop_oldest(
+                backend, queue, bound, _waiting(backend, queue, None) - bound.max_length, None
+            )
+
+    return backend.retrying(configure)
+
+
+def take_turn(backend: Backend, queue: str, conn: Any) -> Bound | None:
+    """A bounded enqueue's first statement: lock the queue's row (bounded producers of one queue
+    take turns) and read its bound as it stands (None: no longer bounded)."""
+    return stored_bound(backend.fetchone("queue_bound_lock", {"queue": queue}, conn))
+
+
+def make_room(backend: Backend, queue: str, bound: Bound, count: int, conn: Any) -> None:
+    """After take_turn, before an enqueue writes ``count`` jobs: refuse (QueueFull, nothing
+    written) or fail the oldest waiting jobs so that the new ones fit."""
+    if count > bound.max_length:
+        raise QueueFull(
+            f"{count} jobs are more than queue {queue!r} holds (max_length {bound.max_length}): "
+            f"nothing was enqueued; enqueue at most {bound.max_length} at a time"
+        )
+    waiting = _waiting(backend, queue, conn)
+    excess = waiting + count - bound.max_length
+    if excess > 0 and bound.overflow == "reject":
+        raise QueueFull(
+            f"queue {queue!r} is full ({waiting} of max_length {bound.max_length} waiting jobs, "
+            "overflow='reject'): nothing was enqueued; let workers drain it, or raise its bound "
+            "with Queue.configure()"
+        )
+    if excess > 0:
+        _drop_oldest(backend, queue, bound, excess, conn)
+
+
+def _waiting(backend: Backend, queue: str, conn: Any) -> int:
+    row = backend.fetchone("queue_waiting_count", {"queue": queue}, conn)
+    return 0 if row is None else int(row["waiting"])
+
+
+def _drop_oldest(backend: Backend, queue: str, bound: Bound, excess: int, conn: Any) -> int:
+    """Fail the ``excess`` oldest waiting jobs (never a running one), with the reason."""
+    error = (
+        f"QueueFull: dropped to make room: queue {queue!r} holds at most {bound.max_length} "
+        "waiting jobs (overflow='drop_oldest')"
+    )
+    kind, _, message = error.partition(": ")
+    if excess <= 0:
+        return 0
+    victims = backend.fetchall("queue_overflow_victims", {"queue": queue, "n": excess}, conn)
+    if not victims:
+        return 0
+    # A victim a worker claims meanwhile is left alone: it stopped waiting, which made room too.
+    marked = {
+        "ids": [row["id"] for row in victims],
+        "error": error,
+        "fingerprint": fingerprint_of(kind, message),
+    }
+    return backend.execute("jobs_drop_overflow", marked, conn)

@@ -1,0 +1,37 @@
+-- Bounded job queues (Queue.configure), on SQLite, by name (sqlite3 named paramstyle).
+-- BEGIN IMMEDIATE already holds the database: the FOR UPDATE of the servers has no equivalent here.
+-- A queue's bound lives on its batchq_queue row (max_length NULL: unbounded). Waiting jobs
+-- (ready, scheduled, blocked) count against it; running and failed ones do not.
+
+-- name: queue_bound
+-- A queue's bound, as producers cache it for a second.
+SELECT max_length, overflow FROM batchq_queue WHERE name = :queue;
+
+-- name: queue_bound_lock
+-- A bounded enqueue's first statement: lock the queue's row (bounded producers of one queue take
+-- turns) and read its bound as it stands.
+SELECT max_length, overflow FROM batchq_queue WHERE name = :queue;
+
+-- name: queue_bound_set
+-- Set or lift (NULL) a queue's bound; a queue not paused or bounded before gets its row.
+INSERT INTO batchq_queue (name, paused, max_length, overflow)
+VALUES (:queue, 0, :max_length, :overflow)
+ON CONFLICT (name) DO UPDATE SET max_length = excluded.max_length, overflow = excluded.overflow;
+
+-- name: queue_waiting_count
+-- A queue's waiting jobs: what its bound limits.
+SELECT COUNT(*) AS waiting FROM batchq_job WHERE queue = :queue AND status IN ('ready', 'scheduled', 'blocked');
+
+-- name: queue_overflow_victims
+-- The oldest waiting jobs of a full drop_oldest queue (never a running one), read without locks:
+-- jobs_drop_overflow locks each and checks it is still waiting. (A locking read here would lock
+-- every waiting job of the queue while sorting them by id.)
+SELECT id FROM batchq_job WHERE queue = :queue AND status IN ('ready', 'scheduled', 'blocked')
+ORDER BY id LIMIT :n;
+
+-- name: jobs_drop_overflow
+-- Drop waiting jobs to make room: failed, with the reason as their last error, for gc-error;
+-- a job a worker claimed meanwhile is no longer waiting and is left alone.
+UPDATE batchq_job
+SET status = 'failed', last_error = :error, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
+WHERE id IN (SELECT value FROM json_each(:ids)) AND status IN ('ready', 'scheduled', 'blocked');

@@ -15,22 +15,29 @@ any process reads on its own schedule. They share only the database and the URL.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 
 from .backends import Backend, OnDatabase, Row
 from .config import Duration, check_queue_name, parse_duration
-from .errors import ConfigError, MessageHeld, PayloadError, QueueNotFound
+from .errors import BackendError, ConfigError, MessageHeld, PayloadError, QueueNotFound
 from .serializers import dumps, loads
+from .typed import QueueType, SchemaSpec, TypeCache, schema_hash, schema_text
+
+log = logging.getLogger("batchq.mq")
 
 Seconds = Duration
 SENT_SHARDS = 16  # shard rows per queue's sent counter: concurrent senders rarely share one
 MAX_QTY = 1000
+TYPE_ATTEMPTS = 5  # sends that find the queue's type changed under them, before giving up
+CHECK_PAGE = 1000  # messages per read when alter_queue checks a queue against a new type
 
 
 @dataclass(frozen=True)
@@ -69,9 +76,15 @@ class MessageQueue(OnDatabase):
 
     # -- queues -------------------------------------------------------------------
 
-    def create_queue(self, queue: str) -> bool:
-        """Register a queue; False when it existed already (idempotent)."""
+    def create_queue(self, queue: str, *, schema: SchemaSpec | None = None) -> bool:
+        """Register a queue; False when it existed already (idempotent).
+
+        ``schema`` declares the type of its messages (batchq.typed): a JSON Schema (a dict), or a
+        dataclass or TypedDict one is derived from. An existing queue with another type is left
+        alone and raises ConfigError: change a type with alter_queue.
+        """
         params = {"queue": check_queue_name(queue)}
+        text = schema_text(schema)
         backend = self.backend
 
         def create() -> bool:
@@ -80,9 +93,96 @@ class MessageQueue(OnDatabase):
                 backend.insert_many(
                     "mq_sent_shard_create", [{**params, "shard": s} for s in range(SENT_SHARDS)]
                 )
+                if created and text is not None:
+                    self._set_type(queue, text)
+                elif not created and text is not None:
+                    self._check_same_type(queue, text)
             return created
 
         return backend.retrying(create)
+
+    def alter_queue(self, queue: str, *, schema: SchemaSpec | None, force: bool = False) -> int:
+        """Change the type of a queue's messages (None: untyped); returns how many of the messages
+        in the queue do not match it (0 unless forced).
+
+        Refused (ConfigError, nothing changed) while a message in the queue, held or not, does not
+        match the new type, unless ``force``: such messages are then archived with the reason when
+        read. Sends in flight are waited out, and every later send, in any process, is checked
+        against the new type (it rides on the send's counter update: batchq.typed).
+        """
+        check_queue_name(queue)
+        if not isinstance(force, bool):
+            raise ConfigError(f"bad force {force!r}: use True or False")
+        text = schema_text(schema)
+        backend = self.backend
+
+        def alter() -> int:
+            with backend.transaction():
+                hashed = {"queue": queue, "schema_hash": schema_hash(text)}
+                if backend.execute("mq_sent_set_schema", hashed) == 0:
+                    raise _missing(queue)
+                mismatched = self._mismatched(queue, QueueType(text), force)
+                backend.execute("mq_queue_set_schema", {"queue": queue, "schema": text})
+                return mismatched
+
+        mismatched = backend.retrying(alter)
+        self._types.learn(queue, text)
+        return mismatched
+
+    def queue_schema(self, queue: str) -> dict[str, Any] | None:
+        """The JSON Schema of a queue's messages, as stored; None when it is untyped."""
+        return self._read_type(self._existing(queue)).schema
+
+    @property
+    def _types(self) -> TypeCache:
+        """The queues' types as this object last saw them."""
+        types: TypeCache | None = self.__dict__.get("_type_cache")
+        if types is None:
+            types = self.__dict__["_type_cache"] = TypeCache()
+        return types
+
+    def _set_type(self, queue: str, text: str | None) -> None:
+        params = {"queue": queue, "schema": text, "schema_hash": schema_hash(text)}
+        self.backend.execute("mq_sent_set_schema", params)
+        self.backend.execute("mq_queue_set_schema", params)
+
+    def _check_same_type(self, queue: str, text: str) -> None:
+        row = self.backend.fetchone("mq_queue_schema", {"queue": queue})
+        stored = None if row is None else row["payload_schema"]
+        if stored != text:
+            raise ConfigError(
+                f"message queue {queue!r} exists with {'no type' if stored is None else 'another type'}: "
+                f"change it with alter_queue({queue!r}, schema=...)"
+            )
+
+    def _read_type(self, queue: str, conn: Any = None) -> QueueType:
+        """The queue's type as stored now (QueueNotFound if there is no queue), remembered."""
+        row = self.backend.fetchone("mq_queue_schema", {"queue": queue}, conn=conn)
+        if row is None:
+            raise _missing(queue)
+        return self._types.learn(queue, row["payload_schema"])
+
+    def _mismatched(self, queue: str, new: QueueType, force: bool) -> int:
+        """How many messages of the queue do not match a new type; without force, the first one
+        raises ConfigError."""
+        if new.text is None:
+            return 0
+        after, mismatched = 0, 0
+        while True:
+            params = {"queue": queue, "after": after, "limit": CHECK_PAGE}
+            page = self.backend.fetchall("mq_queue_messages", params)
+            for row in page:
+                reason = new.reason(row["message"])
+                if reason is not None and not force:
+                    raise ConfigError(
+                        f"message {row['msg_id']} of queue {queue!r} does not match the new type "
+                        f"({reason.split(': ', 1)[1]}): type not changed; wait until such messages are "
+                        "consumed, or pass force=True (they are then archived with the reason when read)"
+                    )
+                mismatched += reason is not None
+            if len(page) < CHECK_PAGE:
+                return mismatched
+            after = int(page[-1]["msg_id"])
 
     def drop_queue(self, queue: str) -> bool:
         """Delete a queue with its messages, archive and counter; False when there was none."""
@@ -190,21 +290,39 @@ class MessageQueue(OnDatabase):
             backend.check_connection(conn)
         # Measured as sent (MySQL: max_allowed_packet) before the counter or any message is.
         backend.check_statement_sizes("mq_send", rows, conn)
-        if conn is not None:
-            return self._insert(queue, rows, conn)
+        for _ in range(TYPE_ATTEMPTS):
+            # The type as last seen (untyped at first): the counter update refuses a stale one.
+            known = self._types.get(queue) or QueueType(None)
+            _check_type(known, queue, rows)
+            try:
+                if conn is not None:
+                    return self._insert(queue, rows, conn, known)
+                return backend.retrying(partial(self._insert_in_transaction, queue, rows, known))
+            except _TypeChanged:
+                continue
+        raise BackendError(
+            f"the type of message queue {queue!r} changed {TYPE_ATTEMPTS} times while sending: send again"
+        )
 
-        def insert() -> list[int]:
-            with backend.transaction():
-                return self._insert(queue, rows)
+    def _insert_in_transaction(self, queue: str, rows: list[dict[str, Any]], known: QueueType) -> list[int]:
+        with self.backend.transaction():
+            return self._insert(queue, rows, None, known)
 
-        return backend.retrying(insert)
-
-    def _insert(self, queue: str, rows: list[dict[str, Any]], conn: Any = None) -> list[int]:
+    def _insert(
+        self, queue: str, rows: list[dict[str, Any]], conn: Any = None, known: QueueType | None = None
+    ) -> list[int]:
         backend = self.backend
-        counter = {"queue": queue, "shard": random.randrange(SENT_SHARDS), "n": len(rows)}
-        # Counting first: an unknown queue fails before any message is written.
+        counter = {
+            "queue": queue,
+            "shard": random.randrange(SENT_SHARDS),
+            "n": len(rows),
+            "schema_hash": (known or QueueType(None)).hash,
+        }
+        # Counting first: an unknown queue, or a type other than the one the rows were checked
+        # against, fails before any message is written.
         if backend.execute("mq_count_sent", counter, conn=conn) != 1:
-            raise _missing(queue)
+            self._read_type(queue, conn)  # QueueNotFound, or learn the new type and check again
+            raise _TypeChanged
         return [backend.insert("mq_send", row, conn=conn) for row in rows]
 
     # -- read ---------------------------------------------------------------------
@@ -219,7 +337,7 @@ class MessageQueue(OnDatabase):
         not match are never locked. Each returned message has ``read_ct`` incremented.
         """
         params = self._read_params(queue, vt, qty, where)
-        messages = self.backend.retrying(lambda: self._read_once(params))
+        messages = self._read_typed(params)
         if not messages:
             self._existing(queue)  # a misspelt queue fails rather than reading as empty forever
         return messages
@@ -240,7 +358,7 @@ class MessageQueue(OnDatabase):
         deadline = time.monotonic() + parse_duration(max_poll_seconds, "max_poll_seconds")
         interval = parse_duration(poll_interval_ms, "poll_interval_ms") / 1000
         while True:
-            messages = self.backend.retrying(lambda: self._read_once(params))
+            messages = self._read_typed(params)
             if messages or time.monotonic() >= deadline:
                 return messages
             time.sleep(max(0.0, min(interval, deadline - time.monotonic())))
@@ -261,6 +379,53 @@ class MessageQueue(OnDatabase):
             "vt": parse_duration(vt, "vt"),
         }
 
+    def _read_typed(self, params: dict[str, Any]) -> list[Message]:
+        """Read; on a typed queue, archive the messages that do not match its type (rows written
+        around batchq) with the reason, and read again for as many as were archived."""
+        found: list[Message] = []
+        while True:
+            want = {**params, "qty": params["qty"] - len(found)}
+            messages = self.backend.retrying(partial(self._read_once, want))
+            matching = self._drop_mismatched(params["queue"], messages)
+            found.extend(matching)
+            if len(matching) == len(messages) or len(found) >= params["qty"]:
+                return sorted(found, key=lambda m: m.msg_id)
+
+    def _reader_type(self, queue: str) -> QueueType:
+        """A reader's view of the queue's type: re-read at most every CACHE_SECONDS."""
+        known = self._types.fresh(queue)
+        if known is not None:
+            return known
+        try:
+            return self._read_type(queue)
+        except QueueNotFound:
+            return QueueType(None)  # dropped meanwhile: the read's own checks say so
+
+    def _drop_mismatched(self, queue: str, messages: list[Message]) -> list[Message]:
+        if not messages:
+            return messages
+        known = self._reader_type(queue)
+        if known.text is None:
+            return messages
+        matching = []
+        for message in messages:
+            found = known.problem(message.message)
+            if found is None:
+                matching.append(message)
+                continue
+            reason = f"message does not match the queue's type: {found[0]}: {found[1]}"
+            log.warning("message %s of queue %r archived unread: %s", message.msg_id, queue, reason)
+            params = {**self._message_params(queue, message.msg_id, message.read_ct), "reason": reason}
+            self.backend.retrying(partial(self._archive_mismatched, params))
+        return matching
+
+    def _archive_mismatched(self, params: dict[str, Any]) -> None:
+        backend = self.backend
+        with backend.transaction():
+            if backend.fetchone("mq_message_lock", params) is not None:  # our hold still stands
+                backend.execute("mq_archive_invalid", params)
+                backend.execute("mq_delete", params)
+
     def _read_once(self, params: dict[str, Any]) -> list[Message]:
         backend = self.backend
         with _take(backend):
@@ -273,10 +438,34 @@ class MessageQueue(OnDatabase):
     def pop(self, queue: str) -> Message | None:
         """Delete the oldest visible message and return it (at-most-once delivery)."""
         params = {"queue": check_queue_name(queue)}
-        message = self.backend.retrying(lambda: self._pop_once(params))
+        while True:
+            message = self.backend.retrying(lambda: self._pop_once(params))
+            if message is None or self._popped_matches(queue, message):
+                break
         if message is None:
             self._existing(queue)
         return message
+
+    def _popped_matches(self, queue: str, message: Message) -> bool:
+        """True if a popped message fits the queue's type; else it goes to the archive with the
+        reason (it is deleted already: a crash in between loses it, as pop's at-most-once allows)."""
+        found = self._reader_type(queue).problem(message.message)
+        if found is None:
+            return True
+        reason = f"message does not match the queue's type: {found[0]}: {found[1]}"
+        log.warning("message %s of queue %r archived unread: %s", message.msg_id, queue, reason)
+        params = {
+            "id": message.msg_id,
+            "queue": queue,
+            "vt": _utc_text(message.vt),
+            "read_ct": message.read_ct,
+            "enqueued_at": _utc_text(message.enqueued_at),
+            "message": json.dumps(message.message),
+            "headers": None if message.headers is None else json.dumps(message.headers),
+            "reason": reason,
+        }
+        self.backend.retrying(lambda: self.backend.execute("mq_archive_popped", params))
+        return False
 
     def _pop_once(self, params: dict[str, Any]) -> Message | None:
         backend = self.backend
@@ -404,6 +593,23 @@ def _take(backend: Backend) -> AbstractContextManager[None]:
     BEGIN IMMEDIATE.
     """
     return nullcontext() if backend.single_statement_claims else backend.transaction()
+
+
+class _TypeChanged(Exception):
+    """A send found the queue's type changed since it checked its messages: check them again."""
+
+
+def _check_type(known: QueueType, queue: str, rows: list[dict[str, Any]]) -> None:
+    """Every message against the queue's type, before anything is written (PayloadInvalid)."""
+    if known.text is None:
+        return
+    for index, row in enumerate(rows):
+        which = "message" if len(rows) == 1 else f"message {index} of {len(rows)}"
+        known.check(row["message"], f"{which} does not match the type of queue {queue!r}: ")
+
+
+def _utc_text(value: datetime) -> str:
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def _missing(queue: str) -> QueueNotFound:

@@ -226,3 +226,16 @@ UPDATE batchq_job SET created_at = now() - interval '1 hour' WHERE id = %(id)s;
 -- name: job_version_columns
 -- What schema 013 added to a job row.
 SELECT task_version, backoff, version_wait FROM batchq_job WHERE id = %(id)s;
+
+-- name: message_insert_by_hand
+-- A message written around batchq (no type check), visible now.
+INSERT INTO batchq_message (queue, vt, read_ct, enqueued_at, message)
+VALUES (%(queue)s, clock_timestamp(), 0, clock_timestamp(), %(message)s::jsonb);
+
+-- name: message_texts
+-- Every message of a queue, as JSON text, by id.
+SELECT id, message::text FROM batchq_message WHERE queue = %(queue)s ORDER BY id;
+
+-- name: archive_reasons
+-- Every archived message of a queue with the reason batchq archived it, by id.
+SELECT id, reason FROM batchq_message_archive WHERE queue = %(queue)s ORDER BY id;

@@ -65,3 +65,12 @@ class LockNotAcquired(LockError):
 class LockLost(LockError):
     """A holder's lock expired and was taken by another, or an operator released it: its
     renew() or release() touched nothing, and work done since may overlap another holder's."""
+
+
+class PayloadInvalid(ConfigError, PayloadError):
+    """A payload that does not match its queue's type (JSON Schema): ``path`` is where in the
+    payload (``$.items[2].qty``), ``rule`` what it breaks (``-1 is less than the minimum of 1``)."""
+
+    def __init__(self, path: str, rule: str, where: str = "") -> None:
+        self.path, self.rule = path, rule
+        super().__init__(f"{where}{path}: {rule}")

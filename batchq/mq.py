@@ -15,19 +15,24 @@ any process reads on its own schedule. They share only the database and the URL.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any, TypeVar
 
 from .backends import Backend, OnDatabase, Row
 from .bounds import check_bound, stored_bound
 from .config import Duration, check_queue_name, parse_duration
-from .errors import ConfigError, MessageHeld, PayloadError, QueueFull, QueueNotFound
+from .errors import BackendError, ConfigError, MessageHeld, PayloadError, QueueFull, QueueNotFound
 from .serializers import dumps, loads
+from .typed import QueueType, SchemaSpec, TypeCache, schema_hash, schema_text
+
+log = logging.getLogger("batchq.mq")
 
 Seconds = Duration
 When = Duration | datetime  # a delay, or an absolute (aware) time
@@ -39,6 +44,8 @@ OVERFLOW_REASON = "overflow"  # the archive's reason for a message a full drop_o
 # milliseconds (archivers and other prunes never wait long) and writes a bounded amount of
 # undo/WAL, however large the archive.
 PRUNE_BATCH = 1000
+TYPE_ATTEMPTS = 5  # sends that find the queue's type changed under them, before giving up
+CHECK_PAGE = 1000  # messages per read when alter_queue checks a queue against a new type
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,7 @@ class MessageQueue(OnDatabase):
         max_length: int | None = None,
         overflow: str | None = None,
         durable: bool = True,
+        schema: SchemaSpec | None = None,
         conn: Any = None,
     ) -> bool:
         """Register a queue; False when it existed already (idempotent).
@@ -113,6 +121,10 @@ class MessageQueue(OnDatabase):
         raises QueueFull (``"reject"``). ``durable=False`` (PostgreSQL only): an UNLOGGED
         table, faster, emptied by a server crash. A queue that exists with other settings
         than the ones given raises ConfigError (configure_queue changes a bound).
+
+        ``schema`` declares the type of its messages (batchq.typed): a JSON Schema (a dict), or a
+        dataclass or TypedDict one is derived from. An existing queue with another type is left
+        alone and raises ConfigError: change a type with alter_queue.
         """
         settings = _settings(check_queue_name(queue), max_length, overflow, durable)
         if not durable and self.backend.dialect != "postgresql":
@@ -120,6 +132,7 @@ class MessageQueue(OnDatabase):
                 f"durable=False needs PostgreSQL (UNLOGGED tables); {self.backend.dialect} has no "
                 "table that is transactional yet skips the log: create the queue durable"
             )
+        text = schema_text(schema)
         backend = self.backend
         explicit = max_length is not None or overflow is not None or not durable
 
@@ -127,9 +140,13 @@ class MessageQueue(OnDatabase):
             if backend.execute("mq_queue_create", {"queue": queue}, conn) != 1:
                 if explicit:
                     _check_same_settings(queue, settings, backend.fetchone("mq_queue_get", settings, conn))
+                if text is not None:
+                    self._check_same_type(queue, text, conn)
                 return False
             rows = [{**settings, "shard": shard} for shard in range(SENT_SHARDS)]
             backend.insert_many("mq_sent_shard_create", rows, conn)
+            if text is not None:
+                self._set_type(queue, text, conn)
             return True
 
         return self._on(conn, create)
@@ -153,6 +170,89 @@ class MessageQueue(OnDatabase):
             return self._drop_oldest(queue, length - max_length, conn)
 
         return self._on(conn, configure)
+
+    def alter_queue(self, queue: str, *, schema: SchemaSpec | None, force: bool = False) -> int:
+        """Change the type of a queue's messages (None: untyped); returns how many of the messages
+        in the queue do not match it (0 unless forced).
+
+        Refused (ConfigError, nothing changed) while a message in the queue, held or not, does not
+        match the new type, unless ``force``: such messages are then archived with the reason when
+        read. Sends in flight are waited out, and every later send, in any process, is checked
+        against the new type (it rides on the send's counter update: batchq.typed).
+        """
+        check_queue_name(queue)
+        if not isinstance(force, bool):
+            raise ConfigError(f"bad force {force!r}: use True or False")
+        text = schema_text(schema)
+        backend = self.backend
+
+        def alter() -> int:
+            with backend.transaction():
+                hashed = {"queue": queue, "schema_hash": schema_hash(text)}
+                if backend.execute("mq_sent_set_schema", hashed) == 0:
+                    raise _missing(queue)
+                mismatched = self._mismatched(queue, QueueType(text), force)
+                backend.execute("mq_queue_set_schema", {"queue": queue, "schema": text})
+                return mismatched
+
+        mismatched = backend.retrying(alter)
+        self._types.learn(queue, text)
+        return mismatched
+
+    def queue_schema(self, queue: str) -> dict[str, Any] | None:
+        """The JSON Schema of a queue's messages, as stored; None when it is untyped."""
+        return self._read_type(self._existing(queue)).schema
+
+    @property
+    def _types(self) -> TypeCache:
+        """The queues' types as this object last saw them."""
+        types: TypeCache | None = self.__dict__.get("_type_cache")
+        if types is None:
+            types = self.__dict__["_type_cache"] = TypeCache()
+        return types
+
+    def _set_type(self, queue: str, text: str | None, conn: Any = None) -> None:
+        params = {"queue": queue, "schema": text, "schema_hash": schema_hash(text)}
+        self.backend.execute("mq_sent_set_schema", params, conn)
+        self.backend.execute("mq_queue_set_schema", params, conn)
+
+    def _check_same_type(self, queue: str, text: str, conn: Any = None) -> None:
+        row = self.backend.fetchone("mq_queue_schema", {"queue": queue}, conn)
+        stored = None if row is None else row["payload_schema"]
+        if stored != text:
+            raise ConfigError(
+                f"message queue {queue!r} exists with {'no type' if stored is None else 'another type'}: "
+                f"change it with alter_queue({queue!r}, schema=...)"
+            )
+
+    def _read_type(self, queue: str, conn: Any = None) -> QueueType:
+        """The queue's type as stored now (QueueNotFound if there is no queue), remembered."""
+        row = self.backend.fetchone("mq_queue_schema", {"queue": queue}, conn=conn)
+        if row is None:
+            raise _missing(queue)
+        return self._types.learn(queue, row["payload_schema"])
+
+    def _mismatched(self, queue: str, new: QueueType, force: bool) -> int:
+        """How many messages of the queue do not match a new type; without force, the first one
+        raises ConfigError."""
+        if new.text is None:
+            return 0
+        after, mismatched = 0, 0
+        while True:
+            params = {"queue": queue, "after": after, "limit": CHECK_PAGE}
+            page = self.backend.fetchall("mq_queue_messages", params)
+            for row in page:
+                reason = new.reason(row["message"])
+                if reason is not None and not force:
+                    raise ConfigError(
+                        f"message {row['msg_id']} of queue {queue!r} does not match the new type "
+                        f"({reason.split(': ', 1)[1]}): type not changed; wait until such messages are "
+                        "consumed, or pass force=True (they are then archived with the reason when read)"
+                    )
+                mismatched += reason is not None
+            if len(page) < CHECK_PAGE:
+                return mismatched
+            after = int(page[-1]["msg_id"])
 
     def drop_queue(self, queue: str, *, conn: Any = None) -> bool:
         """Delete a queue with its messages, archive and counter; False when there was none."""
@@ -278,14 +378,24 @@ class MessageQueue(OnDatabase):
             backend.check_connection(conn)
         # Measured as sent (MySQL: max_allowed_packet) before the counter or any message is.
         backend.check_statement_sizes("mq_send", rows, conn)
-        return self._on(conn, lambda conn: self._insert(queue, rows, conn))
+        for _ in range(TYPE_ATTEMPTS):
+            # The type as last seen (untyped at first): the send refuses a stale one (_insert).
+            known = self._types.get(queue) or QueueType(None)
+            _check_type(known, queue, rows)
+            try:
+                return self._on(conn, partial(self._insert, queue, rows, known=known))
+            except _TypeChanged:
+                continue
+        raise BackendError(
+            f"the type of message queue {queue!r} changed {TYPE_ATTEMPTS} times while sending: send again"
+        )
 
-    def _insert(self, queue: str, rows: list[dict[str, Any]], conn: Any) -> list[int]:
+    def _insert(self, queue: str, rows: list[dict[str, Any]], conn: Any, known: QueueType) -> list[int]:
         backend = self.backend
         # One shard per application connection: several bounded sends in one of its transactions
         # then lock one shard and the queue's row, in that order, and cannot deadlock each other.
         shard = random.randrange(SENT_SHARDS) if conn is None else (id(conn) >> 4) % SENT_SHARDS
-        counter = {"queue": queue, "shard": shard, "n": len(rows)}
+        counter = {"queue": queue, "shard": shard, "n": len(rows), "schema_hash": known.hash}
         # The shard's lock first: an unknown queue fails before any message is written, and the
         # queue's settings are read as they stand (configure_queue waits for this send).
         settings = backend.fetchone("mq_send_settings", counter, conn)
@@ -294,7 +404,11 @@ class MessageQueue(OnDatabase):
         bound = stored_bound(settings)
         if bound is not None:
             self._make_room(queue, bound.max_length, bound.overflow, len(rows), conn)
-        backend.execute("mq_count_sent", counter, conn)
+        # Counted only where the shard's type is the one the rows were checked against: else
+        # learn the new type and check them again (batchq.typed).
+        if backend.execute("mq_count_sent", counter, conn) != 1:
+            self._read_type(queue, conn)
+            raise _TypeChanged
         if _is_true(settings["durable"]):
             return [backend.insert("mq_send", row, conn) for row in rows]
         if conn is None:  # never in the caller's transaction: its own writes must stay durable
@@ -371,11 +485,7 @@ class MessageQueue(OnDatabase):
         before the commit) gives the messages back as they were, unread.
         """
         params = self._read_params(queue, vt, qty, where)
-        if conn is not None:
-            self.backend.check_connection(conn)
-            messages = self._read_rows(params, conn)
-        else:
-            messages = self.backend.retrying(lambda: self._read_once(params))
+        messages = self._read_typed(params, conn)
         if not messages:
             self._existing(queue, conn)  # a misspelt queue fails rather than reading as empty forever
         return messages
@@ -396,7 +506,7 @@ class MessageQueue(OnDatabase):
         deadline = time.monotonic() + parse_duration(max_poll_seconds, "max_poll_seconds")
         interval = parse_duration(poll_interval_ms, "poll_interval_ms") / 1000
         while True:
-            messages = self.backend.retrying(lambda: self._read_once(params))
+            messages = self._read_typed(params)
             if messages or time.monotonic() >= deadline:
                 return messages
             time.sleep(max(0.0, min(interval, deadline - time.monotonic())))
@@ -417,6 +527,58 @@ class MessageQueue(OnDatabase):
             "vt": parse_duration(vt, "vt"),
         }
 
+    def _read_typed(self, params: dict[str, Any], conn: Any = None) -> list[Message]:
+        """Read; on a typed queue, archive the messages that do not match its type (rows written
+        around batchq) with the reason, and read again for as many as were archived. With
+        ``conn``, all of it in the caller's transaction."""
+        found: list[Message] = []
+        if conn is not None:
+            self.backend.check_connection(conn)
+        while True:
+            want = {**params, "qty": params["qty"] - len(found)}
+            if conn is not None:
+                messages = self._read_rows(want, conn)
+            else:
+                messages = self.backend.retrying(partial(self._read_once, want))
+            matching = self._drop_mismatched(params["queue"], messages, conn)
+            found.extend(matching)
+            if len(matching) == len(messages) or len(found) >= params["qty"]:
+                return sorted(found, key=lambda m: m.msg_id)
+
+    def _reader_type(self, queue: str) -> QueueType:
+        """A reader's view of the queue's type: re-read at most every CACHE_SECONDS."""
+        known = self._types.fresh(queue)
+        if known is not None:
+            return known
+        try:
+            return self._read_type(queue)
+        except QueueNotFound:
+            return QueueType(None)  # dropped meanwhile: the read's own checks say so
+
+    def _drop_mismatched(self, queue: str, messages: list[Message], conn: Any = None) -> list[Message]:
+        if not messages:
+            return messages
+        known = self._reader_type(queue)
+        if known.text is None:
+            return messages
+        matching = []
+        for message in messages:
+            found = known.problem(message.message)
+            if found is None:
+                matching.append(message)
+                continue
+            reason = f"message does not match the queue's type: {found[0]}: {found[1]}"
+            log.warning("message %s of queue %r archived unread: %s", message.msg_id, queue, reason)
+            params = {**self._message_params(queue, message.msg_id, message.read_ct), "reason": reason}
+            self._on(conn, partial(self._archive_mismatched, params))
+        return matching
+
+    def _archive_mismatched(self, params: dict[str, Any], conn: Any) -> None:
+        backend = self.backend
+        if backend.fetchone("mq_message_lock", params, conn) is not None:  # our hold still stands
+            backend.execute("mq_archive_invalid", params, conn)
+            backend.execute("mq_delete", params, conn)
+
     def _read_once(self, params: dict[str, Any]) -> list[Message]:
         with _take(self.backend):
             return self._read_rows(params, None)
@@ -432,14 +594,39 @@ class MessageQueue(OnDatabase):
     def pop(self, queue: str, *, conn: Any = None) -> Message | None:
         """Delete the oldest visible message and return it (at-most-once delivery)."""
         params = {"queue": check_queue_name(queue)}
-        if conn is not None:
-            self.backend.check_connection(conn)
-            message = self._pop_row(params, conn)
-        else:
-            message = self.backend.retrying(lambda: self._pop_once(params))
+        while True:
+            if conn is not None:
+                self.backend.check_connection(conn)
+                message = self._pop_row(params, conn)
+            else:
+                message = self.backend.retrying(lambda: self._pop_once(params))
+            if message is None or self._popped_matches(queue, message, conn):
+                break
         if message is None:
             self._existing(queue, conn)
         return message
+
+    def _popped_matches(self, queue: str, message: Message, conn: Any = None) -> bool:
+        """True if a popped message fits the queue's type; else it goes to the archive with the
+        reason (it is deleted already: a crash in between loses it, as pop's at-most-once allows)."""
+        found = self._reader_type(queue).problem(message.message)
+        if found is None:
+            return True
+        reason = f"message does not match the queue's type: {found[0]}: {found[1]}"
+        log.warning("message %s of queue %r archived unread: %s", message.msg_id, queue, reason)
+        params = {
+            "id": message.msg_id,
+            "queue": queue,
+            "vt": _utc_text(message.vt),
+            "read_ct": message.read_ct,
+            "enqueued_at": _utc_text(message.enqueued_at),
+            "message": json.dumps(message.message),
+            "headers": None if message.headers is None else json.dumps(message.headers),
+            "reason": reason,
+        }
+        archive = partial(self.backend.execute, "mq_archive_popped", params)
+        self._on(conn, lambda conn: archive(conn), transaction=False)
+        return False
 
     def _pop_once(self, params: dict[str, Any]) -> Message | None:
         with _take(self.backend):
@@ -733,6 +920,23 @@ def _archived(row: Row) -> ArchivedMessage:
         headers=_json_value(row["headers"]),
         reason=None if row["reason"] is None else str(row["reason"]),
     )
+
+
+class _TypeChanged(Exception):
+    """A send found the queue's type changed since it checked its messages: check them again."""
+
+
+def _check_type(known: QueueType, queue: str, rows: list[dict[str, Any]]) -> None:
+    """Every message against the queue's type, before anything is written (PayloadInvalid)."""
+    if known.text is None:
+        return
+    for index, row in enumerate(rows):
+        which = "message" if len(rows) == 1 else f"message {index} of {len(rows)}"
+        known.check(row["message"], f"{which} does not match the type of queue {queue!r}: ")
+
+
+def _utc_text(value: datetime) -> str:
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def _missing(queue: str) -> QueueNotFound:

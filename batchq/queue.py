@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .backends import OnDatabase
 from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
 from .config import Duration, check_queue_name, parse_duration, parse_timeout
-from .errors import BackendError, ConfigError, PayloadError
+from .errors import BackendError, ConfigError, PayloadError, PayloadInvalid
 from .explain import Explanation, explain
 from .history import HistoryEntry, prune, read_history
 from .job import JOB_ID_RANGE
@@ -24,6 +24,7 @@ from .partitions import (
 )
 from .serializers import dumps, secret_from_env
 from .tasks import Resolver, check_task_name, modules_from_env, split_modules, task_policy, task_version
+from .typed import QueueType, SchemaSpec, TypeCache, refuse_pickle, schema_text
 
 if TYPE_CHECKING:
     from .schedules import Schedule, Schedules, TickReport
@@ -43,6 +44,7 @@ UNIQUE_ATTEMPTS = 10
 UNCHANGED: Any = object()  # a configure() setting not passed: left as it is
 CANCEL_BATCH = 1000  # rows per statement of cancel_where: no cancel holds many locks for long
 HISTORY_LIMIT_RANGE = (1, 100_000)
+CHECK_PAGE = 1000  # waiting jobs per read when alter_queue checks a queue against a new type
 
 
 @dataclass
@@ -91,6 +93,7 @@ class Queue(OnDatabase):
         self.resolver = Resolver(modules)
         self._partitions_known: tuple[float, int] | None = None  # (valid until, count)
         self._bounds_known: dict[str, tuple[float, bool]] = {}  # queue: (valid until, bounded)
+        self._types = TypeCache()  # the job queues' types (batchq.typed), re-read every second
 
     # -- enqueue --------------------------------------------------------------
 
@@ -214,7 +217,7 @@ class Queue(OnDatabase):
             timeout=timeout,
             backoff=backoff,
         )
-        rows = [self.job_row(template, payload) for payload in payloads]
+        rows = self._job_rows(template, payloads)
         if unique_keys is not None:
             _set_unique_keys(rows, list(unique_keys))
         if not rows:
@@ -346,7 +349,7 @@ class Queue(OnDatabase):
         concurrency_limit = _check_concurrency(concurrency_key, concurrency_limit)
         timeout_seconds = parse_timeout(timeout, "timeout")
         backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
-        return {
+        template = {
             "queue": queue,
             "task": name,
             "serializer": serializer,
@@ -361,6 +364,18 @@ class Queue(OnDatabase):
             "backoff": backoff_seconds,
             "partitions": self._partitions(conn),  # last: the only part that may read the database
         }
+        self.payload_type(queue, conn)  # for job_row to check payloads against
+        return template
+
+    def payload_type(self, queue: str, conn: Any = None) -> QueueType:
+        """A job queue's type as this process knows it, read again when over a second old."""
+        known = self._types.fresh(queue)
+        if known is None:
+            if conn is not None:
+                self.backend.check_connection(conn)
+            row = self.backend.fetchone("queue_schema", {"queue": queue}, conn=conn)
+            known = self._types.learn(queue, None if row is None else row["payload_schema"])
+        return known
 
     def _partitions(self, conn: Any = None) -> int:
         """How many partitions new jobs are spread over (batchq.partitions; 1 when none are set
@@ -375,10 +390,28 @@ class Queue(OnDatabase):
         return known[1]
 
     def job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:
+        """A job row of the template; on a typed queue (as job_template read it), the payload
+        must match the type (PayloadInvalid) and be JSON."""
+        known = self._types.get(template["queue"])
+        if known is not None and known.text is not None:
+            refuse_pickle(template["serializer"], template["queue"])
         data = dumps(payload, template["serializer"], self.secret)
         if data is not None:
             self._check_size(data)
+        if known is not None:
+            known.check(data, f"payload does not match the type of queue {template['queue']!r}: ")
         return {**template, "payload": data}
+
+    def _job_rows(self, template: dict[str, Any], payloads: Iterable[Any]) -> list[dict[str, Any]]:
+        """enqueue_many's rows; a payload that does not match says which it is."""
+        rows = []
+        for index, payload in enumerate(payloads):
+            try:
+                rows.append(self.job_row(template, payload))
+            except PayloadInvalid as exc:
+                where = f"payload {index} does not match the type of queue {template['queue']!r}: "
+                raise PayloadInvalid(exc.path, exc.rule, where) from None
+        return rows
 
     def _check_size(self, data: bytes) -> None:
         """The column's limit; MySQL also measures the statement as sent (max_allowed_packet)."""
@@ -462,6 +495,73 @@ class Queue(OnDatabase):
 
     def paused_queues(self) -> list[str]:
         return [row["name"] for row in self.backend.fetchall("queues_paused")]
+
+    def create_queue(self, queue: str, *, schema: SchemaSpec | None = None) -> bool:
+        """Declare the type of a job queue's payloads (batchq.typed): a JSON Schema (a dict), or a
+        dataclass or TypedDict one is derived from. True if this set it; False if the queue has
+        this type already (or no schema was given). A queue of another type raises ConfigError:
+        change it with alter_queue. Job queues need no creating otherwise: enqueue makes them."""
+        check_queue_name(queue)
+        text = schema_text(schema)
+        if text is None:
+            return False
+        stored = self._stored_schema(queue)
+        if stored == text:
+            return False
+        if stored is not None:
+            raise ConfigError(
+                f"job queue {queue!r} has another type: change it with alter_queue({queue!r}, schema=...)"
+            )
+        self.alter_queue(queue, schema=schema)
+        return True
+
+    def alter_queue(self, queue: str, *, schema: SchemaSpec | None, force: bool = False) -> int:
+        """Change the type of a job queue's payloads (None: untyped); returns how many waiting
+        jobs (ready, delayed, blocked) do not match it (0 unless forced).
+
+        Refused (ConfigError, nothing changed) while a waiting job does not match the new type
+        (a pickled payload never does), unless ``force``: such jobs then fail, with the reason,
+        when claimed. Producers in other processes use the new type within CACHE_SECONDS.
+        """
+        check_queue_name(queue)
+        if not isinstance(force, bool):
+            raise ConfigError(f"bad force {force!r}: use True or False")
+        text = schema_text(schema)
+        mismatched = self._mismatched(queue, QueueType(text), force)
+        self.backend.retrying(
+            lambda: self.backend.execute("queue_set_schema", {"queue": queue, "schema": text})
+        )
+        self._types.learn(queue, text)
+        return mismatched
+
+    def queue_schema(self, queue: str) -> dict[str, Any] | None:
+        """The JSON Schema of a job queue's payloads, as stored; None when it is untyped."""
+        return QueueType(self._stored_schema(check_queue_name(queue))).schema
+
+    def _stored_schema(self, queue: str) -> str | None:
+        row = self.backend.fetchone("queue_schema", {"queue": queue})
+        return None if row is None else row["payload_schema"]
+
+    def _mismatched(self, queue: str, new: QueueType, force: bool) -> int:
+        """How many waiting jobs do not match a new type; without force, the first raises."""
+        if new.text is None:
+            return 0
+        after, mismatched = 0, 0
+        while True:
+            params = {"queue": queue, "after": after, "limit": CHECK_PAGE}
+            page = self.backend.fetchall("queue_waiting_payloads", params)
+            for row in page:
+                reason = payload_mismatch(new, row["payload"], row["serializer"])
+                if reason is not None and not force:
+                    raise ConfigError(
+                        f"job {row['id']} waiting in queue {queue!r} does not match the new type "
+                        f"({reason}): type not changed; wait until such jobs have run, or pass "
+                        "force=True (they then fail with the reason when claimed)"
+                    )
+                mismatched += reason is not None
+            if len(page) < CHECK_PAGE:
+                return mismatched
+            after = int(page[-1]["id"])
 
     def keep_for(self) -> dict[str, float]:
         """The queues whose history is kept, and for how many seconds."""
@@ -557,6 +657,15 @@ class Queue(OnDatabase):
     def tick(self) -> TickReport:
         """Enqueue the due schedules' jobs, each slot once across hosts: Schedules.tick."""
         return self.schedules.tick()
+
+
+def payload_mismatch(known: QueueType, payload: Any, serializer: str) -> str | None:
+    """Why a stored job payload does not match its queue's type; None if it does (or untyped)."""
+    if known.text is None:
+        return None
+    if serializer != "json":
+        return f"payload is {serializer!r}, and the queue is typed (a JSON Schema describes JSON)"
+    return known.reason(None if payload is None else bytes(payload))
 
 
 def _check_concurrency(key: str | None, limit: int | None) -> int | None:

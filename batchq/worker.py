@@ -26,7 +26,7 @@ from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
 from .history import KEPT_STATEMENT_BYTES, Kept, Meter, Usage, kept_document
 from .job import Job
 from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
-from .queue import Queue
+from .queue import Queue, payload_mismatch
 from .registry import Registration
 from .serializers import loads
 from .tasks import (
@@ -351,6 +351,11 @@ class Worker:
             if known is not None:
                 self._wait_for_version(job, known)
                 continue
+            mismatch = self._payload_mismatch(job)
+            if mismatch is not None:  # a row written around batchq: never handed to the task
+                self.summary.errors += 1
+                self._fail_mismatched(job, mismatch)
+                continue
             self.summary.job_ids.append(job.id)
             self._in_hand = (jobs[index + 1 :], done)
             heartbeat.in_job = True  # the session sits idle while the job runs
@@ -399,6 +404,38 @@ class Worker:
     def _error_keeping(self, params: dict[str, Any]) -> int:
         with self.backend.transaction():
             matched = self.backend.execute("job_error", params)
+            if matched:
+                self.backend.execute("job_keep_failed", {"id": params["id"]})
+        return matched
+
+    # -- typed queues (batchq.typed) ----------------------------------------------------
+
+    def _payload_mismatch(self, job: Job) -> str | None:
+        """Why the job's payload does not match its queue's type (read at most every second);
+        None if it does, or the queue is untyped."""
+        known = self._with_reconnect(partial(self.queue.payload_type, job.queue), between_jobs=False)
+        return payload_mismatch(known, job.payload, job.serializer)
+
+    def _fail_mismatched(self, job: Job, reason: str) -> None:
+        """Fail the job at once, counted, with the reason: a retry would read the same payload
+        (an operator who fixes the row or the type can retry it: it stays as failed)."""
+        log.warning("job %s (%s) failed without running: %s", job.id, job.task, reason)
+        params = {
+            "id": job.id,
+            "token": job.claim_token,
+            "error": reason[:LAST_ERROR_MAX_CHARS],
+            "fingerprint": fingerprint_of("PayloadInvalid", "", job.task),
+        }
+        if self._keeps(job):
+            matched = self._with_reconnect(partial(self._fail_keeping, params), between_jobs=False)
+        else:
+            matched = self._finish("job_fail_invalid", params)
+        if matched == 0:
+            self._stale(1, [job])
+
+    def _fail_keeping(self, params: dict[str, Any]) -> int:
+        with self.backend.transaction():
+            matched = self.backend.execute("job_fail_invalid", params)
             if matched:
                 self.backend.execute("job_keep_failed", {"id": params["id"]})
         return matched

@@ -431,3 +431,28 @@ SELECT 1 AS alive;
 -- name: liveness_held
 -- Is the worker's lock (or its handover lock) held by some session? Never takes it.
 SELECT IS_USED_LOCK(%(name)s) IS NOT NULL OR IS_USED_LOCK(%(handover)s) IS NOT NULL AS held;
+
+-- name: queue_schema
+-- A job queue's type (payload_schema, NULL: untyped or no row).
+SELECT payload_schema FROM batchq_queue WHERE name = %(queue)s;
+
+-- name: queue_set_schema
+-- Declare or change a job queue's type (NULL: untyped).
+INSERT INTO batchq_queue (name, paused, payload_schema) VALUES (%(queue)s, 0, %(schema)s)
+ON DUPLICATE KEY UPDATE payload_schema = VALUES(payload_schema);
+
+-- name: queue_waiting_payloads
+-- A page of a queue's waiting jobs (ready, delayed, blocked) by id, for alter_queue to check against a new type.
+SELECT id, payload, serializer FROM batchq_job
+WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked') AND id > %(after)s
+ORDER BY id LIMIT %(limit)s;
+
+-- name: job_fail_invalid
+-- A claimed job whose payload does not match its queue's type: failed at once, counted, with the reason.
+UPDATE batchq_job
+SET status = 'failed',
+    error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
+    last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = UTC_TIMESTAMP(6),
+    last_worker = locked_by, last_started_at = processing_at,
+    processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = %(id)s AND claim_token = %(token)s;

@@ -82,8 +82,9 @@ SELECT max_length, overflow, durable FROM batchq_mq_sent
 WHERE queue = %(queue)s AND shard = %(shard)s FOR UPDATE;
 
 -- name: mq_count_sent
--- Add to one shard of the sent counter, in the send's transaction; 0 rows: no such queue.
-UPDATE batchq_mq_sent SET sent = sent + %(n)s WHERE queue = %(queue)s AND shard = %(shard)s;
+-- Add to one shard of the sent counter, in the send's transaction, if the queue's type is still
+-- the one the send validated against (schema_hash, 0: untyped); 0 rows: no such queue, or a new type.
+UPDATE batchq_mq_sent SET sent = sent + %(n)s WHERE queue = %(queue)s AND shard = %(shard)s AND schema_hash = %(schema_hash)s;
 
 -- name: mq_send
 -- One message, visible after the delay, or at the absolute time `at` (Unix seconds; past: now).
@@ -216,3 +217,34 @@ SELECT COUNT(*) AS queue_length,
        clock_timestamp() AS scrape_time
 FROM batchq_message
 WHERE queue = %(queue)s;
+
+-- name: mq_queue_schema
+-- A queue's type (payload_schema, NULL: untyped); a share lock, so a send that saw a new type reads its committed text.
+SELECT payload_schema FROM batchq_mq_meta WHERE queue = %(queue)s FOR SHARE;
+
+-- name: mq_queue_set_schema
+-- alter_queue, 2/2: the queue's type.
+UPDATE batchq_mq_meta SET payload_schema = %(schema)s WHERE queue = %(queue)s;
+
+-- name: mq_sent_set_schema
+-- alter_queue, 1/2: the type's hash on every counter shard; the row locks wait out sends in flight and hold new ones.
+UPDATE batchq_mq_sent SET schema_hash = %(schema_hash)s WHERE queue = %(queue)s;
+
+-- name: mq_queue_messages
+-- A page of a queue's messages, held or not, by id (alter_queue checks them against a new type).
+SELECT id AS msg_id, message::text AS message FROM batchq_message
+WHERE queue = %(queue)s AND id > %(after)s ORDER BY id LIMIT %(limit)s;
+
+-- name: mq_archive_invalid
+-- mq_archive_copy for a message that does not match its queue's type, with the reason.
+INSERT INTO batchq_message_archive (id, queue, vt, read_ct, enqueued_at, archived_at, message, headers, reason)
+SELECT id, queue, vt, read_ct, enqueued_at, clock_timestamp(), message, headers, %(reason)s
+FROM batchq_message WHERE id = %(id)s AND queue = %(queue)s;
+
+-- name: mq_archive_popped
+-- A popped message (deleted already) that does not match its queue's type, into the archive with the reason.
+-- Times come as UTC text (YYYY-MM-DD HH:MM:SS.ffffff), the same in every dialect.
+INSERT INTO batchq_message_archive (id, queue, vt, read_ct, enqueued_at, archived_at, message, headers, reason)
+VALUES (%(id)s, %(queue)s, %(vt)s::timestamp AT TIME ZONE 'UTC', %(read_ct)s,
+        %(enqueued_at)s::timestamp AT TIME ZONE 'UTC', clock_timestamp(), %(message)s::jsonb, %(headers)s::jsonb,
+        %(reason)s);

@@ -549,3 +549,28 @@ VACUUM (SKIP_LOCKED, INDEX_CLEANUP TRUE, TRUNCATE FALSE) batchq_job;
 -- name: jobs_vacuum_unlock
 -- The vacuum is done: the next may be anyone's.
 SELECT pg_advisory_unlock(hashtext('batchq_job vacuum'), 1) AS released;
+
+-- name: queue_schema
+-- A job queue's type (payload_schema, NULL: untyped or no row).
+SELECT payload_schema FROM batchq_queue WHERE name = %(queue)s;
+
+-- name: queue_set_schema
+-- Declare or change a job queue's type (NULL: untyped).
+INSERT INTO batchq_queue (name, paused, payload_schema) VALUES (%(queue)s, false, %(schema)s)
+ON CONFLICT (name) DO UPDATE SET payload_schema = excluded.payload_schema;
+
+-- name: queue_waiting_payloads
+-- A page of a queue's waiting jobs (ready, delayed, blocked) by id, for alter_queue to check against a new type.
+SELECT id, payload, serializer FROM batchq_job
+WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked') AND id > %(after)s
+ORDER BY id LIMIT %(limit)s;
+
+-- name: job_fail_invalid
+-- A claimed job whose payload does not match its queue's type: failed at once, counted, with the reason.
+UPDATE batchq_job
+SET status = 'failed',
+    error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
+    last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = statement_timestamp(),
+    last_worker = locked_by, last_started_at = processing_at,
+    processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = %(id)s AND claim_token = %(token)s;

@@ -82,8 +82,9 @@ SELECT max_length, overflow, durable FROM batchq_mq_sent
 WHERE queue = :queue AND shard = :shard;
 
 -- name: mq_count_sent
--- Add to one shard of the sent counter, in the send's transaction; 0 rows: no such queue.
-UPDATE batchq_mq_sent SET sent = sent + :n WHERE queue = :queue AND shard = :shard;
+-- Add to one shard of the sent counter, in the send's transaction, if the queue's type is still
+-- the one the send validated against (schema_hash, 0: untyped); 0 rows: no such queue, or a new type.
+UPDATE batchq_mq_sent SET sent = sent + :n WHERE queue = :queue AND shard = :shard AND schema_hash = :schema_hash;
 
 -- name: mq_send
 -- One message, visible after the delay, or at the absolute time `at` (Unix seconds; past: now).
@@ -201,3 +202,31 @@ DELETE FROM batchq_message_archive WHERE id IN (
     ORDER BY archived_at
     LIMIT :batch
 );
+
+-- name: mq_queue_schema
+-- A queue's type (payload_schema, NULL: untyped); the send's write lock already keeps it from changing.
+SELECT payload_schema FROM batchq_mq_meta WHERE queue = :queue;
+
+-- name: mq_queue_set_schema
+-- alter_queue, 2/2: the queue's type.
+UPDATE batchq_mq_meta SET payload_schema = :schema WHERE queue = :queue;
+
+-- name: mq_sent_set_schema
+-- alter_queue, 1/2: the type's hash on every counter shard, in alter_queue's write transaction.
+UPDATE batchq_mq_sent SET schema_hash = :schema_hash WHERE queue = :queue;
+
+-- name: mq_queue_messages
+-- A page of a queue's messages, held or not, by id (alter_queue checks them against a new type).
+SELECT id AS msg_id, message FROM batchq_message
+WHERE queue = :queue AND id > :after ORDER BY id LIMIT :limit;
+
+-- name: mq_archive_invalid
+-- mq_archive_copy for a message that does not match its queue's type, with the reason.
+INSERT INTO batchq_message_archive (id, queue, vt, read_ct, enqueued_at, archived_at, message, headers, reason)
+SELECT id, queue, vt, read_ct, enqueued_at, strftime('%Y-%m-%d %H:%M:%f', 'now'), message, headers, :reason
+FROM batchq_message WHERE id = :id AND queue = :queue;
+
+-- name: mq_archive_popped
+-- A popped message (deleted already) that does not match its queue's type, into the archive with the reason.
+INSERT INTO batchq_message_archive (id, queue, vt, read_ct, enqueued_at, archived_at, message, headers, reason)
+VALUES (:id, :queue, :vt, :read_ct, :enqueued_at, strftime('%Y-%m-%d %H:%M:%f', 'now'), :message, :headers, :reason);

@@ -298,3 +298,28 @@ SELECT name FROM batchq_queue WHERE paused = 1 ORDER BY name;
 -- name: queue_purge
 -- Delete a queue's jobs that nobody is running.
 DELETE FROM batchq_job WHERE queue = :queue AND status IN ('ready', 'scheduled', 'blocked', 'failed');
+
+-- name: queue_schema
+-- A job queue's type (payload_schema, NULL: untyped or no row).
+SELECT payload_schema FROM batchq_queue WHERE name = :queue;
+
+-- name: queue_set_schema
+-- Declare or change a job queue's type (NULL: untyped).
+INSERT INTO batchq_queue (name, paused, payload_schema) VALUES (:queue, 0, :schema)
+ON CONFLICT (name) DO UPDATE SET payload_schema = excluded.payload_schema;
+
+-- name: queue_waiting_payloads
+-- A page of a queue's waiting jobs (ready, delayed, blocked) by id, for alter_queue to check against a new type.
+SELECT id, payload, serializer FROM batchq_job
+WHERE queue = :queue AND status IN ('ready', 'scheduled', 'blocked') AND id > :after
+ORDER BY id LIMIT :limit;
+
+-- name: job_fail_invalid
+-- A claimed job whose payload does not match its queue's type: failed at once, counted, with the reason.
+UPDATE batchq_job
+SET status = 'failed',
+    error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
+    last_error = :error, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
+    last_worker = locked_by, last_started_at = processing_at,
+    processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = :id AND claim_token = :token;

@@ -230,3 +230,16 @@ SELECT task_version, backoff, version_wait FROM batchq_job WHERE id = %(id)s;
 -- name: mq_archive_backdate
 -- Make a queue's archived messages `days` older, for prune.
 UPDATE batchq_message_archive SET archived_at = archived_at - %(days)s * interval '1 day' WHERE queue = %(queue)s;
+
+-- name: message_insert_by_hand
+-- A message written around batchq (no type check), visible now.
+INSERT INTO batchq_message (queue, vt, read_ct, enqueued_at, message)
+VALUES (%(queue)s, clock_timestamp(), 0, clock_timestamp(), %(message)s::jsonb);
+
+-- name: message_texts
+-- Every message of a queue, as JSON text, by id.
+SELECT id, message::text FROM batchq_message WHERE queue = %(queue)s ORDER BY id;
+
+-- name: archive_reasons
+-- Every archived message of a queue with the reason batchq archived it, by id.
+SELECT id, reason FROM batchq_message_archive WHERE queue = %(queue)s ORDER BY id;

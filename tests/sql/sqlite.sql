@@ -177,3 +177,16 @@ SELECT task_version, backoff, version_wait FROM batchq_job WHERE id = :id;
 -- Make a queue's archived messages `days` older, for prune.
 UPDATE batchq_message_archive SET archived_at = strftime('%Y-%m-%d %H:%M:%f', archived_at, printf('-%d days', :days))
 WHERE queue = :queue;
+
+-- name: message_insert_by_hand
+-- A message written around batchq (no type check), visible now.
+INSERT INTO batchq_message (queue, vt, read_ct, enqueued_at, message)
+VALUES (:queue, strftime('%Y-%m-%d %H:%M:%f', 'now'), 0, strftime('%Y-%m-%d %H:%M:%f', 'now'), :message);
+
+-- name: message_texts
+-- Every message of a queue, as JSON text, by id.
+SELECT id, message FROM batchq_message WHERE queue = :queue ORDER BY id;
+
+-- name: archive_reasons
+-- Every archived message of a queue with the reason batchq archived it, by id.
+SELECT id, reason FROM batchq_message_archive WHERE queue = :queue ORDER BY id;

@@ -16,7 +16,7 @@ ALTER TABLE batchq_mq_sent
 -- drop_oldest queue dropped it to make room. read_archive pages a queue's archive by id;
 -- prune deletes by age across queues.
 ALTER TABLE batchq_message_archive
-    ADD COLUMN reason VARCHAR(32) NULL,
+    ADD COLUMN reason TEXT NULL,
     ADD KEY batchq_message_archive_page (queue, id),
     ADD KEY batchq_message_archive_age (archived_at);
 

@@ -13,7 +13,7 @@ import click
 
 from ..config import URL_ENV
 from ..errors import BatchqError
-from . import explain, history, jobs, locks, metrics, partitions, queues, schedules, sweeps, workers
+from . import consume, explain, history, jobs, locks, metrics, partitions, queues, schedules, sweeps, workers
 from .common import URL_HELP, VERBOSE_HELP, set_verbosity
 
 
@@ -61,6 +61,7 @@ for command in (
     history.history,
     history.prune,
     history.configure,
+    consume.consume,
 ):
     cli.add_command(command)
 

@@ -26,6 +26,8 @@ from tests.support.db import job_rows, run_query, sibling_database_url, sql
 from tests.support.rows import dead_worker
 
 TABLES = (
+    "batchq_mq_subscription",
+    "batchq_mq_topic",
     "batchq_lock",
     "batchq_message_archive",
     "batchq_message",

@@ -57,6 +57,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "enqueue_many",  # the payloads as one array: unnest()
         "enqueue_many_unique",  # the same, with a unique key per payload
         "listen",  # LISTEN for jobs becoming due
+        "pubsub_listen_messages",  # LISTEN for publishes (batchq consume)
         # Dead rows: workers VACUUM the job table (InnoDB purges by itself, SQLite reuses pages).
         "jobs_vacuum_lock",
         "jobs_vacuum",

@@ -20,6 +20,7 @@ nothing else) and calls the handler with each message, under the subscription's 
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .backends import Row, stored_count, stored_seconds, stored_text
 from .config import Duration, parse_duration
-from .errors import ConfigError, TaskError, TaskNotAllowed
+from .errors import ConfigError, PayloadError, TaskError
 from .mq import SENT_SHARDS, Message, _check_sizes, _json_text, _json_value, _utc
 from .tasks import TASK_MODULES_ENV, Resolver, _not_plain, task_path
 
@@ -47,6 +48,7 @@ TOPIC_SHARDS = SENT_SHARDS
 # A topic or subscriber name: a queue name without ':', which joins the two into the queue's name.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger("batchq.consumer")
 
 
 @dataclass(frozen=True)
@@ -242,6 +244,8 @@ def publish(
     join that connection's transaction: they exist only if the caller commits.
     """
     check_name(topic, "topic")
+    if headers is not None and not isinstance(headers, Mapping):
+        raise PayloadError(f"headers must be a JSON object (a dict), not {type(headers).__name__}")
     row = {
         "topic": topic,
         "shard": random.randrange(TOPIC_SHARDS),
@@ -374,20 +378,27 @@ def load_handlers(
         if (not topic_set or handler.topic in topic_set)
         and (not subscriber_set or handler.subscriber in subscriber_set)
     ]
-    for handler in found:
-        module = getattr(handler.func, "__module__", None)
-        if not isinstance(module, str) or not resolver.module_allowed(module):
-            raise TaskNotAllowed(
-                f"handler {task_path(handler.func)} of {handler.topic}/{handler.subscriber} is "
-                f"defined in module {module!r}, which {TASK_MODULES_ENV} does not list: add it"
-            )
-    if not found:
+    allowed = [handler for handler in found if _allowed(resolver, handler)]
+    if not allowed:
         wanted = "" if not (topic_set or subscriber_set) else " for the topics and subscribers asked"
         failed = f" (these failed to import: {', '.join(import_failures)})" if import_failures else ""
         raise ConfigError(
             f"no @batchq.subscriber handler{wanted} in {', '.join(resolver.allowed_modules)}{failed}"
         )
-    return found, import_failures
+    return allowed, import_failures
+
+
+def _allowed(resolver: Resolver, handler: Handler) -> bool:
+    """Only a handler defined in an allowed module runs: one registered by a module that an
+    allowed module imported is left out, and said so."""
+    module = getattr(handler.func, "__module__", None)
+    if isinstance(module, str) and resolver.module_allowed(module):
+        return True
+    log.warning(
+        "handler %s of %s/%s is not run: its module %r is not in %s",
+        task_path(handler.func), handler.topic, handler.subscriber, module, TASK_MODULES_ENV,
+    )  # fmt: skip
+    return False
 
 
 __all__ = [

@@ -2,7 +2,8 @@
 
 Each call is appended to ``calls`` (in-process consumers) and, with PUBSUB_LEDGER=1 (consumer
 processes), written to test_ledger as n + the subscriber's offset, with the consumer's pid.
-A message body is a dict: n, and optional flags that make a handler fail, sleep or say it began.
+A message body is a dict: n, and optional flags that make a handler fail, sleep (on its first
+call only, when it names a 'started' file to create) or say it began.
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ def _record(label: str, offset: int, body: dict[str, Any]) -> None:
             row = {"n": body["n"] + offset, "pid": os.getpid()}
             cur.execute(query(backend.dialect, "ledger_insert"), row)
             cur.close()
-    if body.get("started"):
-        Path(body["started"]).write_text(str(os.getpid()))
+    if body.get("started"):  # sleeps on its first call only: a redelivery goes through
+        started = Path(body["started"])
+        if started.exists():
+            return
+        started.write_text(str(os.getpid()))
     if body.get("sleep"):
         time.sleep(body["sleep"])
 

@@ -245,3 +245,34 @@ def test_upgrade_from_007_runs_every_job_as_version_1(backend_name: str, url_at_
     assert versioned_jobs.RECEIVED == [{"name": "ola", "lang": "en"}] * 4  # each upgraded 1 -> 3
     assert job_rows(queue) == []
     queue.close()
+
+
+def test_upgrade_from_007_keeps_messages_and_adds_subscriptions(backend_name: str, url_at_007: str) -> None:
+    """Messages waiting, held and archived at schema 007 survive 017 (subscriptions, the
+    archive's error column) and every other migration; topics work at once after it. The jobs
+    beside them still run."""
+    from batchq import MessageQueue
+    from batchq.pubsub import failures
+
+    queue = Queue(url_at_007, task_modules=["jobs"])
+    run_query(queue, "job_insert_as_002_wrote_it", {"task": "jobs:noop", "status": "ready", "due_in": 0,
+                                                   "error_count": 0, "owner": None})  # fmt: skip
+    mq = MessageQueue(url_at_007)
+    mq.create_queue("mail")
+    waiting, held, archived = mq.send_batch("mail", ["waiting", "held", "archived"])
+    mq.archive("mail", archived)
+    mq.read("mail", vt=30, qty=1)  # 'waiting' is the oldest: held now
+    mq.close()
+
+    applied = queue.init_db()
+    assert "017_subscribers.sql" in applied
+    mq = MessageQueue(url_at_007)
+    assert [m.msg_id for m in mq.read("mail", vt=30, qty=10)] == [held]
+    assert mq.get("mail", waiting) is not None and mq.get("mail", archived) is None
+    mq.subscribe("orders", "billing")
+    assert mq.publish("orders", {"n": 1}) == 1
+    assert [m.message for m in mq.read("orders:billing", vt=30)] == [{"n": 1}]
+    assert failures(mq, "orders", "billing") == []
+    mq.close()
+    assert len(Worker(queue, RunOptions()).run().job_ids) == 1
+    queue.close()

@@ -48,9 +48,9 @@ WHERE shard = %(shard)s AND queue IN (SELECT queue FROM batchq_mq_subscription W
 
 -- name: pubsub_publish
 -- publish, 3/3: one copy per subscription, one statement whatever their number. Under READ
--- COMMITTED the statement's snapshot is taken after publish_lock got its shard, so it sees
+-- COMMITTED the statement's snapshot is taken after pubsub_publish_lock got its shard, so it sees
 -- every subscription committed before; in a REPEATABLE READ transaction, a subscription
--- committed after its snapshot made publish_lock fail with a serialization error instead.
+-- committed after its snapshot made pubsub_publish_lock fail with a serialization error instead.
 INSERT INTO batchq_message (queue, vt, read_ct, enqueued_at, message, headers)
 SELECT queue, clock_timestamp() + %(delay)s::float8 * interval '1 second', 0, clock_timestamp(),
        %(message)s::jsonb, %(headers)s::jsonb

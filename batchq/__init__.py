@@ -26,9 +26,11 @@ from .timeouts import JobTimeout
 
 if TYPE_CHECKING:
     from .mq import ArchivedMessage, Message, MessageQueue, QueueInfo, QueueMetrics
+    from .pubsub import Subscription, subscriber
 
 # The message-queue API loads on first use: `batchq run`, started by cron every minute, never needs it.
 _MQ_NAMES = {"ArchivedMessage", "Message", "MessageQueue", "QueueInfo", "QueueMetrics"}
+_PUBSUB_NAMES = {"Subscription", "subscriber"}
 
 
 def __getattr__(name: str) -> Any:
@@ -36,6 +38,10 @@ def __getattr__(name: str) -> Any:
         from . import mq
 
         return getattr(mq, name)
+    if name in _PUBSUB_NAMES:
+        from . import pubsub
+
+        return getattr(pubsub, name)
     raise AttributeError(f"module 'batchq' has no attribute {name!r}")
 
 
@@ -66,7 +72,9 @@ __all__ = [
     "SchemaMissing",
     "Semaphore",
     "SignatureError",
+    "Subscription",
     "TaskError",
     "TaskNotAllowed",
+    "subscriber",
     "task",
 ]

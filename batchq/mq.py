@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .backends import Backend, OnDatabase, Row
 from .bounds import check_bound, stored_bound
@@ -33,6 +33,9 @@ from .serializers import dumps, loads
 from .typed import QueueType, SchemaSpec, TypeCache, schema_hash, schema_text
 
 log = logging.getLogger("batchq.mq")
+
+if TYPE_CHECKING:
+    from .pubsub import Subscription
 
 Seconds = Duration
 When = Duration | datetime  # a delay, or an absolute (aware) time
@@ -736,6 +739,52 @@ class MessageQueue(OnDatabase):
         """A message as it stands, without reading it (no lock, read_ct unchanged)."""
         row = self.backend.fetchone("mq_message_get", self._message_params(queue, msg_id), conn)
         return None if row is None else _message(row)
+
+    # -- topics and subscribers (batchq.pubsub) ------------------------------------
+
+    def subscribe(
+        self,
+        topic: str,
+        subscriber: str,
+        *,
+        policy: str | None = None,
+        max_tries: int | None = None,
+        vt: Seconds | None = None,
+    ) -> bool:
+        """Subscribe to ``topic``: the messages published from now on get a copy in the message
+        queue 'topic:subscriber'. True when created; False when it existed (the settings given
+        are changed). ``policy`` ('at_least_once', the default, or 'at_most_once'), ``max_tries``
+        (default 5) and ``vt`` (default 30s) are how `batchq consume` delivers to its handler."""
+        from .pubsub import subscribe
+
+        return subscribe(self, topic, subscriber, policy=policy, max_tries=max_tries, vt=vt)
+
+    def unsubscribe(self, topic: str, subscriber: str) -> bool:
+        """Remove a subscription with its queue, copies and archive; False when there was none."""
+        from .pubsub import unsubscribe
+
+        return unsubscribe(self, topic, subscriber)
+
+    def publish(
+        self,
+        topic: str,
+        msg: Any,
+        *,
+        delay: Seconds | None = None,
+        headers: Mapping[str, Any] | None = None,
+        conn: Any = None,
+    ) -> int:
+        """Deliver a copy to every subscriber of ``topic`` now, in one transaction (``conn=``:
+        the caller's); returns how many copies (0: nobody subscribes)."""
+        from .pubsub import publish
+
+        return publish(self, topic, msg, delay=delay, headers=headers, conn=conn)
+
+    def subscriptions(self, topic: str | None = None) -> list[Subscription]:
+        """Every subscription (of ``topic``), by topic and subscriber."""
+        from .pubsub import subscriptions
+
+        return subscriptions(self, topic)
 
     @staticmethod
     def _message_params(queue: str, msg_id: int, read_ct: int | None = None) -> dict[str, Any]:

@@ -301,6 +301,12 @@ class Resolver:
             )
         return _check_kind(func, name, name)
 
+    def import_allowed_modules(self) -> list[str]:
+        """Import every allowed module, as a worker does before it resolves a registered name
+        (`batchq consume` finds its @batchq.subscriber handlers so); returns the failures."""
+        self._import_allowed_modules()
+        return list(self._import_failures)
+
     def _import_allowed_modules(self) -> None:
         """Import the allowed modules once (and every public submodule of a 'package.*'),
         so that their @task(name=...) registrations exist."""

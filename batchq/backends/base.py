@@ -376,6 +376,11 @@ class Backend(ABC):
         """
         stop.wait(timeout)
 
+    def wait_for_messages(self, topics: Sequence[str], timeout: float, stop: threading.Event) -> None:
+        """An idle consumer's pause (`batchq consume`), as wait_for_jobs: PostgreSQL also returns
+        when a message is published to one of ``topics``."""
+        stop.wait(timeout)
+
     def describe(self) -> str:
         """One line for `batchq stats`: server and claim strategy."""
         return f"{self.dialect} {self.url}"

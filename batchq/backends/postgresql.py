@@ -54,6 +54,7 @@ class PostgreSQLBackend(Backend):
 
     server_version = 0
     _listening_on: Any = None  # the connection that has run LISTEN (a reconnect forgets it)
+    _listens: frozenset[str] = frozenset()  # the LISTEN queries run on it (jobs, messages)
 
     def _liveness(self) -> Liveness:
         return Liveness(self, lambda worker: {"key": liveness_key(worker)})
@@ -203,23 +204,37 @@ class PostgreSQLBackend(Backend):
 
     def wait_for_jobs(self, queues: Sequence[str], timeout: float, stop: threading.Event) -> None:
         """Return when a job of ``queues`` is enqueued or put back, ``timeout`` passes or ``stop`` is set."""
+        self._wait_for_notes("listen", "batchq_jobs", queues, timeout, stop)
+
+    def wait_for_messages(self, topics: Sequence[str], timeout: float, stop: threading.Event) -> None:
+        """Return when a publish to one of ``topics`` commits, ``timeout`` passes or ``stop`` is set."""
+        self._wait_for_notes("pubsub_listen_messages", "batchq_messages", topics, timeout, stop)
+
+    def _wait_for_notes(
+        self, listen: str, channel: str, names: Sequence[str], timeout: float, stop: threading.Event
+    ) -> None:
         conn = self._conn
         try:
             if conn is None or conn.closed:
                 stop.wait(timeout)  # poll; the next claim reconnects (and re-takes the liveness lock)
                 return
-            if self._listening_on is not conn:
-                conn.execute(self.sql("listen"))
-                self._listening_on = conn
+            if self._listening_on is not conn or listen not in self._listens:
+                conn.execute(self.sql(listen))
+                if self._listening_on is not conn:
+                    self._listening_on, self._listens = conn, frozenset()
+                self._listens |= {listen}
                 return  # a job enqueued before LISTEN sent nothing we could see: claim once more
-            wanted = set(queues)
+            wanted = set(names)
+
+            def awaited(notes: list[Any]) -> bool:
+                return any(note.channel == channel and note.payload in wanted for note in notes)
+
             # Notifications that arrived while the worker was busy come first, without waiting.
-            if any(note.payload in wanted for note in list(conn.notifies(timeout=0))):
+            if awaited(list(conn.notifies(timeout=0))):
                 return
             deadline = time.monotonic() + timeout
             while not stop.is_set() and (remaining := deadline - time.monotonic()) > 0:
-                notes = list(conn.notifies(timeout=min(remaining, STOP_CHECK_SECONDS), stop_after=1))
-                if any(note.payload in wanted for note in notes):
+                if awaited(list(conn.notifies(timeout=min(remaining, STOP_CHECK_SECONDS), stop_after=1))):
                     return
         except psycopg.Error:
             # Connection lost: not handled here, where a silent reconnect would skip the liveness

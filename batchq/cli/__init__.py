@@ -14,6 +14,7 @@ import click
 from ..config import URL_ENV
 from ..errors import BatchqError
 from . import (
+    consume,
     dashboard,
     explain,
     history,
@@ -76,6 +77,7 @@ for command in (
     history.configure,
     dashboard.dashboard,
     mq.mq,
+    consume.consume,
 ):
     cli.add_command(command)
 

@@ -30,7 +30,7 @@ ON CONFLICT (name, slot) DO NOTHING;
 -- Every slot of one name, with whether it is held and for how long yet, on the database's clock.
 SELECT slot, lock_by, state, token,
        (state <> 'free' AND expire_at > strftime('%Y-%m-%d %H:%M:%f', 'now')) AS held,
-       (julianday(expire_at) - julianday('now')) * 86400.0 AS expires_in
+       round((julianday(expire_at) - julianday('now')) * 86400.0, 3) AS expires_in
 FROM batchq_lock
 WHERE name = :name
 ORDER BY slot;
@@ -53,9 +53,10 @@ WHERE name = :name AND slot = :slot AND lock_by = :owner AND token = :token AND 
 UPDATE batchq_lock SET state = 'free' WHERE name = :name AND state <> 'free';
 
 -- name: locks_list
--- Every lock and semaphore slot, by name and slot, with the database's view of its time left.
+-- Every lock and semaphore slot, by name and slot, with the database's view of its time left
+-- (to the millisecond, the clock's resolution: julianday's floats would add a few ULPs).
 SELECT name, slot, lock_by, state, token, expire_at, taken_at, renewed_at,
        (state <> 'free' AND expire_at > strftime('%Y-%m-%d %H:%M:%f', 'now')) AS held,
-       (julianday(expire_at) - julianday('now')) * 86400.0 AS expires_in
+       round((julianday(expire_at) - julianday('now')) * 86400.0, 3) AS expires_in
 FROM batchq_lock
 ORDER BY name, slot;

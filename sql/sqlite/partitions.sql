@@ -11,7 +11,7 @@ SELECT COUNT(*) AS partitions FROM batchq_partition;
 -- Every partition with its last holder and the database's view of its lease.
 SELECT partition_no, lock_by, leased_at,
        (lock_by IS NOT NULL AND expire_at > strftime('%Y-%m-%d %H:%M:%f', 'now')) AS held,
-       (julianday(expire_at) - julianday('now')) * 86400.0 AS expires_in
+       round((julianday(expire_at) - julianday('now')) * 86400.0, 3) AS expires_in
 FROM batchq_partition
 ORDER BY partition_no;
 

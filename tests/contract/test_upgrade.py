@@ -26,6 +26,8 @@ from tests.support.db import job_rows, run_query, sibling_database_url, sql
 from tests.support.rows import dead_worker
 
 TABLES = (
+    "batchq_mq_subscription",
+    "batchq_mq_topic",
     "batchq_lock",
     "batchq_message_archive",
     "batchq_message",
@@ -292,3 +294,46 @@ def test_upgrade_keeps_message_queues_and_their_messages(backend_name: str, tmp_
     assert [m.message for m in mq.read("old", vt=30, qty=5)] == [{"n": 2}]
     assert mq.metrics("old").total_messages == 3
     mq.close()
+
+
+def test_upgrade_from_007_keeps_messages_and_adds_subscriptions(backend_name: str, url_at_007: str) -> None:
+    """Messages waiting, held and archived at schema 007 (written as that schema had them) survive
+    016 (subscriptions, the archive's error column) and every other migration; topics work at once
+    after it. The jobs beside them still run."""
+    from batchq import MessageQueue
+    from batchq.pubsub import failures
+
+    queue = Queue(url_at_007, task_modules=["jobs"])
+    run_query(queue, "job_insert_as_002_wrote_it", {"task": "jobs:noop", "status": "ready", "due_in": 0,
+                                                   "error_count": 0, "owner": None})  # fmt: skip
+    past, future = "'2026-01-01 00:00:00'", "'2999-01-01 00:00:00'"
+    sql(queue, f"INSERT INTO batchq_mq_meta (queue, created_at) VALUES ('mail', {past})")
+    for shard in range(16):
+        sql(queue, f"INSERT INTO batchq_mq_sent (queue, shard, sent) VALUES ('mail', {shard}, 0)")
+    for vt, text in ((future, "held"), (past, "waiting")):
+        sql(
+            queue,
+            "INSERT INTO batchq_message (queue, vt, read_ct, enqueued_at, message, headers) "
+            f"""VALUES ('mail', {vt}, 0, {past}, '"{text}"', NULL)""",
+        )
+    sql(
+        queue,
+        "INSERT INTO batchq_message_archive "
+        "(id, queue, vt, read_ct, enqueued_at, archived_at, message, headers) "
+        f"""VALUES (999999, 'mail', {past}, 1, {past}, {past}, '"archived"', NULL)""",
+    )
+    held, waiting = (row[0] for row in sql(queue, "SELECT id FROM batchq_message ORDER BY id"))
+
+    applied = queue.init_db()
+    assert "016_subscribers.sql" in applied
+    mq = MessageQueue(url_at_007)
+    assert [m.msg_id for m in mq.read("mail", vt=30, qty=10)] == [waiting]
+    assert mq.get("mail", held) is not None and mq.get("mail", 999999) is None
+    assert [a.message for a in mq.read_archive("mail")] == ["archived"]
+    mq.subscribe("orders", "billing")
+    assert mq.publish("orders", {"n": 1}) == 1
+    assert [m.message for m in mq.read("orders:billing", vt=30)] == [{"n": 1}]
+    assert failures(mq, "orders", "billing") == []
+    mq.close()
+    assert len(Worker(queue, RunOptions()).run().job_ids) == 1
+    queue.close()

@@ -31,6 +31,8 @@ TABLES = (
     "batchq_message_archive",
     "batchq_mq_sent",
     "batchq_mq_meta",
+    "batchq_mq_subscription",
+    "batchq_mq_topic",
     "batchq_lock",
     "batchq_schedule",
     "batchq_partition",

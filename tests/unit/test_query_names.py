@@ -59,6 +59,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "listen",  # LISTEN for jobs becoming due
         "mq_send_unlogged",  # a non-durable queue's send, into the UNLOGGED table (PostgreSQL only)
         "mq_send_async_commit",  # ... whose own transaction's commit need not wait for the WAL flush
+        "pubsub_listen_messages",  # LISTEN for publishes (batchq consume)
         # Dead rows: workers VACUUM the job table (InnoDB purges by itself, SQLite reuses pages).
         "jobs_vacuum_lock",
         "jobs_vacuum",

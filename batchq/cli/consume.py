@@ -1,0 +1,85 @@
+"""`batchq consume`: run the @batchq.subscriber handlers on their subscriptions' messages."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from ..tasks import TASK_MODULES_ENV, Resolver, modules_from_env, split_modules
+from .common import DURATION, common_options
+
+
+@click.command()
+@common_options
+@click.option(
+    "--topic", "topics", multiple=True, metavar="T", help="Only the handlers of this topic (repeat)."
+)
+@click.option(
+    "--subscriber",
+    "subscribers",
+    multiple=True,
+    metavar="S",
+    help="Only the handlers of this subscriber (repeat).",
+)
+@click.option("--max-messages", type=click.IntRange(min=1), help="Exit after this many messages.")
+@click.option("--max-seconds", type=DURATION, help="Exit after this long (the message at hand finishes).")
+@click.option(
+    "--wait",
+    type=DURATION,
+    help="Exit once no message has come for this long (0: drain, then exit). Default: never.",
+)
+@click.option(
+    "--poll-interval",
+    type=DURATION,
+    default=1.0,
+    show_default=True,
+    help="How often an idle consumer looks for messages (PostgreSQL is also woken by each publish).",
+)
+@click.option(
+    "--task-modules",
+    envvar=TASK_MODULES_ENV,
+    show_envvar=True,
+    metavar="M1,M2",
+    help="Modules to import for their handlers, by exact name; 'pkg.*' for every submodule of pkg.",
+)
+@click.pass_context
+def consume(
+    ctx: click.Context,
+    topics: tuple[str, ...],
+    subscribers: tuple[str, ...],
+    max_messages: int | None,
+    max_seconds: float | None,
+    wait: float | None,
+    poll_interval: float,
+    task_modules: str | None,
+) -> None:
+    """Call the handlers registered with @batchq.subscriber with their subscriptions' messages,
+    under each subscription's policy (at_least_once or at_most_once); subscribe those that are
+    not yet. Runs until SIGTERM (which finishes the message at hand, then exits 0) or a limit."""
+    from ..consumer import ConsumeOptions, Consumer
+    from ..mq import MessageQueue
+    from ..pubsub import load_handlers
+
+    resolver = Resolver(modules_from_env() if task_modules is None else split_modules(task_modules))
+    handlers, import_failures = load_handlers(resolver, topics, subscribers)
+    for failure in import_failures:
+        logging.getLogger("batchq").warning("could not import %s", failure)
+    mq = MessageQueue(ctx.obj["url"])
+    ctx.call_on_close(mq.close)
+    options = ConsumeOptions(
+        max_messages=max_messages,
+        max_seconds=max_seconds,
+        wait=wait,
+        poll_interval=max(poll_interval, 0.001),
+    )
+    summary = Consumer(mq, handlers, options).run()
+    logging.getLogger("batchq").info(
+        "consumed %d messages (%d ok, %d errors: %d archived, %d dropped), %d reconnects",
+        summary.processed,
+        summary.handled,
+        summary.failed + summary.skipped,
+        summary.archived,
+        summary.dropped,
+        summary.reconnects,
+    )

@@ -1,0 +1,234 @@
+"""`batchq consume`: call the @batchq.subscriber handlers with their subscriptions' messages.
+
+Each subscription is a message queue of its own; a consumer takes one message from each of its
+subscriptions in turn, so a backlog or a failing handler in one never starves another (a slow
+handler does hold up this process: give it a `batchq consume --subscriber` of its own).
+
+Delivery, per subscription:
+  at_least_once  read with the subscription's visibility timeout, call, delete on success. On
+                 an error the message stays hidden until the timeout runs out, then comes again;
+                 the call that fails on its max_tries-th read archives it with the error. A
+                 consumer killed mid-handler: the message comes again after the timeout (and a
+                 message read more than max_tries times is archived without a call).
+  at_most_once   pop (delete) first, then call: an error is logged and the message is gone; a
+                 consumer killed mid-handler loses that one message.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from .config import format_duration
+from .errors import BackendUnavailable, QueueNotFound
+from .mq import Message, MessageQueue
+from .pubsub import AT_MOST_ONCE, Handler, Subscription, archive_failed
+from .tasks import call_task
+from .worker import RECONNECT_ATTEMPTS, _describe_error, _stop_on_signals
+
+log = logging.getLogger("batchq.consumer")
+
+REFRESH_SECONDS = 1.0  # how often the subscriptions' settings are read again
+
+
+@dataclass
+class ConsumeOptions:
+    max_messages: int | None = None
+    max_seconds: float | None = None
+    wait: float | None = None  # exit after this long without a message; None: never
+    poll_interval: float = 1.0
+
+
+@dataclass
+class ConsumeSummary:
+    handled: int = 0  # the handler returned
+    failed: int = 0  # the handler raised
+    archived: int = 0  # given up on (at_least_once): archived with the error
+    dropped: int = 0  # failed under at_most_once: gone
+    skipped: int = 0  # read more than max_tries times: archived without a call
+    reconnects: int = 0
+
+    @property
+    def processed(self) -> int:
+        """Messages taken: every call, and the messages archived without one."""
+        return self.handled + self.failed + self.skipped
+
+
+class Consumer:
+    def __init__(
+        self, mq: MessageQueue, handlers: list[Handler], options: ConsumeOptions | None = None
+    ) -> None:
+        self.mq = mq
+        self.handlers = {(h.topic, h.subscriber): h for h in handlers}
+        self.options = options or ConsumeOptions()
+        self.summary = ConsumeSummary()
+        self._subscriptions: list[Subscription] = []
+        self._gone: set[tuple[str, str]] = set()  # unsubscribed while we ran (logged once)
+        self._stop = threading.Event()
+        self._started = time.monotonic()
+
+    def stop(self, *_: object) -> None:
+        """Finish the message at hand, then exit (SIGTERM, SIGINT)."""
+        self._stop.set()
+
+    def run(self) -> ConsumeSummary:
+        with _stop_on_signals(self.stop):
+            self._started = time.monotonic()
+            for h in self.handlers.values():  # the decorator's settings, where it states them
+                self.mq.subscribe(h.topic, h.subscriber, policy=h.policy, max_tries=h.max_tries, vt=h.vt)
+            self._loop()
+        return self.summary
+
+    def _loop(self) -> None:
+        idle_since: float | None = None
+        next_refresh = 0.0
+        failures = 0  # connection losses in a row
+        while not self._should_stop():
+            try:
+                if time.monotonic() >= next_refresh:
+                    self._refresh()
+                    next_refresh = time.monotonic() + REFRESH_SECONDS
+                took = self._one_round()
+                failures = 0
+            except BackendUnavailable as exc:
+                failures += 1
+                if failures > RECONNECT_ATTEMPTS:
+                    raise
+                self._reconnect_pause(exc, failures)
+                continue
+            if took:
+                idle_since = None
+                continue
+            idle_since = idle_since or time.monotonic()
+            idle = time.monotonic() - idle_since
+            if self.options.wait is not None and idle >= self.options.wait:
+                break
+            self.mq.backend.wait_for_messages(
+                sorted({sub.topic for sub in self._subscriptions}), self._pause(idle), self._stop
+            )
+
+    def _pause(self, idle: float) -> float:
+        """The poll interval, cut short by --wait and --max-seconds."""
+        pause = self.options.poll_interval
+        if self.options.wait is not None:
+            pause = min(pause, self.options.wait - idle)
+        if self.options.max_seconds is not None:
+            pause = min(pause, self.options.max_seconds - (time.monotonic() - self._started))
+        return max(pause, 0.0)
+
+    def _reconnect_pause(self, exc: BackendUnavailable, failures: int) -> None:
+        self.summary.reconnects += 1
+        delay = min(0.2 * 2 ** (failures - 1), 5.0)
+        log.warning("lost the database (%s): reconnecting in %s", exc, format_duration(delay))
+        self.mq.close()
+        self._stop.wait(delay)
+
+    def _should_stop(self) -> bool:
+        opts = self.options
+        if self._stop.is_set():
+            return True
+        if opts.max_messages is not None and self.summary.processed >= opts.max_messages:
+            return True
+        return opts.max_seconds is not None and time.monotonic() - self._started >= opts.max_seconds
+
+    def _refresh(self) -> None:
+        """Read the subscriptions again: their settings may have changed, or they may be gone."""
+        stored = {(sub.topic, sub.subscriber): sub for sub in self.mq.subscriptions()}
+        self._subscriptions = [stored[key] for key in self.handlers if key in stored]
+        for key in self.handlers.keys() - stored.keys() - self._gone:
+            self._gone.add(key)
+            log.warning("%s/%s was unsubscribed: its handler no longer runs here", *key)
+
+    def _one_round(self) -> bool:
+        """One message from each subscription in turn; True if any had one."""
+        took = False
+        for sub in self._subscriptions:
+            if self._should_stop():
+                break
+            try:
+                if sub.policy == AT_MOST_ONCE:
+                    took = self._at_most_once(sub) or took
+                else:
+                    took = self._at_least_once(sub) or took
+            except QueueNotFound:  # unsubscribed since the last refresh
+                continue
+        return took
+
+    # -- the policies ---------------------------------------------------------------------
+
+    def _at_most_once(self, sub: Subscription) -> bool:
+        message = self.mq.pop(sub.queue)
+        if message is None:
+            return False
+        try:
+            self._call(sub, message)
+        except Exception as exc:
+            self.summary.failed += 1
+            self.summary.dropped += 1
+            log.error(
+                "%s/%s: message %d failed and is dropped (at_most_once): %s",
+                sub.topic, sub.subscriber, message.msg_id, _first_line(_describe_error(exc)),
+            )  # fmt: skip
+        else:
+            self.summary.handled += 1
+        return True
+
+    def _at_least_once(self, sub: Subscription) -> bool:
+        messages = self.mq.read(sub.queue, vt=sub.vt, qty=1)
+        if not messages:
+            return False
+        message = messages[0]
+        if message.read_ct > sub.max_tries:  # earlier reads ended without an outcome
+            self.summary.skipped += 1
+            error = (
+                f"read {message.read_ct - 1} times without an outcome (its consumer was killed, or "
+                f"its handler ran past the {_seconds(sub.vt)} visibility timeout): not called again"
+            )
+            self._give_up(sub, message, error)
+            return True
+        try:
+            self._call(sub, message)
+        except Exception as exc:
+            self.summary.failed += 1
+            error = _describe_error(exc)
+            if message.read_ct >= sub.max_tries:
+                self._give_up(sub, message, error)
+            else:
+                log.warning(
+                    "%s/%s: message %d failed (try %d of %d), tried again in %s: %s",
+                    sub.topic, sub.subscriber, message.msg_id, message.read_ct, sub.max_tries,
+                    _seconds(sub.vt), _first_line(error),
+                )  # fmt: skip
+            return True
+        self.summary.handled += 1
+        if not self.mq.delete(sub.queue, message.msg_id, read_ct=message.read_ct):
+            log.warning(
+                "%s/%s: message %d was handled after its %s visibility timeout ran out, and another "
+                "consumer has it now: it may be handled twice (raise the subscription's vt)",
+                sub.topic, sub.subscriber, message.msg_id, _seconds(sub.vt),
+            )  # fmt: skip
+        return True
+
+    def _give_up(self, sub: Subscription, message: Message, error: str) -> None:
+        if archive_failed(self.mq, sub.queue, message, error):
+            self.summary.archived += 1
+            log.error(
+                "%s/%s: message %d archived after %d tries: %s",
+                sub.topic, sub.subscriber, message.msg_id, message.read_ct, _first_line(error),
+            )  # fmt: skip
+
+    def _call(self, sub: Subscription, message: Message) -> None:
+        handler = self.handlers[(sub.topic, sub.subscriber)]
+        log.debug("%s/%s: message %d", sub.topic, sub.subscriber, message.msg_id)
+        call_task(handler.func, (message,) if handler.pass_message else (message.message,))
+
+
+def _seconds(value: float) -> str:
+    """A visibility timeout for a log line: 0.2s, 30s, 2m."""
+    return f"{value:g}s" if value < 60 else format_duration(value)
+
+
+def _first_line(error: str) -> str:
+    return error.splitlines()[0] if error else error

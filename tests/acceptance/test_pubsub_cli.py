@@ -1,0 +1,152 @@
+"""`batchq consume` as real processes: bounded runs, two consumers on one subscription, SIGTERM,
+SIGKILL mid-handler under each policy, and PostgreSQL's wake-up on publish."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from batchq import MessageQueue, Queue
+from tests.support.db import sql
+from tests.support.processes import assert_one_line_error, run_batchq, start_batchq, wait_for
+
+HANDLERS = {"BATCHQ_TASK_MODULES": "pubsub_handlers", "PUBSUB_LEDGER": "1"}
+SHIPPING = 1_000_000  # the ledger offset of orders/shipping (tests/apps/pubsub_handlers.py)
+
+
+def ledger(db_url: str) -> list[tuple[int, int]]:
+    queue = Queue(db_url)
+    try:
+        return [(int(n), int(pid)) for n, pid in sql(queue, "SELECT n, pid FROM test_ledger")]
+    finally:
+        queue.close()
+
+
+def consume(db_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_batchq(db_url, "consume", *args, **HANDLERS)
+
+
+def finished(proc: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str]:
+    _, err = proc.communicate(timeout=timeout)
+    return proc.returncode, err
+
+
+@pytest.fixture
+def orders(mq: MessageQueue) -> MessageQueue:
+    mq.subscribe("orders", "billing", vt=2)
+    mq.subscribe("orders", "shipping", policy="at_most_once")
+    return mq
+
+
+def test_consume_drains_and_each_subscriber_gets_every_message(db_url: str, orders: MessageQueue) -> None:
+    for n in range(20):
+        orders.publish("orders", {"n": n})
+    result = consume(db_url, "--topic", "orders", "--wait", "0", "-v")
+    assert result.returncode == 0, result.stderr
+    assert "consumed 40 messages (40 ok, 0 errors" in result.stderr
+    assert sorted(n for n, _ in ledger(db_url)) == list(range(20)) + [SHIPPING + n for n in range(20)]
+
+
+def test_consume_bounded_forms(db_url: str, orders: MessageQueue) -> None:
+    for n in range(5):
+        orders.publish("orders", {"n": n})
+    result = consume(db_url, "--subscriber", "billing", "--max-messages", "3")
+    assert result.returncode == 0, result.stderr
+    assert sorted(n for n, _ in ledger(db_url)) == [0, 1, 2]
+
+    started = time.monotonic()
+    result = consume(db_url, "--subscriber", "billing", "--max-seconds", "1.5")  # then idles
+    assert result.returncode == 0, result.stderr
+    assert 1.5 <= time.monotonic() - started < 15
+    assert sorted(n for n, _ in ledger(db_url)) == [0, 1, 2, 3, 4]
+
+    started = time.monotonic()
+    result = consume(db_url, "--subscriber", "billing", "--wait", "1")
+    assert result.returncode == 0, result.stderr
+    assert 1 <= time.monotonic() - started < 15
+
+
+@pytest.mark.slow
+def test_two_consumers_on_one_subscription_handle_each_message_once(
+    db_url: str, orders: MessageQueue
+) -> None:
+    for n in range(200):
+        orders.publish("orders", {"n": n, "sleep": 0.02})  # some work, so that both get some
+    consumers = [
+        start_batchq(db_url, "consume", "--subscriber", "billing", "--wait", "2", **HANDLERS)
+        for _ in range(2)
+    ]
+    for proc in consumers:
+        code, err = finished(proc, timeout=120)
+        assert code == 0, err
+    rows = ledger(db_url)
+    assert sorted(n for n, _ in rows) == list(range(200)), "a message was lost or handled twice"
+    assert len(Counter(pid for _, pid in rows)) == 2, "the consumers did not share the work"
+    assert orders.metrics("orders:billing").queue_length == 0
+
+
+def test_sigterm_finishes_the_message_at_hand(db_url: str, orders: MessageQueue, tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    orders.publish("orders", {"n": 1, "started": str(started), "sleep": 1.5})
+    orders.publish("orders", {"n": 2})
+    proc = start_batchq(db_url, "consume", "--subscriber", "billing", **HANDLERS)
+    wait_for(started.exists)
+    proc.send_signal(signal.SIGTERM)
+    code, err = finished(proc)
+    assert code == 0, err
+    assert ledger(db_url) == [(1, proc.pid)]  # finished, and nothing more taken
+    assert [m.message["n"] for m in orders.read("orders:billing", vt=30, qty=10)] == [2]
+
+
+@pytest.mark.parametrize(
+    ("subscriber", "offset", "redelivered"), [("billing", 0, True), ("shipping", SHIPPING, False)]
+)
+def test_sigkill_mid_handler(
+    db_url: str, orders: MessageQueue, tmp_path: Path, subscriber: str, offset: int, redelivered: bool
+) -> None:
+    """at_least_once: the message comes again once its 2s visibility runs out. at_most_once: it
+    was deleted before the call, so it is lost (the policy's documented price)."""
+    started = tmp_path / "started"
+    orders.publish("orders", {"n": 1, "started": str(started), "sleep": 60})
+    proc = start_batchq(db_url, "consume", "--subscriber", subscriber, **HANDLERS)
+    wait_for(started.exists)
+    proc.send_signal(signal.SIGKILL)
+    finished(proc)
+    result = consume(db_url, "--subscriber", subscriber, "--wait", "4")
+    assert result.returncode == 0, result.stderr
+    calls = [n for n, _ in ledger(db_url)]
+    assert calls == ([offset + 1] * (2 if redelivered else 1))
+    assert orders.metrics(f"orders:{subscriber}").queue_length == 0
+
+
+@pytest.mark.backends("postgresql")
+def test_a_publish_wakes_a_waiting_consumer_at_once(db_url: str, orders: MessageQueue) -> None:
+    proc = start_batchq(
+        db_url,
+        "consume",
+        "--subscriber",
+        "billing",
+        "--poll-interval",
+        "60",
+        "--max-messages",
+        "1",
+        **HANDLERS,
+    )
+    time.sleep(3)  # subscribed, LISTENing and waiting
+    published = time.monotonic()
+    orders.publish("orders", {"n": 1})
+    code, err = finished(proc)
+    assert code == 0, err
+    assert time.monotonic() - published < 10  # not the 60s poll
+    assert ledger(db_url) == [(1, proc.pid)]
+
+
+def test_consume_mistakes_are_one_line_errors(db_url: str) -> None:
+    assert_one_line_error(run_batchq(db_url, "consume", BATCHQ_TASK_MODULES=""), "no handler modules")
+    assert_one_line_error(consume(db_url, "--topic", "a:b"), "bad topic name")
+    assert_one_line_error(consume(db_url, "--topic", "nothing"), "no @batchq.subscriber handler")

@@ -21,10 +21,12 @@ import threading
 import time
 from dataclasses import dataclass
 
+from .backends.liveness import owner_name
 from .config import format_duration
-from .errors import BackendUnavailable, QueueNotFound
+from .errors import BackendError, BackendUnavailable, QueueNotFound
 from .mq import Message, MessageQueue
 from .pubsub import AT_MOST_ONCE, Handler, Subscription, archive_failed
+from .registry import Registration
 from .tasks import call_task
 from .worker import RECONNECT_ATTEMPTS, _describe_error, _stop_on_signals
 
@@ -68,6 +70,9 @@ class Consumer:
         self._gone: set[tuple[str, str]] = set()  # unsubscribed while we ran (logged once)
         self._stop = threading.Event()
         self._started = time.monotonic()
+        self.name = owner_name()
+        serves = [f"{topic}:{subscriber}" for topic, subscriber in self.handlers]
+        self._registration = Registration(mq.backend, self.name, serves, kind="consume")
 
     def stop(self, *_: object) -> None:
         """Finish the message at hand, then exit (SIGTERM, SIGINT)."""
@@ -78,8 +83,21 @@ class Consumer:
             self._started = time.monotonic()
             for h in self.handlers.values():  # the decorator's settings, where it states them
                 self.mq.subscribe(h.topic, h.subscriber, policy=h.policy, max_tries=h.max_tries, vt=h.vt)
-            self._loop()
+            # Alive and listed as `batchq run` is: its session's lock (its pid on SQLite), and
+            # its registry row, which `batchq status` lists and `batchq stop` asks to stop.
+            self.mq.backend.liveness.hold(self.name)
+            self._registration.register()
+            try:
+                self._loop()
+            finally:
+                self._unregister()
         return self.summary
+
+    def _unregister(self) -> None:
+        try:
+            self._registration.unregister()
+        except BackendError as exc:  # gc-processing prunes the row once the consumer shows gone
+            log.warning("could not remove this consumer from the registry: %s", exc)
 
     def _loop(self) -> None:
         idle_since: float | None = None
@@ -90,6 +108,8 @@ class Consumer:
                 if time.monotonic() >= next_refresh:
                     self._refresh()
                     next_refresh = time.monotonic() + REFRESH_SECONDS
+                    if self._asked_to_stop():
+                        break
                 took = self._one_round()
                 failures = 0
             except BackendUnavailable as exc:
@@ -108,6 +128,14 @@ class Consumer:
             self.mq.backend.wait_for_messages(
                 sorted({sub.topic for sub in self._subscriptions}), self._pause(idle), self._stop
             )
+
+    def _asked_to_stop(self) -> bool:
+        """Refresh the registry row; True (and logged) when `batchq stop` asked this consumer."""
+        summary = self.summary
+        if not self._registration.seen(summary.handled, summary.failed + summary.dropped):
+            return False
+        log.info("asked to stop (batchq stop): exiting")
+        return True
 
     def _pause(self, idle: float) -> float:
         """The poll interval, cut short by --wait and --max-seconds."""

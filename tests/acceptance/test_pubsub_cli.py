@@ -3,6 +3,7 @@ SIGKILL mid-handler under each policy, and PostgreSQL's wake-up on publish."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import time
@@ -150,3 +151,20 @@ def test_consume_mistakes_are_one_line_errors(db_url: str) -> None:
     assert_one_line_error(run_batchq(db_url, "consume", BATCHQ_TASK_MODULES=""), "no handler modules")
     assert_one_line_error(consume(db_url, "--topic", "a:b"), "bad topic name")
     assert_one_line_error(consume(db_url, "--topic", "nothing"), "no @batchq.subscriber handler")
+
+
+def test_a_consumer_is_in_the_registry_and_stops_when_asked(db_url: str, orders: MessageQueue) -> None:
+    proc = start_batchq(db_url, "consume", "--subscriber", "billing", "--wait", "120", **HANDLERS)
+    try:
+        status = wait_for(lambda: json.loads(run_batchq(db_url, "status", "--json").stdout))
+        [worker] = status
+        assert (worker["kind"], worker["serves"], worker["pid"]) == ("consume", ["orders:billing"], proc.pid)
+        assert worker["state"] == "running"
+        asked = run_batchq(db_url, "stop", "--queue", "orders:billing")
+        assert asked.stdout == "asked 1 worker to stop\n"
+        assert finished(proc, timeout=30)[0] == 0  # within about a second, not after --wait
+        assert json.loads(run_batchq(db_url, "status", "--json").stdout) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()

@@ -11,6 +11,7 @@ otherwise they go to the test's temporary folder.
 from __future__ import annotations
 
 import os
+import socket
 import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from batchq import Queue
+from batchq.registry import Registration, list_workers
 from batchq.sweeps import failure_groups
 from batchq.worker import RunOptions, Worker
 from tests.support.dashboard import TOKEN, chromium, dashboard
@@ -149,9 +151,20 @@ def test_click_through_every_page(
         wait_for_text(browser, "#note", "deleted 1 failed jobs")
         assert not set(small.job_ids) & {row["id"] for row in job_rows(queue)}
 
-        browser.find_element(By.LINK_TEXT, "Workers").click()
-        wait_for_text(browser, "#workers", "gc-processing puts its jobs back")
-        shots(browser, "workers")
+        live = Queue(db_url)  # a live, registered worker beside the dead one holding a job
+        name = f"{socket.gethostname()}:{os.getpid()}:0b5e77ed"
+        live.backend.liveness.hold(name)
+        Registration(live.backend, name, ["default", "mail"]).register()
+        try:
+            browser.find_element(By.LINK_TEXT, "Workers").click()
+            wait_for_text(browser, "#workers", "gc-processing puts its jobs back")
+            wait_for_text(browser, "#registry", "running")
+            shots(browser, "workers")
+            browser.find_element(By.ID, "stop-1").click()
+            wait_for_text(browser, "#note", f"asked worker {name} to finish its job and exit")
+            assert [info.stop_requested for info in list_workers(queue.backend)] == [True]
+        finally:
+            live.close()
         browser.find_element(By.LINK_TEXT, "Schedules").click()
         wait_for_text(browser, "#schedules", "nightly-report")
         shots(browser, "schedules")

@@ -10,7 +10,7 @@ SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
        j.run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') AS due,
        (julianday(j.run_at) - julianday('now')) * 86400.0 AS due_in_seconds,
        (julianday('now') - julianday(j.processing_at)) * 86400.0 AS running_seconds,
-       (julianday(j.run_at) - julianday(j.created_at)) * 86400.0 AS delay_seconds,
+       round((julianday(j.run_at) - julianday(j.created_at)) * 86400.0, 3) AS delay_seconds,
        COALESCE(q.paused = 1, 0) AS paused,
        j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff,
        (SELECT COUNT(*) FROM batchq_job AS a

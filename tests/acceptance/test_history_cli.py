@@ -62,7 +62,8 @@ def test_configure_run_history_prune(queue: Queue, db_url: str) -> None:
 
 
 def test_four_workers_keep_every_job_exactly_once(queue: Queue, db_url: str) -> None:
-    ids = [queue.enqueue("jobs:echo", {"i": i}) for i in range(300)]
+    # 10 ms each: the four workers start while there is work left (one drained all 300 once).
+    ids = [queue.enqueue("jobs:echo", {"i": i, "sleep": 0.01}) for i in range(300)]
     workers = [
         start_batchq(db_url, "run", "--keep", "--max-seconds", "120", BATCHQ_TASK_MODULES=MODULES)
         for _ in range(4)
@@ -74,5 +75,6 @@ def test_four_workers_keep_every_job_exactly_once(queue: Queue, db_url: str) -> 
     assert [int(job_id) for job_id, _ in counts] == ids
     assert {int(n) for _, n in counts} == {1}
     kept = queue.history(limit=1000)
-    assert {entry.id: entry.result for entry in kept} == {job_id: {"i": i} for i, job_id in enumerate(ids)}
+    expected = {job_id: {"i": i, "sleep": 0.01} for i, job_id in enumerate(ids)}
+    assert {entry.id: entry.result for entry in kept} == expected
     assert len({entry.worker for entry in kept}) > 1  # the work was shared

@@ -63,6 +63,9 @@ def return_false(payload: Any = None) -> bool:
 
 
 def echo(payload: Any) -> Any:
+    """Return the payload (a job's result); a dict's 'sleep' seconds first."""
+    if isinstance(payload, dict) and payload.get("sleep"):
+        time.sleep(payload["sleep"])
     return payload
 
 

@@ -977,7 +977,7 @@ class _TypeChanged(Exception):
 
 def _check_type(known: QueueType, queue: str, rows: list[dict[str, Any]]) -> None:
     """Every message against the queue's type, before anything is written (PayloadInvalid)."""
-    if known.text is None:
+    if known.text is None or (len(rows) > 1 and known.fits_all([row["message"] for row in rows])):
         return
     for index, row in enumerate(rows):
         which = "message" if len(rows) == 1 else f"message {index} of {len(rows)}"

@@ -291,7 +291,7 @@ class Worker:
         another holding due jobs (a few tries: its jobs may all be in other claims right now)."""
         assert self._lease is not None
         lease, deleted = self._lease, 0
-        if done and self._kept_document(done) is not None:  # kept first: claims here keep nothing
+        if any(job.id in self._kept for job in done):  # kept first: claims here keep nothing
             deleted, done = self._delete_done(done), []
         partition = lease.current(queues)
         for _ in range(PARTITION_TRIES):

@@ -34,10 +34,9 @@ PERCENT_ENCODE_HINT = (
     "percent-encode special characters in the password (%40 for @, %2F for /, %3F for ?, %23 for #)"
 )
 _USER = re.compile(r"[^:/?#@]*")
-_AFTER_USERINFO = re.compile(
-    r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^/?#@:\[\]]+)(?::(?P<port>[^/?#@]*))?"
-    r"/(?P<database>[^/?#@]+)(?:\?(?P<query>[^#]*))?"
-)
+_AFTER_USERINFO = re.compile(r"(?P<hosts>[^/?#@]+)/(?P<database>[^/?#@]+)(?:\?(?P<query>[^#]*))?")
+# One host of the host list: host[:port], an IPv6 address in brackets.
+_HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:\[\],]+)(?::(?P<port>[^,]*))?")
 _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}")
 # connect_timeout in whole seconds; PyMySQL refuses 0, libpq takes it as "wait forever".
 CONNECT_TIMEOUT_RANGE = {"mysql": (1, 24 * 3600), "postgresql": (0, 24 * 3600)}
@@ -45,6 +44,14 @@ CONNECT_TIMEOUT_RANGE = {"mysql": (1, 24 * 3600), "postgresql": (0, 24 * 3600)}
 MYSQL_URL_OPTIONS = ("connect_timeout", "sslmode", "sslrootcert", "skip_locked")
 # skip_locked=off: claim as on a server without SKIP LOCKED (to try that path, or measure it).
 SKIP_LOCKED_CHOICES = ("auto", "off")
+# PostgreSQL options batchq reads itself (libpq is not given them); the others go to libpq.
+# pgbouncer=transaction: a PgBouncer pooling by transaction sits between (no session state);
+# session: one pooling by session (as a direct connection). Without it, batchq refuses a pooler
+# it detects (see backends/postgresql.py).
+POSTGRESQL_BATCHQ_OPTIONS = ("pgbouncer",)
+PGBOUNCER_CHOICES = ("transaction", "session")
+# libpq's choices (PostgreSQL 14+): with several hosts, which one a connection settles on.
+TARGET_SESSION_ATTRS = ("any", "read-write", "read-only", "primary", "standby", "prefer-standby")
 _SSL_MODES = {
     "mysql": ("disable", "prefer", "require", "verify-ca", "verify-full"),
     "postgresql": ("disable", "allow", "prefer", "require", "verify-ca", "verify-full"),
@@ -67,14 +74,26 @@ class DatabaseURL:
     password: str = field(default="", repr=False)
     database: str = ""
     options: dict[str, str] = field(default_factory=dict)
+    # PostgreSQL's multi-host form (h1:p1,h2:p2): the hosts after the first (host, port), tried
+    # in turn by libpq (a failover pair, with target_session_attrs=read-write).
+    more_hosts: tuple[tuple[str, int | None], ...] = ()
 
     def __str__(self) -> str:
         if self.dialect == "sqlite":
             return f"sqlite:///{self.database}"
         auth = f"{self.user}:***@" if self.password else (f"{self.user}@" if self.user else "")
-        host = f"[{self.host}]" if ":" in self.host else self.host  # IPv6
-        port = f":{self.port}" if self.port else ""
-        return f"{self.dialect}://{auth}{host}{port}/{self.database}"
+        hosts = ",".join(_host_port_text(host, port) for host, port in self.hosts)
+        return f"{self.dialect}://{auth}{hosts}/{self.database}"
+
+    @property
+    def hosts(self) -> tuple[tuple[str, int | None], ...]:
+        """Every host of the URL, the first one first."""
+        return ((self.host, self.port), *self.more_hosts)
+
+
+def _host_port_text(host: str, port: int | None) -> str:
+    shown = f"[{host}]" if ":" in host else host  # IPv6
+    return f"{shown}:{port}" if port else shown
 
 
 def resolve_url(url: str | None) -> str:
@@ -122,13 +141,10 @@ def _parse_server(dialect: str, rest: str) -> DatabaseURL:
     start, parts = readings[0]
     user, _, password = rest[: start - 1].partition(":") if start else ("", "", "")
     parsed = DatabaseURL(
-        dialect,
-        host=_host(parts["host"]),
-        user=unquote(user),
-        password=unquote(password),
-        database=unquote(parts["database"]),
+        dialect, user=unquote(user), password=unquote(password), database=unquote(parts["database"])
     )
-    parsed = replace(parsed, port=_port(parts["port"], parsed))
+    hosts = _hosts(dialect, parts["hosts"], parsed)
+    parsed = replace(parsed, host=hosts[0][0], port=hosts[0][1], more_hosts=tuple(hosts[1:]))
     options = _options(dialect, parts["query"] or "", parsed)
     if "password" in options:  # libpq's form; one place for it, so it is masked like the other
         if parsed.password:
@@ -154,6 +170,28 @@ def _shown(dialect: str, rest: str) -> str:
     if "@" in rest:
         return f"{dialect}://…"
     return repr(f"{dialect}://{rest.partition('?')[0]}")
+
+
+def _hosts(dialect: str, text: str, url: DatabaseURL) -> list[tuple[str, int | None]]:
+    """host[:port], or on PostgreSQL a list of them joined by commas (libpq's multi-host form)."""
+    entries = text.split(",")
+    if len(entries) > 1 and dialect != "postgresql":
+        raise ConfigError(
+            f"bad host list {unquote(text)!r} in the database URL: a {dialect} URL names one server "
+            "(host:port); several hosts joined by commas are PostgreSQL's form"
+        )
+    hosts = []
+    for entry in entries:
+        match = _HOST_PORT.fullmatch(entry)
+        if match is None:
+            where = f" (entry {entry!r} of {unquote(text)!r})" if len(entries) > 1 else ""
+            raise ConfigError(
+                f"bad host {unquote(entry)!r} in the database URL{where}: use host:port, an IPv6 "
+                "address as [::1]:port, and on PostgreSQL host1:port1,host2:port2 for several"
+            )
+        host = _host(match["host"])
+        hosts.append((host, _port(match["port"], replace(url, host=host))))
+    return hosts
 
 
 def _host(text: str) -> str:
@@ -210,12 +248,29 @@ def _options(dialect: str, query: str, url: DatabaseURL) -> dict[str, str]:
             f"bad skip_locked {skip_locked!r} in the URL of {url}: use auto (SKIP LOCKED where the server "
             "has it) or off (claimers wait for each other, as on servers without it)"
         )
+    if dialect == "postgresql":
+        _check_postgresql_options(options, url)
     mode = options.get("sslmode")
     if mode is not None and mode not in _SSL_MODES[dialect]:
         raise ConfigError(
             f"bad sslmode {mode!r} in the database URL: use one of {', '.join(_SSL_MODES[dialect])}"
         )
     return options
+
+
+def _check_postgresql_options(options: dict[str, str], url: DatabaseURL) -> None:
+    pooler = options.get("pgbouncer")
+    if pooler is not None and pooler not in PGBOUNCER_CHOICES:
+        raise ConfigError(
+            f"bad pgbouncer {pooler!r} in the URL of {url}: use transaction (PgBouncer's pool_mode="
+            "transaction: no session state, lease liveness, polling) or session (pool_mode=session)"
+        )
+    attrs = options.get("target_session_attrs")
+    if attrs is not None and attrs not in TARGET_SESSION_ATTRS:
+        raise ConfigError(
+            f"bad target_session_attrs {attrs!r} in the URL of {url}: use one of "
+            f"{', '.join(TARGET_SESSION_ATTRS)} (read-write: the primary of a failover pair)"
+        )
 
 
 def redact(text: str, url: DatabaseURL) -> str:

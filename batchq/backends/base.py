@@ -46,6 +46,9 @@ class Backend(ABC):
     single_statement_claims: ClassVar[bool] = False
     # UPDATE/DELETE ... RETURNING; without it (MySQL) a claim selects, then marks what it found.
     has_update_returning: ClassVar[bool] = True
+    # Behind a pooler that hands each transaction another server session (PgBouncer in
+    # transaction mode): no session locks, LISTEN, SET or prepared statements.
+    pooled: bool = False
 
     def __init__(self, url: DatabaseURL) -> None:
         self.url = url

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import DEFAULT_PORTS
+from ..config import DEFAULT_PORTS, POSTGRESQL_BATCHQ_OPTIONS, DatabaseURL
 from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
 
 try:
@@ -32,6 +32,9 @@ PAYLOAD_LIMIT = 64 * 1024 * 1024
 # A waiting worker looks at its stop event this often, so SIGTERM is noticed within this time.
 STOP_CHECK_SECONDS = 0.05
 _TRANSIENT = {"40001", "40P01", "55P03"}  # serialization failure, deadlock, lock not available
+# A write refused by a read-only server: after a failover, the old primary come back as a standby
+# (or a standby a connection settled on): a reconnect finds the primary (target_session_attrs).
+_READ_ONLY = "25006"
 _UNIQUE_VIOLATION = "23505"
 # Connection exceptions, shutdown/termination, too many clients, a session closed by
 # idle_in_transaction_session_timeout; and refused credentials or an unknown database.
@@ -56,15 +59,24 @@ class PostgreSQLBackend(Backend):
     _listening_on: Any = None  # the connection that has run LISTEN (a reconnect forgets it)
     _listens: frozenset[str] = frozenset()  # the LISTEN queries run on it (jobs, messages)
 
+    def __init__(self, url: DatabaseURL) -> None:
+        # Behind PgBouncer in transaction mode, each transaction may run on another server
+        # session: nothing may rest on the session (its locks, LISTEN, SET, prepared statements).
+        self.pooled = url.options.get("pgbouncer") == "transaction"
+        super().__init__(url)
+
     def _liveness(self) -> Liveness:
         return Liveness(self, lambda worker: {"key": liveness_key(worker)})
 
     def _connect(self) -> Any:
         url = self.url
-        params: dict[str, Any] = {"connect_timeout": "10", "application_name": "batchq", **url.options}
+        params: dict[str, Any] = {"connect_timeout": "10", "application_name": "batchq"}
+        params.update((k, v) for k, v in url.options.items() if k not in POSTGRESQL_BATCHQ_OPTIONS)
+        if self.pooled:
+            params["prepare_threshold"] = None  # a prepared statement lives in one server session
         conn = psycopg.connect(  # a failure is translated (and redacted) by errors()
-            host=url.host,
-            port=url.port or DEFAULT_PORTS["postgresql"],
+            host=",".join(host for host, _ in url.hosts),  # libpq tries them in turn
+            port=",".join(str(port or DEFAULT_PORTS["postgresql"]) for _, port in url.hosts),
             user=url.user or None,
             password=url.password or None,  # else libpq's PGPASSWORD / ~/.pgpass
             dbname=url.database,
@@ -77,9 +89,30 @@ class PostgreSQLBackend(Backend):
             conn.close()
             version = _version(self.server_version)
             raise ConfigError(f"PostgreSQL {version} is too old: batchq needs 12 or later")
-        for name in SESSION_QUERIES:  # UTC
+        # UTC. Through PgBouncer too: it tracks TimeZone (a reported parameter) per client and
+        # sets it on whichever server session the client's next transaction gets.
+        for name in SESSION_QUERIES:
             conn.execute(self.sql(name))
+        if "pgbouncer" not in url.options:
+            self._refuse_unnamed_pooler(conn)
         return conn
+
+    def _refuse_unnamed_pooler(self, conn: Any) -> None:
+        """Refuse a connection pooler the URL does not name: its sessions are not the server's.
+
+        A pooler answers the client with a cancel key of its own, so the process id libpq was
+        given differs from the server session's pg_backend_pid(); a direct connection's match.
+        In transaction mode a session lock or a prepared statement would stay on a server
+        session that other clients then use: named, batchq does without them.
+        """
+        server_pid = conn.execute(self.sql("session_backend")).fetchone()[0]
+        if server_pid != conn.info.backend_pid:
+            conn.close()
+            raise ConfigError(
+                f"a connection pooler (PgBouncer?) answers at {self.url}: add ?pgbouncer=transaction "
+                "to the URL if it pools by transaction (batchq then keeps no session state: lease "
+                "liveness, polling, no prepared statements), or ?pgbouncer=session if it pools by session"
+            )
 
     def _translate(self, exc: Exception) -> BackendError | None:
         if not isinstance(exc, psycopg.Error):
@@ -90,6 +123,8 @@ class PostgreSQLBackend(Backend):
             return SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
         if code in _TRANSIENT:
             return TransientError(f"PostgreSQL error {code}: {message}")
+        if code == _READ_ONLY:
+            return BackendUnavailable(f"{self.url} is read-only now (a standby): {message}")
         if code == _UNIQUE_VIOLATION:
             return DuplicateKey(f"PostgreSQL error {code}: {message}")
         if code.startswith(_ACCESS_PREFIXES):
@@ -164,7 +199,12 @@ class PostgreSQLBackend(Backend):
         """VACUUM the job table when ``dead_rows`` rows (VACUUM_DEAD_ROWS) and a tenth of the
         live ones are dead, nobody vacuumed it in the last ``interval`` seconds
         (VACUUM_INTERVAL_SECONDS) and no other worker is at it (an advisory lock); between jobs,
-        never in a transaction. True if this worker vacuumed."""
+        never in a transaction. True if this worker vacuumed.
+
+        Not through PgBouncer in transaction mode: the session lock would stay on whichever
+        server session ran it (autovacuum does the work there)."""
+        if self.pooled:
+            return False
         params = {
             "dead_rows": VACUUM_DEAD_ROWS if dead_rows is None else dead_rows,
             "live_fraction": VACUUM_LIVE_FRACTION,
@@ -215,8 +255,10 @@ class PostgreSQLBackend(Backend):
     ) -> None:
         conn = self._conn
         try:
-            if conn is None or conn.closed:
-                stop.wait(timeout)  # poll; the next claim reconnects (and re-takes the liveness lock)
+            if conn is None or conn.closed or self.pooled:
+                # Poll: the next claim reconnects (and re-takes the liveness lock); through
+                # PgBouncer in transaction mode, a LISTEN would hold a server session of the pool.
+                stop.wait(timeout)
                 return
             if self._listening_on is not conn or listen not in self._listens:
                 conn.execute(self.sql(listen))

@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-from ..errors import BackendError
+from ..errors import BackendError, ConfigError
 from ..sqlfiles import migrations
 from .base import Backend
 
@@ -50,6 +50,11 @@ def _one_migration_at_a_time(backend: Backend) -> AbstractContextManager[None]:
 def _migration_lock(backend: Backend) -> Iterator[None]:
     """A lock on this database's migrations for the session (MySQL GET_LOCK, PostgreSQL
     advisory lock), released after, or by the server if the session dies."""
+    if backend.pooled:  # the session lock would stay on a pooled server session
+        raise ConfigError(
+            f"batchq init-db cannot migrate through PgBouncer in transaction mode ({backend.url}): "
+            "run it with a URL straight to the PostgreSQL server (workers and apps may use PgBouncer)"
+        )
     params = {"name": migration_lock_name(backend.url.database)}
     row = backend.fetchone("migration_lock", params)
     if not row or not row["acquired"]:

@@ -574,3 +574,7 @@ SET status = 'failed',
     last_worker = locked_by, last_started_at = processing_at,
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND claim_token = %(token)s;
+
+-- name: session_backend
+-- The server session's process id: another than the one libpq was given means a pooler between.
+SELECT pg_backend_pid() AS session;

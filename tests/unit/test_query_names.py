@@ -57,6 +57,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "enqueue_many",  # the payloads as one array: unnest()
         "enqueue_many_unique",  # the same, with a unique key per payload
         "listen",  # LISTEN for jobs becoming due
+        "session_backend",  # pg_backend_pid(): a pooler between answers with another pid
         "mq_send_unlogged",  # a non-durable queue's send, into the UNLOGGED table (PostgreSQL only)
         "mq_send_async_commit",  # ... whose own transaction's commit need not wait for the WAL flush
         "pubsub_listen_messages",  # LISTEN for publishes (batchq consume)

@@ -33,6 +33,31 @@ def test_urls() -> None:
     assert parse_url("sqlite:///rel.db").database == "rel.db"
 
 
+def test_postgresql_multi_host_urls() -> None:
+    """libpq's failover form: hosts tried in turn, the first that takes writes kept."""
+    url = parse_url("postgresql://app:s3cret@db1:5433,[::1],db3:6000/jobs?target_session_attrs=read-write")
+    assert url.hosts == (("db1", 5433), ("::1", None), ("db3", 6000))
+    assert (url.host, url.port, url.options) == ("db1", 5433, {"target_session_attrs": "read-write"})
+    assert str(url) == "postgresql://app:***@db1:5433,[::1],db3:6000/jobs"
+    assert parse_url("postgresql://h/d?pgbouncer=transaction").options == {"pgbouncer": "transaction"}
+
+
+@pytest.mark.parametrize(
+    "bad, needle",
+    [
+        ("mysql://root@a:1,b:2/db", "PostgreSQL's form"),  # one server for MySQL
+        ("postgresql://u:pw@a,,b/db", "host1:port1,host2:port2"),  # an empty entry
+        ("postgresql://u:pw@a:1,b:x/db", "bad port 'x'"),
+        ("postgresql://u:pw@a/db?target_session_attrs=rw", "read-write"),
+        ("postgresql://u:pw@a/db?pgbouncer=yes", "transaction"),
+    ],
+)
+def test_bad_multi_host_urls_and_pooler_options_say_the_fix(bad: str, needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle) as info:
+        parse_url(bad)
+    assert "pw" not in str(info.value)
+
+
 @pytest.mark.parametrize(
     "bad", ["", "mysql", "redis://h/0", "mysql://h", "sqlite://x.db", "mysql://u:pw@:3/d"]
 )

@@ -231,9 +231,14 @@ class PostgreSQLBackend(Backend):
             )
 
     def describe(self) -> str:
-        self.conn  # noqa: B018 - connect to read the version
+        conn = self.conn  # connect to read the version
+        where = ""
+        if self.url.more_hosts:  # which server of the list the connection settled on
+            where = f" (connected to {conn.info.host}:{conn.info.port})"
+        if self.pooled:
+            where += " through PgBouncer in transaction mode (polling, no prepared statements)"
         return (
-            f"PostgreSQL {_version(self.server_version)} at {self.url}; "
+            f"PostgreSQL {_version(self.server_version)} at {self.url}{where}; "
             "claims with UPDATE ... (SELECT ... FOR UPDATE SKIP LOCKED)"
         )
 

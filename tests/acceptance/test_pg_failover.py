@@ -18,7 +18,7 @@ from batchq.errors import BackendUnavailable
 from tests.support.db import create_database, job_rows, ledger, prepare_database, sql
 from tests.support.harness import Figures, WorkerPool, account, unfinished
 from tests.support.pgha import STANDBY_NAME, PrimaryStandby
-from tests.support.processes import wait_for
+from tests.support.processes import run_batchq, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -118,3 +118,6 @@ def test_multi_host_url_settles_on_the_primary_and_refuses_a_standby_only_list(p
     queue = Queue(f"postgresql://postgres@{hosts}/{pair.database}?target_session_attrs=read-write")
     assert _server_port(queue) == pair.primary.port  # the standby, listed first, is passed over
     queue.close()
+    stats = run_batchq(pair.url, "stats")
+    assert stats.returncode == 0, stats.stderr
+    assert f"(connected to 127.0.0.1:{pair.primary.port})" in stats.stdout  # batchq stats says which

@@ -40,13 +40,14 @@ from tests.support.pgha import PrimaryStandby, PrivatePgBouncer  # noqa: E402
 from tests.support.servers import PrivatePostgreSQL  # noqa: E402
 
 DATABASE = "batchq_bench_pgha"
+SETUPS = ("single", "single, lease", "pgbouncer", "sync pair")
 TASK = "noop_jobs:noop"
 
 
 def drain(url: str, admin_url: str, jobs: int, procs: int) -> float:
     """Enqueue ``jobs`` no-op jobs through ``admin_url`` (the server itself), then time ``procs``
     `batchq run` processes on ``url`` until they have all exited on an empty queue."""
-    queue = Queue(admin_url)
+    queue = Queue(admin_url, task_modules=["noop_jobs"])
     queue.init_db()  # (through PgBouncer in transaction mode, init-db is refused)
     conn = queue.backend.conn
     conn.execute("TRUNCATE batchq_job")  # every run starts on a table without dead rows
@@ -63,7 +64,13 @@ def drain(url: str, admin_url: str, jobs: int, procs: int) -> float:
 
 def main() -> None:
     ap = parser(__doc__, jobs=5000, procs="4", quick={"jobs": 1000, "repeat": 1})
+    ap.add_argument(
+        "--setups", default=",".join(SETUPS), help="which setups, comma-separated (default %(default)s)"
+    )
     args = parse(ap)
+    chosen = args.setups.split(",")
+    if "single" not in chosen or not set(chosen) <= set(SETUPS):
+        raise SystemExit(f"--setups: some of {', '.join(SETUPS)}, always with single (the ratios' base)")
     if args.backend != "postgresql":
         raise SystemExit("bench/pgha.py measures PostgreSQL setups: --backend postgresql")
     compile_batchq()
@@ -81,12 +88,13 @@ def main() -> None:
         direct = single.url.rsplit("/", 1)[0] + "/" + DATABASE
         for url in (direct, pair.url):
             create_database(url)
-        setups: dict[str, tuple[str, str]] = {
+        urls = {
             "single": (direct, direct),
             "single, lease": (direct + "?liveness=lease", direct),
             "pgbouncer": (bouncer.url(DATABASE), direct),
             "sync pair": (pair.url, pair.url),
         }
+        setups = {name: urls[name] for name in SETUPS if name in chosen}
         results = measure(setups, args.jobs, args.procs, args.repeat)
     report(results, args)
 

@@ -130,6 +130,7 @@ class Worker:
         self._next_tick = 0.0  # monotonic time of the next _tick
         self._started = time.monotonic()
         self._lease: PartitionLease | None = None  # with claim="partition"
+        self._waiting_for_partition = False  # no free partition has work, but leased ones do
         self._registration = Registration(queue.backend, self.name, self.options.queues)
         # Checked here too: RunOptions may come from Python, not the CLI.
         self._timeout = parse_timeout(self.options.timeout, "run timeout")
@@ -196,9 +197,12 @@ class Worker:
                 idle_since = None
                 done = self._process(jobs, heartbeat)
                 continue
-            idle_since = idle_since or time.monotonic()
-            if time.monotonic() - idle_since >= self.options.wait:
-                break
+            if self._waiting_for_partition:  # not idle: other workers lease the partitions with work
+                idle_since = None
+            else:
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since >= self.options.wait:
+                    break
             self.backend.wait_for_jobs(self.options.queues, self.options.poll_interval, self._stop)
         if done:
             matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
@@ -291,6 +295,7 @@ class Worker:
         another holding due jobs (a few tries: its jobs may all be in other claims right now)."""
         assert self._lease is not None
         lease, deleted = self._lease, 0
+        self._waiting_for_partition = False
         if any(job.id in self._kept for job in done):  # kept first: claims here keep nothing
             deleted, done = self._delete_done(done), []
         partition = lease.current(queues)
@@ -307,6 +312,7 @@ class Worker:
             partition = lease.exhausted(queues)
         if done:
             deleted += self._delete_done(done)
+        self._waiting_for_partition = lease.work_elsewhere(queues)
         return deleted, []
 
     # -- history ------------------------------------------------------------------

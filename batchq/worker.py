@@ -157,7 +157,7 @@ class Worker:
                 self._lease = PartitionLease(
                     self.backend, self.name, jobs_per_lease=self.options.jobs_per_lease
                 )
-            self.backend.liveness.hold(self.name)
+            self.backend.hold_liveness(self.name)
             self._registration.register()
             heartbeat = Heartbeat(self.backend, self.options.heartbeat)
             heartbeat.start()
@@ -169,7 +169,15 @@ class Worker:
                 heartbeat.stop()
                 self._give_back_partition()
                 self._unregister()
+                self._end_liveness()
         return self.summary
+
+    def _end_liveness(self) -> None:
+        """On the way out: a lease goes now (a session's lock goes with the connection)."""
+        try:
+            self.backend.liveness.release()
+        except BackendError as exc:  # it expires by itself
+            log.warning("could not drop this worker's lease: %s", exc)
 
     def _unregister(self) -> None:
         """On the way out: the registry row goes (a sweep prunes it, should this fail)."""
@@ -263,6 +271,7 @@ class Worker:
             log.info("asked to stop (batchq stop): exiting")
             self.stop()
         self.backend.vacuum_if_due()
+        self.backend.liveness.renew_if_due()
         if self._lease is not None:
             self._lease.tidy(self._active_queues())
         return self.backend.promote_due() + self.backend.unblock_due()

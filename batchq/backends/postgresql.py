@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import DEFAULT_PORTS, POSTGRESQL_BATCHQ_OPTIONS, DatabaseURL
+from ..config import DEFAULT_PORTS, DatabaseURL, driver_options
 from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
 
 try:
@@ -66,12 +66,15 @@ class PostgreSQLBackend(Backend):
         super().__init__(url)
 
     def _liveness(self) -> Liveness:
-        return Liveness(self, lambda worker: {"key": liveness_key(worker)})
+        return self._session_or_lease(lambda worker: {"key": liveness_key(worker)})
 
     def _connect(self) -> Any:
         url = self.url
-        params: dict[str, Any] = {"connect_timeout": "10", "application_name": "batchq"}
-        params.update((k, v) for k, v in url.options.items() if k not in POSTGRESQL_BATCHQ_OPTIONS)
+        params: dict[str, Any] = {
+            "connect_timeout": "10",
+            "application_name": "batchq",
+            **driver_options(url),
+        }
         if self.pooled:
             params["prepare_threshold"] = None  # a prepared statement lives in one server session
         conn = psycopg.connect(  # a failure is translated (and redacted) by errors()

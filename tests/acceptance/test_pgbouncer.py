@@ -91,10 +91,18 @@ def test_drain_through_pgbouncer_4_workers(pooled_queue: Queue, pooled_url: str)
 def test_random_sigkills_through_pgbouncer_lose_nothing(pooled_queue: Queue, pooled_url: str) -> None:
     """Workers killed mid-drain: their leases expire (no session lock could tell, through a
     pooler), gc-processing puts their jobs back, nothing is lost."""
-    jobs, workers, max_kills = 3000, 4, 8
+    jobs, workers, max_kills = 4000, 4, 8
     pooled_queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
-    pool = WorkerPool(pooled_url)
-    held_at_kill, recovery = kill_at_random(pooled_queue, pool, workers, max_kills, 20261125, (0.1, 0.4))
+    pool = WorkerPool(pooled_url + "&lease=3s")  # the shortest lease: a killed worker's jobs come back in 3 s
+    held_at_kill, recovery = kill_at_random(
+        # Pauses longer than a worker's start-up (about 0.5 s), so kills land while jobs are held.
+        pooled_queue,
+        pool,
+        workers,
+        max_kills,
+        20261125,
+        (0.4, 0.9),
+    )
     row = account(
         pooled_queue,
         jobs,

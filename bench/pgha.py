@@ -8,11 +8,11 @@ Every server is private, started here (initdb into a temporary folder, its own p
 helpers of tests/support/pgha.py, as the failover and PgBouncer scenarios start them), with
 the same settings (fsync and synchronous_commit on, initdb's defaults otherwise):
   single        - one server, the URL straight to it (advisory-lock liveness, LISTEN);
-  single, lease - the same server with ?liveness=lease (rows for liveness; the part of the
+  single-lease  - the same server with ?liveness=lease (rows for liveness; the part of the
                   PgBouncer cost that is not PgBouncer's);
   pgbouncer     - PgBouncer 1.18 in transaction mode in front of that server
                   (?pgbouncer=transaction: lease liveness, polling, no prepared statements);
-  sync pair     - a primary whose commits wait for the standby's flush
+  sync-pair     - a primary whose commits wait for the standby's flush
                   (synchronous_standby_names), through
                   postgresql://h1:p1,h2:p2/db?target_session_attrs=read-write.
 Each repetition runs every setup once, interleaved (the machine is shared and noisy: read the
@@ -32,7 +32,7 @@ from options import parse, parser
 from procs import compile_batchq, run_procs
 from report import command_line, emit, table
 from settings import BATCHQ, REPO_DIR, bench_env
-from stats import med_range, median, ratio
+from stats import med_range
 
 sys.path.insert(0, str(REPO_DIR))  # the tests' private servers
 from tests.support.db import create_database  # noqa: E402
@@ -40,7 +40,7 @@ from tests.support.pgha import PrimaryStandby, PrivatePgBouncer  # noqa: E402
 from tests.support.servers import PrivatePostgreSQL  # noqa: E402
 
 DATABASE = "batchq_bench_pgha"
-SETUPS = ("single", "single, lease", "pgbouncer", "sync pair")
+SETUPS = ("single", "single-lease", "pgbouncer", "sync-pair")
 TASK = "noop_jobs:noop"
 
 
@@ -90,9 +90,9 @@ def main() -> None:
             create_database(url)
         urls = {
             "single": (direct, direct),
-            "single, lease": (direct + "?liveness=lease", direct),
+            "single-lease": (direct + "?liveness=lease", direct),
             "pgbouncer": (bouncer.url(DATABASE), direct),
-            "sync pair": (pair.url, pair.url),
+            "sync-pair": (pair.url, pair.url),
         }
         setups = {name: urls[name] for name in SETUPS if name in chosen}
         results = measure(setups, args.jobs, args.procs, args.repeat)
@@ -113,14 +113,19 @@ def measure(
 
 
 def report(rates: dict[tuple[str, int], list[float]], args: argparse.Namespace) -> None:
+    """Each setup's jobs/s, and its ratio to the single server's of the same repetition (paired:
+    a noisy moment hits both; the median of these ratios, and their range)."""
     rows = []
     for procs in args.procs:
-        base = median(rates[("single", procs)])
+        base = rates[("single", procs)]
         for name, wanted in rates:  # in the order measured
             if wanted == procs:
                 values = rates[(name, procs)]
-                rows.append([name, procs, med_range(values), ratio(median(values), base)])
-    text = table(["setup", "procs", "jobs/s median (range)", "vs single"], rows)
+                paired = [value / single for value, single in zip(values, base)]
+                rows.append([name, procs, med_range(values), med_range(paired, "{:.2f}×")])
+    text = table(
+        ["setup", "procs", "jobs/s median (range)", "vs single, paired by repetition: median (range)"], rows
+    )
     note = (
         f"{args.jobs} no-op jobs, {args.repeat} repetition(s), setups interleaved; a shared "
         "2-core machine: read the ratios, not the absolute figures.\n\n" + command_line()

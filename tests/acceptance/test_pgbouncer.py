@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from batchq import Queue
+from batchq.config import parse_url
 from tests.acceptance.test_reliability import kill_at_random
 from tests.support.db import (
     SERVER_URLS,
@@ -30,7 +31,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def bouncer() -> Iterator[PrivatePgBouncer]:
-    server = PrivatePgBouncer(server_port=5432)  # the test server (ensure-servers)
+    test_server = parse_url(SERVER_URLS["postgresql"])  # the test server (ensure-servers)
+    server = PrivatePgBouncer(server_port=test_server.port or 5432, server_host=test_server.host)
     server.start()
     yield server
     server.stop()

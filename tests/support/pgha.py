@@ -135,7 +135,9 @@ class PrivatePgBouncer:
     prepare any.
     """
 
-    def __init__(self, server_port: int = 5432, pool_mode: str = "transaction") -> None:
+    def __init__(
+        self, server_port: int = 5432, pool_mode: str = "transaction", server_host: str = "127.0.0.1"
+    ) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="batchq-pgbouncer-"))
         self.root.chmod(0o755)
         self.port = free_port()
@@ -153,7 +155,7 @@ class PrivatePgBouncer:
             "logfile": str(self.root / "pgbouncer.log"),
             "pidfile": str(self.root / "pgbouncer.pid"),
         }
-        ini = ["[databases]", f"* = host=127.0.0.1 port={server_port}", "[pgbouncer]"]
+        ini = ["[databases]", f"* = host={server_host} port={server_port}", "[pgbouncer]"]
         ini += [f"{name} = {value}" for name, value in settings.items()]
         (self.root / "pgbouncer.ini").write_text("\n".join(ini) + "\n")
         if os.getuid() == 0:  # PgBouncer refuses to run as root

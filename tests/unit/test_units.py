@@ -9,7 +9,7 @@ import pytest
 from freezegun import freeze_time
 
 from batchq import ConfigError, PayloadError, SignatureError, TaskError, TaskNotAllowed
-from batchq.config import parse_duration, parse_url
+from batchq.config import DEFAULT_LEASE_SECONDS, driver_options, lease_seconds, parse_duration, parse_url
 from batchq.serializers import dumps, loads
 from batchq.tasks import Resolver
 from batchq.worker import BACKOFF_MAX_SECONDS, retry_delay
@@ -42,9 +42,18 @@ def test_postgresql_multi_host_urls() -> None:
     assert parse_url("postgresql://h/d?pgbouncer=transaction").options == {"pgbouncer": "transaction"}
 
 
+def test_pgbouncer_in_transaction_mode_means_leases_and_no_libpq_option() -> None:
+    url = parse_url("postgresql://u@h/d?pgbouncer=transaction&connect_timeout=3")
+    assert lease_seconds(url) == DEFAULT_LEASE_SECONDS
+    assert lease_seconds(parse_url("postgresql://u@h/d?pgbouncer=transaction&lease=5s")) == 5
+    assert lease_seconds(parse_url("postgresql://u@h/d?pgbouncer=session")) is None
+    assert driver_options(url) == {"connect_timeout": "3"}  # libpq would refuse pgbouncer=
+
+
 @pytest.mark.parametrize(
     "bad, needle",
     [
+        ("postgresql://u:pw@a/db?pgbouncer=transaction&liveness=session", "leave liveness out"),
         ("mysql://root@a:1,b:2/db", "PostgreSQL's form"),  # one server for MySQL
         ("postgresql://u:pw@a,,b/db", "host1:port1,host2:port2"),  # an empty entry
         ("postgresql://u:pw@a:1,b:x/db", "bad port 'x'"),

@@ -50,6 +50,19 @@ def _sync_state(servers: PrimaryStandby) -> str | None:
     return None if row is None else str(row[0])
 
 
+def _standby_caught_up(servers: PrimaryStandby) -> bool:
+    """The standby has replayed everything the primary has written so far."""
+    with psycopg.connect(
+        host="127.0.0.1", port=servers.primary.port, user="postgres", autocommit=True
+    ) as conn:
+        [primary_lsn] = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+    with psycopg.connect(
+        host="127.0.0.1", port=servers.standby.port, user="postgres", autocommit=True
+    ) as conn:
+        [caught_up] = conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (primary_lsn,)).fetchone()
+    return bool(caught_up)
+
+
 def _server_port(queue: Queue) -> int:
     """The port of the server the queue's connection settled on."""
     return int(queue.backend.conn.info.port)
@@ -145,6 +158,8 @@ def _reconnected(queue: Queue) -> int | None:
 
 def test_multi_host_url_settles_on_the_primary_and_refuses_a_standby_only_list(pair: PrimaryStandby) -> None:
     standby_only = f"postgresql://postgres@127.0.0.1:{pair.standby.port}/{pair.database}"
+    # Commits wait for the standby's flush, not its replay: let it apply the schema first.
+    wait_for(lambda: _standby_caught_up(pair), timeout=30)
     with pytest.raises(BackendUnavailable, match="read-only"):  # 25006: a reconnect, not a job error
         Queue(standby_only, task_modules=["failover_jobs"]).enqueue("failover_jobs:record", {"n": 0})
     reversed_hosts = parse_url(pair.url).hosts[::-1]

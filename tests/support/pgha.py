@@ -5,6 +5,7 @@ under a temporary directory, as servers.py starts single servers for restart sce
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import signal
@@ -27,7 +28,7 @@ class _Node(PrivatePostgreSQL):
         self.root, self.port = root, free_port()
         self.datadir = root / name
         self.log = root / f"{name}.log"
-        self.bin = Path("/usr/lib/postgresql/15/bin")
+        self.bin = Path(sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1])  # as PrivatePostgreSQL
         self._as_postgres = os.getuid() == 0  # initdb and postgres refuse to run as root
         self.settings = settings
 
@@ -86,7 +87,6 @@ class PrimaryStandby:
 
     def start(self) -> None:
         self.primary.start()
-        self.standby.bin = self.primary.bin
         self.primary._run(
             [
                 str(self.primary.bin / "pg_basebackup"),

@@ -31,6 +31,11 @@ SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;
 -- Version and packet limit, read once at connect.
 SELECT VERSION() AS version, @@max_allowed_packet AS max_allowed_packet;
 
+-- name: galera_info
+-- Is this server a node of a Galera cluster? Read once at connect. SHOW, not @@wsrep_on: MySQL
+-- has no such variable (the SELECT would fail) and SHOW answers no rows there.
+SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'wsrep_provider');
+
 -- name: max_allowed_packet
 -- The packet limit of a connection batchq was given (enqueue(conn=...)), asked on that session.
 SELECT @@max_allowed_packet AS max_allowed_packet;

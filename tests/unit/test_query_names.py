@@ -44,6 +44,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "mq_pop_no_skip",
         "server_info",  # the version and whether it has SKIP LOCKED, read once per connection
         "max_allowed_packet",  # what bounds a statement's size
+        "galera_info",  # is the server a Galera cluster node (wsrep on, with a provider)
         "lock_taken",  # after lock_take: the slot and token it gave (no RETURNING)
         "partition_leased",  # after partition_lease: the partition it gave (no RETURNING)
         "jobs_claim_partition_waiting",  # jobs_claim_partition without SKIP LOCKED

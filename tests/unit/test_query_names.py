@@ -37,6 +37,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         # then an UPDATE of the rows it found.
         "jobs_claim_waiting",  # jobs_claim without SKIP LOCKED, for older servers
         "jobs_claim_mark",
+        "jobs_claim_mark_checked",  # on Galera: and did the commit happen (see the query)
         "session_isolation",  # READ COMMITTED, once per session
         "mq_read_mark",
         "mq_read_no_skip",

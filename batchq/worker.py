@@ -157,8 +157,6 @@ class Worker:
                     self.backend, self.name, jobs_per_lease=self.options.jobs_per_lease
                 )
             self.backend.liveness.hold(self.name)
-            if self.backend.claim_caution:
-                log.warning("%s", self.backend.claim_caution)
             self._registration.register()
             heartbeat = Heartbeat(self.backend, self.options.heartbeat)
             heartbeat.start()

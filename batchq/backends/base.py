@@ -52,8 +52,6 @@ class Backend(ABC):
     # Tries of a transaction that keeps failing transiently (retrying). A Galera node raises it:
     # there every claim on another node races for the same head rows, and loses often.
     transient_attempts: int = 8
-    # What a worker should warn about claiming here (a Galera node), read once connected.
-    claim_caution: str | None = None
 
     def __init__(self, url: DatabaseURL) -> None:
         self.url = url

@@ -30,14 +30,6 @@ _WSREP_NOT_READY = 1047
 # first (SKIP LOCKED sees only this node's locks): with 6 workers over 3 nodes, 8 tries in a row
 # failed now and then (measured). Each try costs one round trip and nothing else.
 GALERA_TRANSIENT_ATTEMPTS = 60
-# Galera certifies write sets but does not stop a lost update across nodes (MDEV-29044): two
-# claims of one job on two nodes can both commit (measured: 3 jobs in 10,000 ran twice with 6
-# workers over 3 nodes). The later claim's token wins, so the other worker's finish is fenced
-# off and reported, but the job has run twice.
-GALERA_CAUTION = (
-    "this is a Galera cluster node: workers connected to different nodes can run a job twice "
-    "(Galera does not stop lost updates across nodes); connect every worker to one node"
-)
 _TLS_FAILED = 2026
 _DUPLICATE_KEY = 1062
 _ACCESS = {1044, 1045, 1049}  # access denied, unknown database
@@ -124,7 +116,6 @@ class MySQLBackend(Backend):
             self.galera = is_galera(dict(cur.fetchall()))
         if self.galera:
             self.transient_attempts = GALERA_TRANSIENT_ATTEMPTS
-            self.claim_caution = GALERA_CAUTION
         self.server_version = str(version)
         self.max_allowed_packet = int(packet)
         turned_off = url.options.get("skip_locked") == "off"
@@ -338,7 +329,7 @@ class MySQLBackend(Backend):
                 "wait for each other; `batchq run --claim partition` spreads them out)"
             )
         )
-        cluster = " (a Galera cluster node: connect every worker to one node)" if self.galera else ""
+        cluster = " (a Galera cluster node: claims checked after commit)" if self.galera else ""
         return f"MySQL/MariaDB {self.server_version}{cluster} at {self.url}; claims with {claim}"
 
     def _why_no_skip_locked(self) -> str:

@@ -42,7 +42,13 @@ _HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}")
 # connect_timeout in whole seconds; PyMySQL refuses 0, libpq takes it as "wait forever".
 CONNECT_TIMEOUT_RANGE = {"mysql": (1, 24 * 3600), "postgresql": (0, 24 * 3600)}
 # What the MySQL backend reads from a URL; anything else (a typo like sslmod=) is refused, not ignored.
-MYSQL_URL_OPTIONS = ("connect_timeout", "sslmode", "sslrootcert", "skip_locked")
+# batchq's own options in a MySQL or PostgreSQL URL, never passed to the driver: how a worker
+# shows it is alive (liveness=session|lease) and, with leases, for how long a lease lasts.
+BATCHQ_URL_OPTIONS = ("liveness", "lease")
+LIVENESS_CHOICES = ("session", "lease")
+DEFAULT_LEASE_SECONDS = 30.0
+LEASE_RANGE_SECONDS = (3.0, 24 * 3600.0)  # renewed every third of it: at least once a second
+MYSQL_URL_OPTIONS = ("connect_timeout", "sslmode", "sslrootcert", "skip_locked", *BATCHQ_URL_OPTIONS)
 # skip_locked=off: claim as on a server without SKIP LOCKED (to try that path, or measure it).
 SKIP_LOCKED_CHOICES = ("auto", "off")
 _SSL_MODES = {
@@ -210,12 +216,41 @@ def _options(dialect: str, query: str, url: DatabaseURL) -> dict[str, str]:
             f"bad skip_locked {skip_locked!r} in the URL of {url}: use auto (SKIP LOCKED where the server "
             "has it) or off (claimers wait for each other, as on servers without it)"
         )
+    _check_liveness(options, url)
     mode = options.get("sslmode")
     if mode is not None and mode not in _SSL_MODES[dialect]:
         raise ConfigError(
             f"bad sslmode {mode!r} in the database URL: use one of {', '.join(_SSL_MODES[dialect])}"
         )
     return options
+
+
+def _check_liveness(options: dict[str, str], url: DatabaseURL) -> None:
+    liveness = options.get("liveness", "session")
+    if liveness not in LIVENESS_CHOICES:
+        raise ConfigError(
+            f"bad liveness {liveness!r} in the URL of {url}: use session (a lock the worker's session "
+            "holds) or lease (a row the worker renews: for clusters and poolers)"
+        )
+    if "lease" in options:
+        low, high = LEASE_RANGE_SECONDS
+        seconds = parse_duration(options["lease"], "lease in the URL")
+        if not low <= seconds <= high:
+            raise ConfigError(
+                f"bad lease {options['lease']!r} in the URL of {url}: use 3s to 1d, e.g. lease=30s"
+            )
+
+
+def lease_seconds(url: DatabaseURL) -> float | None:
+    """How long a worker's lease lasts, when the URL asks for lease liveness; None otherwise."""
+    if url.options.get("liveness") != "lease":
+        return None
+    return parse_duration(url.options.get("lease", DEFAULT_LEASE_SECONDS), "lease in the URL")
+
+
+def driver_options(url: DatabaseURL) -> dict[str, str]:
+    """The URL's options meant for the driver (libpq), without batchq's own."""
+    return {name: value for name, value in url.options.items() if name not in BATCHQ_URL_OPTIONS}
 
 
 def redact(text: str, url: DatabaseURL) -> str:

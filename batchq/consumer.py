@@ -85,7 +85,7 @@ class Consumer:
                 self.mq.subscribe(h.topic, h.subscriber, policy=h.policy, max_tries=h.max_tries, vt=h.vt)
             # Alive and listed as `batchq run` is: its session's lock (its pid on SQLite), and
             # its registry row, which `batchq status` lists and `batchq stop` asks to stop.
-            self.mq.backend.liveness.hold(self.name)
+            self.mq.backend.hold_liveness(self.name)
             self._registration.register()
             try:
                 self._loop()
@@ -96,6 +96,7 @@ class Consumer:
     def _unregister(self) -> None:
         try:
             self._registration.unregister()
+            self.mq.backend.liveness.release()
         except BackendError as exc:  # gc-processing prunes the row once the consumer shows gone
             log.warning("could not remove this consumer from the registry: %s", exc)
 
@@ -163,6 +164,7 @@ class Consumer:
 
     def _refresh(self) -> None:
         """Read the subscriptions again: their settings may have changed, or they may be gone."""
+        self.mq.backend.liveness.renew_if_due()  # a lease, where the URL asks for one
         stored = {(sub.topic, sub.subscriber): sub for sub in self.mq.subscriptions()}
         self._subscriptions = [stored[key] for key in self.handlers if key in stored]
         for key in self.handlers.keys() - stored.keys() - self._gone:

@@ -23,13 +23,16 @@ class Heartbeat:
 
     def __init__(self, backend: Backend, interval: float) -> None:
         self.backend = backend
-        self.interval = interval
+        # A lease must be renewed during a job whatever the option says: switched off (0) or
+        # slower than a third of the lease, it beats at that third.
+        beat = backend.liveness.beat_seconds
+        self.interval = min(interval if interval > 0 else beat, beat)
         self.in_job = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        if self.interval <= 0 or not self.backend.has_sessions:
+        if self.interval <= 0 or self.interval == float("inf") or not self.backend.has_sessions:
             return  # switched off, or nothing to keep alive (SQLite)
         self._thread = threading.Thread(target=self._beat, name="batchq-heartbeat", daemon=True)
         self._thread.start()

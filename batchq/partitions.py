@@ -148,10 +148,17 @@ class PartitionLease:
         return self.current(queues)
 
     def release(self) -> None:
-        """Give the partition back (free at once; the least recently used from now)."""
+        """Give the partition back (free at once; the least recently used from now). Forgotten
+        only once the release committed: a failed one is tried again by the retried claim."""
         if self.partition is not None:
-            partition, self.partition = self.partition, None
-            self.backend.execute("partition_release", {"partition": partition, "worker": self.worker})
+            self.backend.execute("partition_release", {"partition": self.partition, "worker": self.worker})
+            self.partition = None
+
+    def work_elsewhere(self, queues: list[str]) -> bool:
+        """Do ``queues`` hold due jobs though no free partition does? (Other workers lease them:
+        this worker waits for one of those partitions rather than exit as if the queue were empty.)"""
+        row = self.backend.fetchone("partition_jobs_due", {"queues": queues}) if queues else None
+        return bool(row and row["due"])
 
     def _lease(self, queues: list[str]) -> None:
         """Lease the least recently used free partition with work; failing that, take back the

@@ -133,6 +133,7 @@ def gc_processing(
             report.long_running.append(StuckJob.from_row(row, "long_running", worker_alive=worker_alive))
     report.unrunnable = [StuckJob.from_row(row, "unrunnable") for row in backend.fetchall("jobs_unrunnable")]
     prune_gone(backend)  # registry rows of workers gone for a while: nothing a human must do
+    backend.liveness.prune()  # and their leases
     return report
 
 

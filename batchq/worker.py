@@ -130,6 +130,7 @@ class Worker:
         self._next_tick = 0.0  # monotonic time of the next _tick
         self._started = time.monotonic()
         self._lease: PartitionLease | None = None  # with claim="partition"
+        self._waiting_for_partition = False  # no free partition has work, but leased ones do
         self._registration = Registration(queue.backend, self.name, self.options.queues)
         # Checked here too: RunOptions may come from Python, not the CLI.
         self._timeout = parse_timeout(self.options.timeout, "run timeout")
@@ -156,7 +157,7 @@ class Worker:
                 self._lease = PartitionLease(
                     self.backend, self.name, jobs_per_lease=self.options.jobs_per_lease
                 )
-            self.backend.liveness.hold(self.name)
+            self.backend.hold_liveness(self.name)
             self._registration.register()
             heartbeat = Heartbeat(self.backend, self.options.heartbeat)
             heartbeat.start()
@@ -168,7 +169,15 @@ class Worker:
                 heartbeat.stop()
                 self._give_back_partition()
                 self._unregister()
+                self._end_liveness()
         return self.summary
+
+    def _end_liveness(self) -> None:
+        """On the way out: a lease goes now (a session's lock goes with the connection)."""
+        try:
+            self.backend.liveness.release()
+        except BackendError as exc:  # it expires by itself
+            log.warning("could not drop this worker's lease: %s", exc)
 
     def _unregister(self) -> None:
         """On the way out: the registry row goes (a sweep prunes it, should this fail)."""
@@ -196,9 +205,12 @@ class Worker:
                 idle_since = None
                 done = self._process(jobs, heartbeat)
                 continue
-            idle_since = idle_since or time.monotonic()
-            if time.monotonic() - idle_since >= self.options.wait:
-                break
+            if self._waiting_for_partition:  # not idle: other workers lease the partitions with work
+                idle_since = None
+            else:
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since >= self.options.wait:
+                    break
             self.backend.wait_for_jobs(self.options.queues, self.options.poll_interval, self._stop)
         if done:
             matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
@@ -259,6 +271,7 @@ class Worker:
             log.info("asked to stop (batchq stop): exiting")
             self.stop()
         self.backend.vacuum_if_due()
+        self.backend.liveness.renew_if_due()
         if self._lease is not None:
             self._lease.tidy(self._active_queues())
         return self.backend.promote_due() + self.backend.unblock_due()
@@ -291,6 +304,7 @@ class Worker:
         another holding due jobs (a few tries: its jobs may all be in other claims right now)."""
         assert self._lease is not None
         lease, deleted = self._lease, 0
+        self._waiting_for_partition = False
         if any(job.id in self._kept for job in done):  # kept first: claims here keep nothing
             deleted, done = self._delete_done(done), []
         partition = lease.current(queues)
@@ -307,6 +321,7 @@ class Worker:
             partition = lease.exhausted(queues)
         if done:
             deleted += self._delete_done(done)
+        self._waiting_for_partition = lease.work_elsewhere(queues)
         return deleted, []
 
     # -- history ------------------------------------------------------------------

@@ -19,11 +19,11 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, ClassVar, NoReturn, TypeVar
 
-from ..config import DatabaseURL, redact
+from ..config import DEFAULT_LEASE_SECONDS, DatabaseURL, lease_seconds, redact
 from ..errors import BackendError, BackendUnavailable
 from ..job import Claim, Job
 from ..sqlfiles import queries as load_queries
-from .liveness import Liveness
+from .liveness import LeaseLiveness, Liveness
 
 Row = dict[str, Any]
 T = TypeVar("T")
@@ -68,6 +68,24 @@ class Backend(ABC):
     @abstractmethod
     def _liveness(self) -> Liveness:
         """How this dialect tells a worker alive."""
+
+    def _session_or_lease(self, lock_params: Callable[[str], dict[str, Any]]) -> Liveness:
+        """A server's liveness: the session's lock, or a lease where the URL asks for one."""
+        ttl = lease_seconds(self.url)
+        return Liveness(self, lock_params) if ttl is None else LeaseLiveness(self, lock_params, ttl)
+
+    def hold_liveness(self, worker: str) -> None:
+        """Show ``worker`` alive from now on. Connects first: the connection may find that leases
+        are needed (use_leases), which must happen before the worker holds anything."""
+        self.conn  # noqa: B018
+        self.liveness.hold(worker)
+
+    def use_leases(self, ttl: float = DEFAULT_LEASE_SECONDS) -> None:
+        """Switch to lease liveness, where a session's lock cannot be trusted (found on connect:
+        a cluster or a pooler). Before the worker holds its liveness, not after."""
+        if not isinstance(self.liveness, LeaseLiveness):
+            assert self.liveness.worker is None, "switch before hold()"
+            self.liveness = LeaseLiveness(self, self.liveness.lock_params, ttl)
 
     @abstractmethod
     def _connect(self) -> Any:

@@ -1,5 +1,7 @@
 """Is a worker alive? A lock its database session holds for as long as it lives (MySQL GET_LOCK,
-PostgreSQL advisory lock), or, on SQLite, its process on this host.
+PostgreSQL advisory lock); a lease it renews (`?liveness=lease`: clusters and poolers, where a
+session's lock is not seen everywhere or the session is not the worker's own); or, on SQLite,
+its process on this host. A sweep asks one question whichever the worker holds: lock or lease.
 
 A worker takes its lock on every connection it opens, before any statement runs, and keeps its
 session busy with a heartbeat during a job; a sweep asks whether the lock of a claim's
@@ -14,6 +16,7 @@ import logging
 import os
 import re
 import socket
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +29,8 @@ log = logging.getLogger("batchq.backend")
 
 # After ending its own ghost session, how long a worker waits for the server to free its lock.
 GHOST_END_WAIT_SECONDS = 5.0
+# An expired lease is kept this long (explain and the dashboard show when it ran out), then pruned.
+LEASE_KEPT_SECONDS = 3600.0
 
 
 class LivenessHeld(BackendUnavailable):
@@ -64,9 +69,25 @@ class Liveness:
             self._take(self.worker)
 
     def is_alive(self, worker: str) -> bool | None:
-        """Is the worker that wrote ``locked_by = worker`` alive? (None: cannot be told.)"""
-        row = self.backend.fetchone("liveness_held", self.lock_params(worker))
+        """Is the worker that wrote ``locked_by = worker`` alive? (None: cannot be told.) Its
+        lock held, or its lease not expired: one answer whichever kind the worker holds."""
+        row = self.backend.fetchone("liveness_held", {**self.lock_params(worker), "worker": worker})
         return bool(row and row["held"])
+
+    beat_seconds = float("inf")  # how often the heartbeat must beat for this kind of liveness
+
+    def renew_if_due(self) -> None:
+        """Between jobs: nothing to renew, the session holds the lock."""
+
+    def release(self) -> None:
+        """On a worker's way out: nothing, closing the session frees the lock."""
+
+    def prune(self) -> None:
+        """Drop the leases of workers that died long ago (gc-processing)."""
+        self.backend.execute("leases_prune", {"older_than": LEASE_KEPT_SECONDS})
+
+    def describe(self) -> str:
+        return "liveness: a lock held by the worker's session (gc-processing sees a crash at once)"
 
     def ghost_session(self, worker: str, idle_after: float) -> tuple[int, float] | None:
         """The session holding the worker's lock, and its idle seconds, if it has sat idle for
@@ -184,6 +205,67 @@ class Liveness:
         self._own_sessions.add(int(row["session"]))
 
 
+class LeaseLiveness(Liveness):
+    """A worker's sign of life as a row: a lease on the server's clock that the worker renews every
+    third of ``ttl``, between jobs and, from the heartbeat, during one. For clusters and poolers,
+    where a session's lock is not seen by every session (Galera) or a session is not the worker's
+    own (PgBouncer in transaction mode). A worker that dies is seen dead once its lease expires.
+
+    During a job the heartbeat renews the lease for as long as the job may run: up to its timeout
+    and grace, past which the watchdog ends the process (and so the renewal); a job without a
+    timeout keeps its lease while it runs, as a session keeps its lock.
+    """
+
+    def __init__(self, backend: Backend, lock_params: Callable[[str], dict[str, Any]], ttl: float) -> None:
+        super().__init__(backend, lock_params)
+        self.ttl = ttl
+        self.beat_seconds = ttl / 3
+        self._renew_at = 0.0  # monotonic
+
+    def on_connect(self) -> None:
+        """A new session holds nothing: the lease is the row, renewed on the new connection."""
+        if self.worker is not None:
+            self._renew()
+
+    def renew_if_due(self) -> None:
+        if self.worker is not None and time.monotonic() >= self._renew_at:
+            self._renew()
+
+    def ping(self) -> None:
+        """The heartbeat during a job: renew the lease (skipped while the worker uses the connection)."""
+        backend = self.backend
+        if self.worker is None or not backend.session_lock.acquire(blocking=False):
+            return
+        try:
+            self._renew()
+        except BackendError as exc:  # a lost connection too: the worker reconnects between jobs
+            log.warning("lease renewal failed (%s); retrying at the next beat", exc)
+        finally:
+            backend.session_lock.release()
+
+    def release(self) -> None:
+        if self.worker is not None:
+            worker, self.worker = self.worker, None
+            self.backend.execute("lease_drop", {"worker": worker})
+
+    def ghost_session(self, worker: str, idle_after: float) -> tuple[int, float] | None:
+        return None  # a lease is no session: nothing lingers past its expiry
+
+    def end_session(self, session: int) -> bool:
+        return False
+
+    def describe(self) -> str:
+        return (
+            f"liveness: a lease of {self.ttl:g} s the worker renews (gc-processing sees a crash "
+            "once the lease expires)"
+        )
+
+    def _renew(self) -> None:
+        assert self.worker is not None
+        self.backend.execute("lease_renew", {"worker": self.worker, "ttl": self.ttl})
+        self._renew_at = time.monotonic() + self.beat_seconds
+
+
 class ProcessLiveness(Liveness):
     """SQLite: no server sessions; a worker is alive while its process is (told on its own host)."""
 
@@ -213,6 +295,12 @@ class ProcessLiveness(Liveness):
 
     def ping(self) -> None:
         """No session to keep open."""
+
+    def prune(self) -> None:
+        """No leases on SQLite."""
+
+    def describe(self) -> str:
+        return "liveness: the worker's process, told on its own host"
 
 
 def owner_name(random_bytes: int = 4) -> str:

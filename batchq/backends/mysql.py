@@ -89,7 +89,7 @@ class MySQLBackend(Backend):
         self._packets: weakref.WeakKeyDictionary[Any, tuple[Any, int]] = weakref.WeakKeyDictionary()
 
     def _liveness(self) -> Liveness:
-        return Liveness(self, liveness_lock_names)
+        return self._session_or_lease(liveness_lock_names)
 
     def _connect(self) -> Any:
         url = self.url

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..config import DEFAULT_PORTS
+from ..config import DEFAULT_PORTS, driver_options
 from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
 
 try:
@@ -57,11 +57,15 @@ class PostgreSQLBackend(Backend):
     _listens: frozenset[str] = frozenset()  # the LISTEN queries run on it (jobs, messages)
 
     def _liveness(self) -> Liveness:
-        return Liveness(self, lambda worker: {"key": liveness_key(worker)})
+        return self._session_or_lease(lambda worker: {"key": liveness_key(worker)})
 
     def _connect(self) -> Any:
         url = self.url
-        params: dict[str, Any] = {"connect_timeout": "10", "application_name": "batchq", **url.options}
+        params: dict[str, Any] = {
+            "connect_timeout": "10",
+            "application_name": "batchq",
+            **driver_options(url),
+        }
         conn = psycopg.connect(  # a failure is translated (and redacted) by errors()
             host=url.host,
             port=url.port or DEFAULT_PORTS["postgresql"],

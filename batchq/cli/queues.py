@@ -27,12 +27,14 @@ def stats(ctx: click.Context, as_json: bool) -> None:
         print_json(
             {
                 "backend": queue.backend.describe(),
+                "liveness": queue.backend.liveness.describe(),
                 "partitions": {"count": len(parts), "leased": leased},
                 "queues": [asdict(r) for r in rows],
             }
         )
         return
     click.echo(queue.backend.describe())
+    click.echo(queue.backend.liveness.describe())
     if parts:
         click.echo(
             f"partitioned claims (run --claim partition): {len(parts)} partitions, {leased} leased now"

@@ -44,11 +44,12 @@ DROP INDEX batchq_job_partition ON batchq_job;
 -- name: partition_lease
 -- Lease the least recently used free partition holding a due job of the worker's queues (ties,
 -- within the clock's resolution: the one leased longest ago, never leased first), for
--- %(ttl)s seconds; partition_leased then reads which one it was.
+-- %(ttl)s seconds; partition_leased then reads which one it was. A lease the worker itself still
+-- holds counts as free to it (its release or its reading of the lease failed midway).
 UPDATE batchq_partition p
 SET lock_by = %(worker)s, leased_at = UTC_TIMESTAMP(6),
     expire_at = UTC_TIMESTAMP(6) + INTERVAL ROUND(%(ttl)s * 1000000) MICROSECOND
-WHERE p.expire_at <= UTC_TIMESTAMP(6)
+WHERE (p.expire_at <= UTC_TIMESTAMP(6) OR p.lock_by = %(worker)s)
   AND EXISTS (SELECT 1 FROM batchq_job j
               WHERE j.queue IN %(queues)s AND j.status = 'ready' AND j.claim_partition = p.partition_no)
 ORDER BY p.expire_at, p.leased_at
@@ -79,6 +80,12 @@ WHERE partition_no = %(partition)s AND lock_by = %(worker)s AND expire_at > UTC_
 SELECT partition_no, lock_by FROM batchq_partition
 WHERE expire_at > UTC_TIMESTAMP(6) AND lock_by IS NOT NULL AND lock_by <> %(worker)s
 ORDER BY expire_at;
+
+-- name: partition_jobs_due
+-- Does any queue of the worker hold a due job, in whatever partition there is? (A worker that
+-- finds no free partition with work exits only when none does.)
+SELECT EXISTS (SELECT 1 FROM batchq_job JOIN batchq_partition ON partition_no = claim_partition
+               WHERE queue IN %(queues)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)) AS due;
 
 -- name: jobs_repartition
 -- Due jobs of the given queues in a partition that no longer exists (the count went down, or a

@@ -450,8 +450,26 @@ SET SESSION wait_timeout = 31536000;
 SELECT 1 AS alive;
 
 -- name: liveness_held
--- Is the worker's lock (or its handover lock) held by some session? Never takes it.
-SELECT IS_USED_LOCK(%(name)s) IS NOT NULL OR IS_USED_LOCK(%(handover)s) IS NOT NULL AS held;
+-- Is the worker alive: its lock (or its handover lock) held by some session, or its lease not yet
+-- expired (lease liveness)? Never takes the lock.
+SELECT IS_USED_LOCK(%(name)s) IS NOT NULL OR IS_USED_LOCK(%(handover)s) IS NOT NULL
+       OR EXISTS (SELECT 1 FROM batchq_lease
+                  WHERE owner = %(worker)s AND expire_at > UTC_TIMESTAMP(6)) AS held;
+
+-- name: lease_renew
+-- Take or extend the worker's lease for %(ttl)s seconds (lease liveness), on the server's clock.
+INSERT INTO batchq_lease (owner, expire_at, renewed_at)
+VALUES (%(worker)s, UTC_TIMESTAMP(6) + INTERVAL ROUND(%(ttl)s * 1000000) MICROSECOND, UTC_TIMESTAMP(6))
+ON DUPLICATE KEY UPDATE expire_at = VALUES(expire_at), renewed_at = VALUES(renewed_at);
+
+-- name: lease_drop
+-- The worker exits: its lease goes with it.
+DELETE FROM batchq_lease WHERE owner = %(worker)s;
+
+-- name: leases_prune
+-- Leases of workers that died more than %(older_than)s seconds ago (gc-processing).
+DELETE FROM batchq_lease
+WHERE expire_at < UTC_TIMESTAMP(6) - INTERVAL ROUND(%(older_than)s * 1000000) MICROSECOND;
 
 -- name: queue_schema
 -- A job queue's type (payload_schema, NULL: untyped or no row).

@@ -175,13 +175,13 @@ LIMIT %(limit)s;
 -- name: mq_archive_prune
 -- One batch of prune: delete up to `batch` archived messages older than older_than seconds
 -- (of one queue, or of all), oldest first; its own short transaction.
-DELETE FROM batchq_message_archive WHERE id IN (
+DELETE FROM batchq_message_archive WHERE id = ANY(ARRAY(
     SELECT id FROM batchq_message_archive
     WHERE archived_at < clock_timestamp() - %(older_than)s::float8 * interval '1 second'
       AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
     ORDER BY archived_at
     LIMIT %(batch)s
-);
+));
 
 -- name: mq_delete
 -- Delete one message; 0 rows when it is gone, or, with read_ct, read by someone since.

@@ -49,12 +49,13 @@ DROP INDEX CONCURRENTLY IF EXISTS batchq_job_partition;
 -- Lease the least recently used free partition holding a due job of the worker's queues (ties,
 -- within the clock's resolution: the one leased longest ago, never leased first), for
 -- %(ttl)s seconds. SKIP LOCKED: a partition another worker is leasing this instant is passed over.
+-- A lease the worker itself still holds counts as free to it (its release failed midway).
 UPDATE batchq_partition AS p
 SET lock_by = %(worker)s, leased_at = clock_timestamp(),
     expire_at = clock_timestamp() + %(ttl)s::float8 * interval '1 second'
 WHERE p.partition_no = (
     SELECT f.partition_no FROM batchq_partition f
-    WHERE f.expire_at <= clock_timestamp()
+    WHERE (f.expire_at <= clock_timestamp() OR f.lock_by = %(worker)s)
       AND EXISTS (SELECT 1 FROM batchq_job j
                   WHERE j.queue = ANY(%(queues)s::text[]) AND j.status = 'ready'
                     AND j.claim_partition = f.partition_no)
@@ -82,13 +83,21 @@ SELECT partition_no, lock_by FROM batchq_partition
 WHERE expire_at > clock_timestamp() AND lock_by IS NOT NULL AND lock_by <> %(worker)s
 ORDER BY expire_at;
 
+-- name: partition_jobs_due
+-- Does any queue of the worker hold a due job, in whatever partition there is? (A worker that
+-- finds no free partition with work exits only when none does.)
+SELECT EXISTS (SELECT 1 FROM batchq_job JOIN batchq_partition ON partition_no = claim_partition
+               WHERE queue = ANY(%(queues)s::text[]) AND status = 'ready' AND run_at <= clock_timestamp()) AS due;
+
 -- name: jobs_repartition
 -- Due jobs of the given queues in a partition that no longer exists (the count went down, or a
 -- producer still knew the old count) move to one that does; a bounded batch per statement.
+-- = ANY(ARRAY(...)): the batch is picked once. With stale statistics (autovacuum off) a plain
+-- IN (...) was planned as a semi join re-running the locking subquery per row: seconds per tick.
 UPDATE batchq_job SET claim_partition = claim_partition %% %(count)s
-WHERE id IN (
+WHERE id = ANY(ARRAY(
     SELECT id FROM batchq_job
     WHERE queue = ANY(%(queues)s::text[]) AND status = 'ready' AND claim_partition >= %(count)s
     LIMIT 1000
     FOR UPDATE SKIP LOCKED
-);
+));

@@ -508,9 +508,10 @@ WHERE current_setting('server_version_num')::int >= 140000;
 SELECT 1 AS alive;
 
 -- name: liveness_held
--- Is the worker's lock (or its handover lock) held by some session of this database? Reads
--- pg_locks: never takes it. A bigint key shows up as classid = high 32 bits, objid = low 32
--- bits, objsubid = 1; the two-int form of the same bits as objsubid = 2.
+-- Is the worker alive: its lock (or its handover lock) held by some session of this database, or
+-- its lease not yet expired (lease liveness)? Reads pg_locks: never takes the lock. A bigint key
+-- shows up as classid = high 32 bits, objid = low 32 bits, objsubid = 1; the two-int form of the
+-- same bits as objsubid = 2.
 SELECT EXISTS (
     SELECT 1 FROM pg_locks
     WHERE locktype = 'advisory' AND granted
@@ -518,7 +519,23 @@ SELECT EXISTS (
       AND classid = ((%(key)s::bigint >> 32) & 4294967295)::oid
       AND objid = (%(key)s::bigint & 4294967295)::oid
       AND objsubid IN (1, 2)
+) OR EXISTS (
+    SELECT 1 FROM batchq_lease WHERE owner = %(worker)s AND expire_at > clock_timestamp()
 ) AS held;
+
+-- name: lease_renew
+-- Take or extend the worker's lease for %(ttl)s seconds (lease liveness), on the server's clock.
+INSERT INTO batchq_lease (owner, expire_at, renewed_at)
+VALUES (%(worker)s, clock_timestamp() + %(ttl)s::float8 * interval '1 second', clock_timestamp())
+ON CONFLICT (owner) DO UPDATE SET expire_at = excluded.expire_at, renewed_at = excluded.renewed_at;
+
+-- name: lease_drop
+-- The worker exits: its lease goes with it.
+DELETE FROM batchq_lease WHERE owner = %(worker)s;
+
+-- name: leases_prune
+-- Leases of workers that died more than %(older_than)s seconds ago (gc-processing).
+DELETE FROM batchq_lease WHERE expire_at < clock_timestamp() - %(older_than)s::float8 * interval '1 second';
 
 -- name: listen
 -- Subscribe the worker's connection to the wake-up notifications the triggers send.

@@ -45,13 +45,14 @@ DROP INDEX IF EXISTS batchq_job_partition;
 -- name: partition_lease
 -- Lease the least recently used free partition holding a due job of the worker's queues (ties,
 -- within the clock's resolution: the one leased longest ago, never leased first), for
--- :ttl seconds.
+-- :ttl seconds. A lease the worker itself still holds counts as free to it (its release failed
+-- midway).
 UPDATE batchq_partition
 SET lock_by = :worker, leased_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
     expire_at = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :ttl))
 WHERE partition_no = (
     SELECT f.partition_no FROM batchq_partition f
-    WHERE f.expire_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
+    WHERE (f.expire_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') OR f.lock_by = :worker)
       AND EXISTS (SELECT 1 FROM batchq_job j
                   WHERE j.queue IN (SELECT value FROM json_each(:queues)) AND j.status = 'ready'
                     AND j.claim_partition = f.partition_no)
@@ -77,6 +78,13 @@ WHERE partition_no = :partition AND lock_by = :worker AND expire_at > strftime('
 SELECT partition_no, lock_by FROM batchq_partition
 WHERE expire_at > strftime('%Y-%m-%d %H:%M:%f', 'now') AND lock_by IS NOT NULL AND lock_by <> :worker
 ORDER BY expire_at;
+
+-- name: partition_jobs_due
+-- Does any queue of the worker hold a due job, in whatever partition there is? (A worker that
+-- finds no free partition with work exits only when none does.)
+SELECT EXISTS (SELECT 1 FROM batchq_job JOIN batchq_partition ON partition_no = claim_partition
+               WHERE queue IN (SELECT value FROM json_each(:queues)) AND status = 'ready'
+                 AND run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')) AS due;
 
 -- name: jobs_repartition
 -- Due jobs of the given queues in a partition that no longer exists (the count went down, or a

@@ -129,10 +129,39 @@ def test_a_live_workers_lease_is_left_alone(parted: Queue, db_url: str) -> None:
         run_query(parted, "job_set_partition", {"id": held, "partition": 2})
         run_query(parted, "job_set_partition", {"id": free, "partition": 3})
         run_query(parted, "partition_lease_by_hand", {"partition": 2, "worker": live_name, "seconds": 3600})
-        assert list(partition_worker(parted).run().job_ids) == [free]
+        assert list(partition_worker(parted, max_seconds=1).run().job_ids) == [free]
         assert [row["id"] for row in job_rows(parted)] == [held]  # waits for the live lease
     finally:
         live.close()
+
+
+def test_a_worker_waits_for_a_leased_partition_with_work_rather_than_exit(parted: Queue, db_url: str) -> None:
+    """No free partition holds work but a leased one does: the queue is not empty, so the worker
+    (no --wait) polls until the lease runs out, then runs the job."""
+    live = Queue(db_url)
+    live_name = live_worker("cafe0003")
+    live.backend.liveness.hold(live_name)
+    try:
+        held = parted.enqueue("jobs:noop", {"n": 1})
+        run_query(parted, "job_set_partition", {"id": held, "partition": 2})
+        run_query(parted, "partition_lease_by_hand", {"partition": 2, "worker": live_name, "seconds": 2})
+        started = time.monotonic()
+        assert list(partition_worker(parted, poll_interval=0.2).run().job_ids) == [held]
+        assert time.monotonic() - started >= 1.0  # it waited for the lease, not for a minute
+    finally:
+        live.close()
+
+
+def test_a_lease_the_worker_still_holds_is_free_to_it(parted: Queue) -> None:
+    """A release that failed midway (the row still names the worker) does not lock the worker
+    out of its own partition until the lease runs out."""
+    job = parted.enqueue("jobs:noop", {"n": 1})
+    run_query(parted, "job_set_partition", {"id": job, "partition": 1})
+    lease = PartitionLease(parted.backend, "host:1:lease0003")
+    run_query(parted, "partition_lease_by_hand", {"partition": 1, "worker": lease.worker, "seconds": 3600})
+    assert lease.current(["default"]) == 1
+    lease.release()
+    assert not any(info.held for info in parted.partitions())
 
 
 def test_an_expired_lease_is_anyones(parted: Queue, db_url: str) -> None:

@@ -37,6 +37,7 @@ TABLES = (
     "batchq_schedule",
     "batchq_partition",
     "batchq_worker",
+    "batchq_lease",
     "batchq_history",
 )
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from batchq import ConfigError
-from batchq.config import parse_duration, parse_url, redact
+from batchq.config import driver_options, lease_seconds, parse_duration, parse_url, redact
 
 
 def test_slot_key_is_the_resolved_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,6 +79,28 @@ def test_redaction_masks_the_password_not_every_letter() -> None:
 def test_bad_url_options_and_hosts_are_refused_at_parse_time(url: str) -> None:
     with pytest.raises(ConfigError):
         parse_url(url)
+
+
+@pytest.mark.parametrize(
+    "url, problem",
+    [
+        ("mysql://root@h/x?liveness=leases", "bad liveness 'leases'"),
+        ("postgresql://h/x?liveness=lease&lease=1s", "bad lease '1s'"),
+        ("postgresql://h/x?liveness=lease&lease=soon", "bad lease in the URL"),
+        ("mysql://root@h/x?liveness=lease&lease=2d", "bad lease '2d'"),
+    ],
+)
+def test_bad_liveness_options_are_refused_with_the_fix(url: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        parse_url(url)
+
+
+def test_lease_options_are_batchqs_own_and_never_reach_the_driver() -> None:
+    url = parse_url("postgresql://h/x?liveness=lease&lease=10s&target_session_attrs=read-write")
+    assert lease_seconds(url) == 10.0
+    assert driver_options(url) == {"target_session_attrs": "read-write"}
+    assert lease_seconds(parse_url("mysql://root@h/x?liveness=lease")) == 30.0
+    assert lease_seconds(parse_url("mysql://root@h/x?lease=10s")) is None  # sessions unless asked
 
 
 @pytest.mark.parametrize(

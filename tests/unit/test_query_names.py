@@ -29,6 +29,9 @@ SERVER_ONLY = {
     "liveness_lock_wait",
     "migration_lock",
     "migration_unlock",
+    "lease_renew",  # lease liveness (?liveness=lease): SQLite workers are told alive by their process
+    "lease_drop",
+    "leases_prune",
 }
 PRODUCT_EXTRAS: Mapping[str, set[str]] = {
     "mysql": SERVER_ONLY

@@ -12,7 +12,7 @@ from typing import Any
 import pymysql
 from pymysql.constants import CLIENT
 
-from ..config import DEFAULT_PORTS
+from ..config import DEFAULT_LEASE_SECONDS, DEFAULT_PORTS, parse_duration
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
 from ..job import Claim, Job
 from .base import Backend, DuplicateKey, TransientError, done_params
@@ -116,11 +116,21 @@ class MySQLBackend(Backend):
             self.galera = is_galera(dict(cur.fetchall()))
         if self.galera:
             self.transient_attempts = GALERA_TRANSIENT_ATTEMPTS
+            self._use_leases_on_galera()
         self.server_version = str(version)
         self.max_allowed_packet = int(packet)
         turned_off = url.options.get("skip_locked") == "off"
         self.skip_locked = supports_skip_locked(self.server_version) and not turned_off
         return conn
+
+    def _use_leases_on_galera(self) -> None:
+        """GET_LOCK is not replicated: a worker's lock on one node is free on the others, where
+        a sweep would take the worker for dead. So a Galera node means lease liveness (the
+        URL's lease= applies), unless the URL says liveness=session. A worker that already
+        holds a session lock (it connected to a plain server first) keeps it."""
+        options = self.url.options
+        if self.liveness.worker is None and options.get("liveness") != "session":
+            self.use_leases(parse_duration(options.get("lease", DEFAULT_LEASE_SECONDS), "lease in the URL"))
 
     def _translate(self, exc: Exception) -> BackendError | None:
         if not isinstance(exc, pymysql.err.Error):

@@ -131,6 +131,16 @@ class GaleraNode:
         finally:
             conn.close()
 
+    def isolate(self, on: bool) -> None:
+        """Cut the node off from its peers (gmcast.isolate), or let it back: cut off, it leaves
+        the primary component and refuses SQL with error 1047 until it is back and synced."""
+        conn = pymysql.connect(host="127.0.0.1", port=self.port, user="root", autocommit=True)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SET GLOBAL wsrep_provider_options = %s", (f"gmcast.isolate={int(on)}",))
+        finally:
+            conn.close()
+
     def kill(self) -> None:
         """SIGKILL the node, as a crashed host would go."""
         if self.proc is not None:

@@ -13,6 +13,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -201,8 +202,6 @@ class GaleraCluster:
 
 
 def _check_port_free(port: int) -> None:
-    import socket
-
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as mariadbd: TIME_WAIT is no use
         try:

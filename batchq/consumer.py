@@ -127,7 +127,9 @@ class Consumer:
             if self.options.wait is not None and idle >= self.options.wait:
                 break
             self.mq.backend.wait_for_messages(
-                sorted({sub.topic for sub in self._subscriptions}), self._pause(idle), self._stop
+                sorted({sub.topic for sub in self._subscriptions}),
+                min(self._pause(idle), self.mq.backend.liveness.beat_seconds),  # a lease stays renewed
+                self._stop,
             )
 
     def _asked_to_stop(self) -> bool:

@@ -211,7 +211,9 @@ class Worker:
                 idle_since = idle_since or time.monotonic()
                 if time.monotonic() - idle_since >= self.options.wait:
                     break
-            self.backend.wait_for_jobs(self.options.queues, self.options.poll_interval, self._stop)
+            # Never idle past a lease renewal: an idle worker's lease must not lapse either.
+            pause = min(self.options.poll_interval, self.backend.liveness.beat_seconds)
+            self.backend.wait_for_jobs(self.options.queues, pause, self._stop)
         if done:
             matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
             self._check_done(done, matched)

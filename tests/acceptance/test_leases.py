@@ -113,3 +113,18 @@ def test_a_worker_that_exits_drops_its_lease(server_url: str) -> None:
     assert result.returncode == 0, result.stderr
     assert sql(queue, "SELECT owner FROM batchq_lease") == []
     queue.close()
+
+
+def test_an_idle_workers_lease_stays_renewed_whatever_its_poll_interval(server_url: str) -> None:
+    url = lease_url(server_url)
+    worker = _start_worker(url, "--wait", "8s", "--poll-interval", "30s")
+    sweeper = Queue(server_url)
+    try:
+        wait_for(lambda: sql(sweeper, "SELECT name FROM batchq_worker"), timeout=30)
+        [(name,)] = sql(sweeper, "SELECT name FROM batchq_worker")
+        time.sleep(2 * LEASE)  # two leases long: it lives only if renewed while idle
+        assert sweeper.backend.liveness.is_alive(name) is True
+    finally:
+        worker.terminate()
+        worker.communicate(timeout=30)
+        sweeper.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import ssl
@@ -384,6 +385,7 @@ def _check_statement_size(length: int, limit: int) -> None:
         )
 
 
+@functools.cache  # asked on every claim that keeps history (check_history)
 def supports_skip_locked(version: str) -> bool:
     """MySQL >= 8.0.1 and MariaDB >= 10.6 have SKIP LOCKED."""
     match = re.match(r"(\d+)\.(\d+)\.(\d+)", version)

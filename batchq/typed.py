@@ -33,8 +33,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
-import jsonschema_rs
-
 from .errors import ConfigError, PayloadError, PayloadInvalid
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -81,6 +79,9 @@ def compiled(text: str) -> Any:
     key = schema_hash(text)
     validator = _VALIDATORS.get(key)
     if validator is None:
+        # Imported here: a process with no typed queue (most `batchq run`s) never loads it.
+        import jsonschema_rs
+
         try:
             validator = jsonschema_rs.validator_for(json.loads(text), retriever=_no_remote_refs)
         except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:

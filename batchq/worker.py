@@ -49,6 +49,7 @@ from .timeouts import (
     timed_out,
     timeout_text,
 )
+from .typed import QueueType
 
 log = logging.getLogger("batchq.worker")
 
@@ -360,6 +361,7 @@ class Worker:
     def _process(self, jobs: list[Job], heartbeat: Heartbeat) -> list[Job]:
         """Call each claimed job; failures are recorded one by one, the successes returned."""
         done: list[Job] = []
+        types = self._queue_types(jobs)
         for index, job in enumerate(jobs):
             if index and self._should_stop():
                 self._with_reconnect(partial(self.backend.release_jobs, jobs[index:]), between_jobs=False)
@@ -368,7 +370,7 @@ class Worker:
             if known is not None:
                 self._wait_for_version(job, known)
                 continue
-            mismatch = self._payload_mismatch(job)
+            mismatch = payload_mismatch(types[job.queue], job.payload, job.serializer)
             if mismatch is not None:  # a row written around batchq: never handed to the task
                 self.summary.errors += 1
                 self._fail_mismatched(job, mismatch)
@@ -427,11 +429,13 @@ class Worker:
 
     # -- typed queues (batchq.typed) ----------------------------------------------------
 
-    def _payload_mismatch(self, job: Job) -> str | None:
-        """Why the job's payload does not match its queue's type (read at most every second);
-        None if it does, or the queue is untyped."""
-        known = self._with_reconnect(partial(self.queue.payload_type, job.queue), between_jobs=False)
-        return payload_mismatch(known, job.payload, job.serializer)
+    def _queue_types(self, jobs: list[Job]) -> dict[str, QueueType]:
+        """The types of the claimed jobs' queues (read at most every second), looked up once per
+        claim rather than per job: a claim takes the jobs of one queue."""
+        types: dict[str, QueueType] = {}
+        for name in {job.queue for job in jobs}:
+            types[name] = self._with_reconnect(partial(self.queue.payload_type, name), between_jobs=False)
+        return types
 
     def _fail_mismatched(self, job: Job, reason: str) -> None:
         """Fail the job at once, counted, with the reason: a retry would read the same payload

@@ -29,6 +29,9 @@ Row = dict[str, Any]
 T = TypeVar("T")
 
 
+TRANSIENT_BACKOFF_MAX = 0.5  # seconds: the longest pause between two tries of a transaction
+
+
 class TransientError(BackendError):
     """A deadlock, lock wait timeout or serialization failure: safe to retry the transaction."""
 
@@ -49,6 +52,9 @@ class Backend(ABC):
     # Behind a pooler that hands each transaction another server session (PgBouncer in
     # transaction mode): no session locks, LISTEN, SET or prepared statements.
     pooled: bool = False
+    # Tries of a transaction that keeps failing transiently (retrying). A Galera node raises it:
+    # there every claim on another node races for the same head rows, and loses often.
+    transient_attempts: int = 8
 
     def __init__(self, url: DatabaseURL) -> None:
         self.url = url
@@ -303,10 +309,11 @@ class Backend(ABC):
             for statement in statements:
                 cur.execute(statement)
 
-    def retrying(self, action: Callable[[], T], attempts: int = 8) -> T:
+    def retrying(self, action: Callable[[], T], attempts: int | None = None) -> T:
         """Run a transaction, retrying deadlocks and lock waits with jittered backoff."""
         if self._in_transaction:
             return action()  # a deadlock ends the whole outer transaction: only it can be retried
+        attempts = attempts or self.transient_attempts
         for attempt in range(attempts):
             try:
                 return action()
@@ -314,7 +321,7 @@ class Backend(ABC):
                 if attempt == attempts - 1:
                     raise
                 self.transient_retries += 1
-                time.sleep(random.uniform(0, 0.005 * 2**attempt))
+                time.sleep(random.uniform(0, min(0.005 * 2**attempt, TRANSIENT_BACKOFF_MAX)))
         raise AssertionError("unreachable")
 
     # -- the job cycle ------------------------------------------------------------

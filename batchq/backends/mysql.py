@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import ssl
@@ -12,14 +13,24 @@ from typing import Any
 import pymysql
 from pymysql.constants import CLIENT
 
-from ..config import DEFAULT_PORTS
+from ..config import DEFAULT_LEASE_SECONDS, DEFAULT_PORTS, parse_duration
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
 from ..job import Claim, Job
 from .base import Backend, DuplicateKey, TransientError, done_params
 from .liveness import Liveness
 
 _CONNECTION_LOST = {2003, 2006, 2013, 2055, 1927, 4031}  # 1927/4031: killed / idle-timeout
-_TRANSIENT = {1205, 1213}  # lock wait timeout, deadlock
+# Lock wait timeout, deadlock. On Galera, 1213 is also a certification failure at COMMIT (another
+# node committed a conflicting write first) or a brute-force abort by a replicated write: the
+# transaction was rolled back whole, so it is retried like a deadlock, and counted with them.
+_TRANSIENT = {1205, 1213}
+# "WSREP has not yet prepared node for application use": a Galera node that is joining, or cut
+# off from the cluster's primary component. It may take seconds: reconnect, with backoff.
+_WSREP_NOT_READY = 1047
+# On Galera a claim fails certification whenever a claimer on another node took the same head row
+# first (SKIP LOCKED sees only this node's locks): with 6 workers over 3 nodes, 8 tries in a row
+# failed now and then (measured). Each try costs one round trip and nothing else.
+GALERA_TRANSIENT_ATTEMPTS = 60
 _TLS_FAILED = 2026
 _DUPLICATE_KEY = 1062
 _ACCESS = {1044, 1045, 1049}  # access denied, unknown database
@@ -70,6 +81,7 @@ class MySQLBackend(Backend):
     has_update_returning = False
 
     server_version = ""
+    galera = False  # a node of a Galera cluster (wsrep on): read at connect
     max_allowed_packet = 16 * 1024 * 1024  # of batchq's own connection, read at connect
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -101,11 +113,25 @@ class MySQLBackend(Backend):
                 cur.execute(self.sql(name))
             cur.execute(self.sql("server_info"))
             version, packet = cur.fetchone()
+            cur.execute(self.sql("galera_info"))
+            self.galera = is_galera(dict(cur.fetchall()))
+        if self.galera:
+            self.transient_attempts = GALERA_TRANSIENT_ATTEMPTS
+            self._use_leases_on_galera()
         self.server_version = str(version)
         self.max_allowed_packet = int(packet)
         turned_off = url.options.get("skip_locked") == "off"
         self.skip_locked = supports_skip_locked(self.server_version) and not turned_off
         return conn
+
+    def _use_leases_on_galera(self) -> None:
+        """GET_LOCK is not replicated: a worker's lock on one node is free on the others, where
+        a sweep would take the worker for dead. So a Galera node means lease liveness (the
+        URL's lease= applies), unless the URL says liveness=session. A worker that already
+        holds a session lock (it connected to a plain server first) keeps it."""
+        options = self.url.options
+        if self.liveness.worker is None and options.get("liveness") != "session":
+            self.use_leases(parse_duration(options.get("lease", DEFAULT_LEASE_SECONDS), "lease in the URL"))
 
     def _translate(self, exc: Exception) -> BackendError | None:
         if not isinstance(exc, pymysql.err.Error):
@@ -121,6 +147,11 @@ class MySQLBackend(Backend):
         if code == _TLS_FAILED:
             return BackendUnavailable(
                 f"cannot use {self.url}: {message}; set sslmode= in the URL to what the server offers"
+            )
+        if code == _WSREP_NOT_READY:
+            return BackendUnavailable(
+                f"the Galera node at {self.url} is not ready ({message}): it is joining the cluster "
+                "or cut off from its primary component"
             )
         if code in _ACCESS:
             return BackendUnavailable(f"cannot use {self.url}: {message}")
@@ -249,7 +280,7 @@ class MySQLBackend(Backend):
                 *_, (deleted, _), (_, rows) = self._multi(name, params)
                 ids = [row[0] for row in rows]
                 if ids:
-                    self._multi("jobs_claim_mark", {"ids": ids, "worker": worker, "token": token})
+                    self._mark(ids, worker, token, params)
                 else:
                     with self.errors():
                         self.conn.commit()
@@ -257,6 +288,20 @@ class MySQLBackend(Backend):
                 self._rollback_quietly()  # a failed statement may leave the claim's transaction open
                 raise
         return Claim(deleted, [Job.from_row(row, token) for row in rows])
+
+    def _mark(self, ids: list[Any], worker: str, token: str, claim: dict[str, Any]) -> None:
+        """jobs_claim_mark; on Galera, checked: a claim whose commit did not happen is retried."""
+        params = {"ids": ids, "worker": worker, "token": token}
+        if not self.galera:
+            self._multi("jobs_claim_mark", params)
+            return
+        checked = {**params, "done_token": claim["done_token"], "done_ids": claim["done_ids"]}
+        *_, (_, [(marked, undeleted)]) = self._multi("jobs_claim_mark_checked", checked)
+        if marked != len(ids) or undeleted:
+            raise TransientError(
+                f"the claim's commit did not happen ({marked} of {len(ids)} jobs marked, "
+                f"{undeleted} finished jobs left): a replicated write aborted it"
+            )
 
     def _delete_keeping(self, jobs: Sequence[Job], kept: str) -> int:
         """jobs_delete_keep: copy into the history and delete, one transaction, one round trip."""
@@ -295,7 +340,8 @@ class MySQLBackend(Backend):
                 "wait for each other; `batchq run --claim partition` spreads them out)"
             )
         )
-        return f"MySQL/MariaDB {self.server_version} at {self.url}; claims with {claim}"
+        cluster = " (a Galera cluster node: claims checked after commit)" if self.galera else ""
+        return f"MySQL/MariaDB {self.server_version}{cluster} at {self.url}; claims with {claim}"
 
     def _why_no_skip_locked(self) -> str:
         return (
@@ -339,6 +385,7 @@ def _check_statement_size(length: int, limit: int) -> None:
         )
 
 
+@functools.cache  # asked on every claim that keeps history (check_history)
 def supports_skip_locked(version: str) -> bool:
     """MySQL >= 8.0.1 and MariaDB >= 10.6 have SKIP LOCKED."""
     match = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
@@ -348,6 +395,12 @@ def supports_skip_locked(version: str) -> bool:
     if "mariadb" in version.lower():
         return numbers >= (10, 6, 0)
     return numbers >= (8, 0, 1)
+
+
+def is_galera(variables: dict[str, str]) -> bool:
+    """wsrep_on and a provider loaded: a Galera node (MariaDB has the variables without one)."""
+    provider = variables.get("wsrep_provider", "none").strip().lower()
+    return variables.get("wsrep_on", "OFF").upper() == "ON" and provider not in ("", "none")
 
 
 def liveness_lock_names(worker: str) -> dict[str, str]:

@@ -7,32 +7,58 @@ One module per group of commands; this one makes the group and adds them.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import click
 
 from ..config import URL_ENV
 from ..errors import BatchqError
-from . import (
-    consume,
-    dashboard,
-    explain,
-    history,
-    jobs,
-    locks,
-    metrics,
-    mq,
-    partitions,
-    queues,
-    schedules,
-    sweeps,
-    workers,
-)
 from .common import URL_HELP, VERBOSE_HELP, set_verbosity
+
+# Each command's module and attribute, imported only when the command runs (or --help lists it):
+# `batchq run`, started once a minute by cron and timed from its spawn in bench/, then loads no
+# prometheus_client, croniter, message-queue or dashboard code (about 100 ms of imports).
+COMMANDS = {
+    "init-db": "jobs:init_db",
+    "run": "jobs:run",
+    "gc-processing": "sweeps:gc_processing",
+    "gc-error": "sweeps:gc_error",
+    "stats": "queues:stats",
+    "enqueue": "jobs:enqueue",
+    "cancel": "jobs:cancel",
+    "pause": "queues:pause",
+    "resume": "queues:resume",
+    "purge": "queues:purge",
+    "locks": "locks:locks",
+    "partitions": "partitions:partitions",
+    "status": "workers:status",
+    "stop": "workers:stop",
+    "tick": "schedules:tick",
+    "schedule": "schedules:schedule",
+    "explain": "explain:explain",
+    "metrics": "metrics:metrics",
+    "history": "history:history",
+    "prune": "history:prune",
+    "configure": "history:configure",
+    "dashboard": "dashboard:dashboard",
+    "mq": "mq:mq",
+    "consume": "consume:consume",
+}
 
 
 class BatchqGroup(click.Group):
-    """Turns batchq's own errors into one line on stderr and exit status 1."""
+    """Turns batchq's own errors into one line on stderr and exit status 1; loads each command's
+    module on first use (COMMANDS)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*COMMANDS, *(name for name in super().list_commands(ctx) if name not in COMMANDS)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS and cmd_name not in self.commands:
+            module, attr = COMMANDS[cmd_name].split(":")
+            self.add_command(getattr(importlib.import_module(f"{__name__}.{module}"), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -51,35 +77,6 @@ def cli(ctx: click.Context, url: str | None, verbose: int) -> None:
     """batchq: a job queue in the database you already run."""
     set_verbosity(verbose)
     ctx.obj = {"url": url}
-
-
-for command in (
-    jobs.init_db,
-    jobs.run,
-    sweeps.gc_processing,
-    sweeps.gc_error,
-    queues.stats,
-    jobs.enqueue,
-    jobs.cancel,
-    queues.pause,
-    queues.resume,
-    queues.purge,
-    locks.locks,
-    partitions.partitions,
-    workers.status,
-    workers.stop,
-    schedules.tick,
-    schedules.schedule,
-    explain.explain,
-    metrics.metrics,
-    history.history,
-    history.prune,
-    history.configure,
-    dashboard.dashboard,
-    mq.mq,
-    consume.consume,
-):
-    cli.add_command(command)
 
 
 def main() -> None:

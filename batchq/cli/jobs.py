@@ -15,7 +15,6 @@ from ..tasks import TASK_MODULES_ENV, load_trusted
 from ..timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS
 from ..worker import BACKOFF_BASE_SECONDS, RunOptions, Worker
 from .common import DURATION, common_options, exit_with, n_jobs, open_queue, timeout_value
-from .schedules import tick_once
 
 
 @click.command("init-db")
@@ -178,6 +177,8 @@ def run(
         keep=keep,
     )
     if tick_first:
+        from .schedules import tick_once  # croniter: loaded only when run ticks schedules first
+
         tick_once(queue)  # a schedule that fails is logged; the jobs of the others are drained
     with host_slot(queue.url, max_procs_per_host) as slot:
         if slot is None:

@@ -1,0 +1,177 @@
+"""batchq on a 3-node MariaDB Galera cluster the tests start (tests/support/galera.py).
+
+Galera replicates rows, not locks: a row locked by a claim on one node does not stop a claim of
+the same row on another, and the later commit fails certification (1213), which batchq retries
+like a deadlock. These scenarios add their rows to the reliability figures table.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from batchq import Queue
+from batchq.sweeps import gc_processing
+from tests.support.db import create_database, job_rows, ledger, prepare_database
+from tests.support.galera import PROVIDER, GaleraCluster
+from tests.support.harness import Figures, WorkerPool, account, unfinished
+from tests.support.processes import assert_one_line_error, run_batchq, wait_for
+
+pytestmark = pytest.mark.slow
+
+DATABASE = "batchq_galera"
+ENSURE_SERVERS = Path(__file__).resolve().parents[2] / "scripts" / "ensure-servers"
+# The ledger with a primary key: Galera replicates a row change by its key, and a keyless table's
+# DELETE is applied by a full scan per row on every other node.
+LEDGER = (
+    "CREATE TABLE IF NOT EXISTS test_ledger (id BIGINT AUTO_INCREMENT PRIMARY KEY, "
+    "n BIGINT NOT NULL, pid INT NOT NULL) ENGINE=InnoDB"
+)
+
+
+@pytest.fixture(scope="session")
+def galera() -> Iterator[GaleraCluster]:
+    if not PROVIDER.exists():  # the suite's own command installs it; so does a bare pytest run
+        subprocess.run([str(ENSURE_SERVERS)], check=True)
+    cluster = GaleraCluster()
+    try:
+        cluster.start()
+        url = cluster.urls(DATABASE)[0]
+        create_database(url)
+        _run(url, LEDGER)
+        yield cluster
+    finally:
+        cluster.stop()
+        cluster.remove()
+
+
+@pytest.fixture
+def galera_queue(galera: GaleraCluster) -> Iterator[Queue]:
+    url = galera.urls(DATABASE)[0]
+    prepare_database("mysql", url)
+    queue = Queue(url, task_modules=["jobs"])
+    yield queue
+    queue.set_partitions(0)
+    queue.close()
+
+
+def _run(url: str, statement: str) -> None:
+    queue = Queue(url)
+    try:
+        with queue.backend.errors():
+            cur = queue.backend.conn.cursor()
+            cur.execute(statement)
+            cur.close()
+    finally:
+        queue.close()
+
+
+def _pools(galera: GaleraCluster, per_node: int, *args: str, lease: str = "") -> list[WorkerPool]:
+    """``per_node`` workers on each node, each pool connected to its node (with ?lease=)."""
+    query = f"?lease={lease}" if lease else ""
+    pools = [WorkerPool(url + query, "--backoff", "0.1s", *args) for url in galera.urls(DATABASE)]
+    for pool in pools:
+        pool.start(per_node)
+    return pools
+
+
+def _enqueue(queue: Queue, jobs: int) -> None:
+    for start in range(0, jobs, 2000):
+        queue.enqueue_many("jobs:record", [{"n": n} for n in range(start, min(start + 2000, jobs))])
+
+
+def _drain(galera: GaleraCluster, queue: Queue, scenario: str, *args: str) -> Figures:
+    jobs = 10_000
+    _enqueue(queue, jobs)
+    pools = _pools(galera, 2, *args)
+    for pool in pools:
+        pool.wait()
+    assert [code for pool in pools for code, _ in pool.logs()] == [0] * 6, [p.logs() for p in pools]
+    row = account(queue, jobs, Figures("galera", scenario, 6, jobs, lock_retries=_retries(pools)))
+    assert (row.lost, row.duplicates) == (0, 0)
+    assert job_rows(queue) == []
+    return row
+
+
+def _retries(pools: list[WorkerPool]) -> int:
+    return sum(pool.lock_retries() for pool in pools)
+
+
+def test_6_workers_over_3_nodes_drain_10000(galera: GaleraCluster, galera_queue: Queue) -> None:
+    row = _drain(galera, galera_queue, "drain, 2 workers per node")
+    # Claims on different nodes do collide: certification failures happen and are retried.
+    assert row.lock_retries > 0
+
+
+def test_partition_claims_over_3_nodes_drain_10000(galera: GaleraCluster, galera_queue: Queue) -> None:
+    galera_queue.set_partitions(6)
+    _drain(galera, galera_queue, "drain, 2 workers per node, --claim partition", "--claim", "partition")
+
+
+def test_node_sigkilled_mid_drain_and_rejoins(galera: GaleraCluster, galera_queue: Queue) -> None:
+    """Node 3 dies with its two workers' jobs in flight and is started again at once; it rejoins
+    by state transfer. Its workers reconnect, or give up and exit (cron starts new ones), and
+    gc-processing runs on node 1 all along: on Galera workers hold leases (GET_LOCK is not
+    replicated), so the sweep tells live workers on the other nodes from gone ones. The lease
+    (15 s) outlasts the cluster's pause while it notices the dead node (about 6 s)."""
+    queue, jobs = galera_queue, 10_000
+    _enqueue(queue, jobs)
+    pools = _pools(galera, 2, lease="15s")
+    victim = galera.nodes[2]
+    wait_for(lambda: len(ledger(queue)) > jobs // 3, timeout=120)
+    victim.kill()
+    killed_at = time.monotonic()
+    galera.restart(victim)  # ~15 s: the workers of the other nodes drain meanwhile
+    rejoined = time.monotonic() - killed_at
+    deadline = time.monotonic() + 180
+    while unfinished(queue) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        gc_processing(queue)
+        for pool in pools:
+            pool.reap()
+            pool.start(2 - len(pool.running))
+    for pool in pools:
+        pool.stop()
+    row = account(
+        queue,
+        jobs,
+        Figures(
+            "galera",
+            "node SIGKILLed mid-drain, rejoined",
+            6,
+            jobs,
+            db_restarts=1,
+            bound=2,  # the killed node's two workers, one job in flight each
+            lock_retries=_retries(pools),
+            max_recovery_s=rejoined,
+        ),
+    )
+    for pool in pools:
+        for _code, log in pool.logs():
+            assert "Traceback" not in log
+    assert row.lost == 0 and row.duplicates <= row.bound
+    assert job_rows(queue) == []
+    assert victim.state() == "Synced"
+
+
+def test_stats_on_a_node_and_a_node_cut_off(galera: GaleraCluster, galera_queue: Queue) -> None:
+    """stats names the node a Galera one, with lease liveness chosen for it; a node cut off
+    from the cluster (gmcast.isolate) answers 1047, which batchq reports in one line."""
+    url = galera.urls(DATABASE)[1]
+    stats = run_batchq(url, "stats")
+    assert stats.returncode == 0, stats.stderr
+    assert "(a Galera cluster node: claims checked after commit)" in stats.stdout
+    assert "liveness: a lease of 30 s" in stats.stdout
+    assert "liveness: a lease of 10 s" in run_batchq(url + "?lease=10s", "stats").stdout
+    node = galera.nodes[1]
+    node.isolate(True)
+    try:
+        wait_for(lambda: node.state() != "Synced", timeout=30)
+        assert_one_line_error(run_batchq(url, "stats"), "is not ready (WSREP has not yet prepared node")
+    finally:
+        node.isolate(False)
+        node.wait_synced()

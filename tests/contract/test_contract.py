@@ -507,7 +507,9 @@ def test_lock_wait_timeouts_are_retried_and_counted(queue: Queue, db_url: str) -
     run_query(queue, "lock_wait_short")
     holder = app_connection(db_url)
     holder.cursor().execute(f"SELECT id FROM batchq_job WHERE id = {job_id} FOR UPDATE")
-    threading.Timer(2.5, holder.rollback).start()
+    # 1.5 s: 8 tries of PostgreSQL's 300 ms lock timeout wait 2.4 s even with no backoff at all
+    # (2.5 s failed once when the random backoffs came out short).
+    threading.Timer(1.5, holder.rollback).start()
     assert queue.cancel(job_id) is True  # waited out the lock through retries
     assert queue.backend.transient_retries >= 1
     holder.close()

@@ -117,10 +117,12 @@ def test_node_sigkilled_mid_drain_and_rejoins(galera: GaleraCluster, galera_queu
     by state transfer. Its workers reconnect, or give up and exit (cron starts new ones), and
     gc-processing runs on node 1 all along: on Galera workers hold leases (GET_LOCK is not
     replicated), so the sweep tells live workers on the other nodes from gone ones. The lease
-    (15 s) outlasts the cluster's pause while it notices the dead node (about 6 s)."""
+    (the default, 30 s) outlasts the cluster's pause while it notices the dead node: about 6 s
+    here, but up to galera's inactive timeout (15 s) on a loaded machine, during which the other
+    nodes' workers cannot renew (with 15 s leases a fresh-clone run once saw 3 duplicates)."""
     queue, jobs = galera_queue, 10_000
     _enqueue(queue, jobs)
-    pools = _pools(galera, 2, lease="15s")
+    pools = _pools(galera, 2)
     victim = galera.nodes[2]
     wait_for(lambda: len(ledger(queue)) > jobs // 3, timeout=120)
     victim.kill()

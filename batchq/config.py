@@ -286,6 +286,11 @@ def lease_seconds(url: DatabaseURL) -> float | None:
     PgBouncer in transaction mode (no session is the worker's own there); None otherwise."""
     if url.options.get("liveness") != "lease" and url.options.get("pgbouncer") != "transaction":
         return None
+    return lease_length(url)
+
+
+def lease_length(url: DatabaseURL) -> float:
+    """The URL's lease= in seconds (DEFAULT_LEASE_SECONDS without one), whoever asks for leases."""
     return parse_duration(url.options.get("lease", DEFAULT_LEASE_SECONDS), "lease in the URL")
 
 

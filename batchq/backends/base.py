@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, ClassVar, NoReturn, TypeVar
 
-from ..config import DEFAULT_LEASE_SECONDS, DatabaseURL, lease_seconds, redact
+from ..config import DatabaseURL, lease_length, lease_seconds, redact
 from ..errors import BackendError, BackendUnavailable
 from ..job import Claim, Job
 from ..sqlfiles import queries as load_queries
@@ -83,12 +83,13 @@ class Backend(ABC):
         self.conn  # noqa: B018
         self.liveness.hold(worker)
 
-    def use_leases(self, ttl: float = DEFAULT_LEASE_SECONDS) -> None:
-        """Switch to lease liveness, where a session's lock cannot be trusted (found on connect:
-        a cluster or a pooler). Before the worker holds its liveness, not after."""
+    def use_leases(self) -> None:
+        """Switch to lease liveness (of the URL's lease= length), where a session's lock cannot
+        be trusted (found on connect: a cluster or a pooler). Before the worker holds its
+        liveness, not after."""
         if not isinstance(self.liveness, LeaseLiveness):
             assert self.liveness.worker is None, "switch before hold()"
-            self.liveness = LeaseLiveness(self, self.liveness.lock_params, ttl)
+            self.liveness = LeaseLiveness(self, self.liveness.lock_params, lease_length(self.url))
 
     @abstractmethod
     def _connect(self) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 import pymysql
 from pymysql.constants import CLIENT
 
-from ..config import DEFAULT_LEASE_SECONDS, DEFAULT_PORTS, parse_duration
+from ..config import DEFAULT_PORTS
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
 from ..job import Claim, Job
 from .base import Backend, DuplicateKey, TransientError, done_params
@@ -131,7 +131,7 @@ class MySQLBackend(Backend):
         holds a session lock (it connected to a plain server first) keeps it."""
         options = self.url.options
         if self.liveness.worker is None and options.get("liveness") != "session":
-            self.use_leases(parse_duration(options.get("lease", DEFAULT_LEASE_SECONDS), "lease in the URL"))
+            self.use_leases()
 
     def _translate(self, exc: Exception) -> BackendError | None:
         if not isinstance(exc, pymysql.err.Error):

@@ -256,3 +256,19 @@ def test_metrics_count_the_jobs_finished_within_the_window(hq: Queue) -> None:
     burned = finished["history_jobs:burns_cpu", "succeeded"]
     assert (burned.queue, burned.jobs) == ("default", 2)
     assert burned.cpu_seconds >= 0.015 and burned.wall_seconds >= burned.wall_max_seconds > 0
+
+
+def test_a_failed_try_is_measured_where_nothing_is_kept(hq: Queue) -> None:
+    """A success is measured only when it is kept (its figures go nowhere else); a failed try is
+    always measured on its row, also in batch mode, between successes, with no history kept."""
+    ok_before = hq.enqueue("history_jobs:returns", 1, priority=2)
+    failing = hq.enqueue("history_jobs:fails", "y", max_errors=1, priority=1)
+    ok_after = hq.enqueue("history_jobs:returns", 2)
+    worker = drain(hq, batch_size=10)
+    assert (worker.summary.succeeded, worker.summary.errors) == (2, 1)
+    assert list(worker.summary.job_ids) == [ok_before, failing, ok_after]
+    [failed] = gc_error(hq)
+    assert failed.id == failing
+    assert failed.last_wall_seconds is not None and failed.last_wall_seconds >= 0
+    assert failed.last_cpu_seconds is not None and failed.last_memory_peak_bytes
+    assert hq.history(failed=True) == [] and hq.history(failed=False) == []

@@ -5,7 +5,7 @@ A worker measures every job it runs (``Meter``): wall time on the monotonic cloc
 ``Usage``). A failed try's figures go on the job row (gc-error shows them). A finished job of a
 queue that keeps history (``Queue.configure(queue, keep_for=...)``), or of a worker run with
 ``--keep``, is copied into ``batchq_history`` in the transaction that deletes it (the next
-claim's), with its figures and its JSON result (``Kept``); a job that runs out of tries is copied
+claim's), with its figures and its JSON result (``kept_entry``); a job that runs out of tries is copied
 as failed in the transaction of its last ``job_error``. ``read_history`` and ``prune`` are what
 ``Queue.history`` and ``Queue.prune`` run.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from functools import partial
@@ -46,9 +46,9 @@ _RUSAGE_WHO = getattr(resource, "RUSAGE_THREAD", getattr(resource, "RUSAGE_SELF"
 _MAXRSS_BYTES = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
 # ASCII only: no lone surrogate or NUL can reach a text column, on any backend.
 _RESULT_JSON = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-# The claim's measurements, one encoder for every claim (json.dumps with separators= would build
-# a new encoder each time: a third of the document's cost for a single job).
-_KEPT_JSON = json.JSONEncoder(separators=(",", ":"))
+# A kept result's JSON text, and its note, as JSON strings inside the claim's array (ASCII: the
+# result's text is already).
+_KEPT_JSON = json.JSONEncoder(ensure_ascii=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,44 +103,40 @@ def _rusage() -> tuple[float | None, int | None]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * _MAXRSS_BYTES
 
 
-@dataclass(frozen=True, slots=True)
-class Kept:
-    """A succeeded job to copy into the history: its id, figures and result as stored."""
-
-    id: int
-    usage: Usage
-    result: str | None = None  # JSON text
-    note: str | None = None  # why the result is not stored as returned
-
-    def document(self) -> dict[str, Any]:
-        """Its entry in the claim's JSON array (keys left out are NULL)."""
-        usage = self.usage
-        entry: dict[str, Any] = {"id": self.id, "wall": usage.wall_seconds}
-        for key, value in (
-            ("cpu", usage.cpu_seconds),
-            ("peak", usage.memory_peak_bytes),
-            ("growth", usage.memory_growth_bytes),
-            ("result", self.result),
-            ("note", self.note),
-        ):
-            if value is not None:
-                entry[key] = value
-        return entry
-
-    @property
-    def size(self) -> int:
-        """Roughly its share of the claim statement, in bytes."""
-        return 120 + len(self.result or "") * 2 + len(self.note or "")
-
-    @classmethod
-    def of(cls, job_id: int, usage: Usage, value: Any) -> Kept:
-        result, note = encode_result(value)
-        return cls(job_id, usage, result, note)
+def kept_entry(job_id: int, usage: Usage, value: Any) -> str:
+    """A succeeded job's entry in the claim's JSON array %(kept)s, written directly as text:
+    ``[id, wall ns, CPU µs, peak bytes, growth bytes]``, then ``, result, note`` (each a JSON
+    string or null) when it returned something. Positions and integers rather than an object
+    of floats: a dict per job and the generic encoder's float reprs cost about 4 µs a job, a
+    tenth of a no-op job's whole cycle in a batch (bench/RESULTS.md). Unknown figures are null;
+    the claim divides the times back into seconds."""
+    result, note = encode_result(value)
+    cpu = usage.cpu_seconds
+    entry = (
+        f"[{job_id},{round(usage.wall_seconds * 1e9)},{'null' if cpu is None else round(cpu * 1e6)},"
+        f"{_json_int(usage.memory_peak_bytes)},{_json_int(usage.memory_growth_bytes)}"
+    )
+    if result is None and note is None:
+        return entry + "]"
+    return f"{entry},{_json_text(result)},{_json_text(note)}]"
 
 
-def kept_document(kept: Sequence[Kept]) -> str:
-    """The claim's %(kept)s parameter: one JSON array of every kept job."""
-    return _KEPT_JSON.encode([entry.document() for entry in kept])
+def kept_size(entry: str) -> int:
+    """An entry's share of the claim statement, in bytes, at most (escaping may double it)."""
+    return 2 * len(entry) + 1
+
+
+def kept_document(entries: Iterable[str]) -> str:
+    """The claim's %(kept)s parameter: one JSON array of every kept job's entry (kept_entry)."""
+    return f"[{','.join(entries)}]"
+
+
+def _json_int(value: int | None) -> str:
+    return "null" if value is None else str(int(value))
+
+
+def _json_text(value: str | None) -> str:
+    return "null" if value is None else _KEPT_JSON.encode(value)
 
 
 def encode_result(value: Any) -> tuple[str | None, str | None]:

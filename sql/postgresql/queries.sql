@@ -203,8 +203,9 @@ ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
 -- name: jobs_claim_keep
 -- jobs_claim when finished jobs are to be kept (history): the DELETE of the finished jobs returns
--- them, and they go into batchq_history with their measurements (one JSON array %(kept)s: id,
--- wall, cpu, peak, growth, result, note), in the same statement: only what was deleted, fenced
+-- them, and they go into batchq_history with their measurements (one JSON array %(kept)s of
+-- arrays [id, wall ns, CPU us, peak, growth(, result, note)]: batchq.history.kept_entry), in
+-- the same statement: only what was deleted, fenced
 -- by its token, is kept. ON CONFLICT: a job id used again (a TRUNCATE ... RESTART IDENTITY of
 -- batchq_job) replaces the older record rather than failing the claim.
 WITH done AS (
@@ -216,10 +217,9 @@ WITH done AS (
                                 memory_peak_bytes, memory_growth_bytes, result, result_note)
     SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
            done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
-           statement_timestamp(), k.wall, k.cpu, k.peak, k.growth, k.result, k.note
-    FROM done JOIN jsonb_to_recordset(%(kept)s::jsonb)
-         AS k(id bigint, wall float8, cpu float8, peak bigint, growth bigint, result text, note text)
-         ON k.id = done.id
+           statement_timestamp(), (k.e->>1)::float8 / 1e9::float8, (k.e->>2)::float8 / 1e6::float8,
+           (k.e->>3)::bigint, (k.e->>4)::bigint, k.e->>5, k.e->>6
+    FROM done JOIN jsonb_array_elements(%(kept)s::jsonb) AS k(e) ON (k.e->>0)::bigint = done.id
     ON CONFLICT (id) DO UPDATE SET
         queue = excluded.queue, task = excluded.task, payload = excluded.payload,
         serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
@@ -266,10 +266,9 @@ WITH done AS (
                                 memory_peak_bytes, memory_growth_bytes, result, result_note)
     SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
            done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
-           statement_timestamp(), k.wall, k.cpu, k.peak, k.growth, k.result, k.note
-    FROM done JOIN jsonb_to_recordset(%(kept)s::jsonb)
-         AS k(id bigint, wall float8, cpu float8, peak bigint, growth bigint, result text, note text)
-         ON k.id = done.id
+           statement_timestamp(), (k.e->>1)::float8 / 1e9::float8, (k.e->>2)::float8 / 1e6::float8,
+           (k.e->>3)::bigint, (k.e->>4)::bigint, k.e->>5, k.e->>6
+    FROM done JOIN jsonb_array_elements(%(kept)s::jsonb) AS k(e) ON (k.e->>0)::bigint = done.id
     ON CONFLICT (id) DO UPDATE SET
         queue = excluded.queue, task = excluded.task, payload = excluded.payload,
         serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,

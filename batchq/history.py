@@ -5,7 +5,7 @@ A worker measures every job it runs (``Meter``): wall time on the monotonic cloc
 ``Usage``). A failed try's figures go on the job row (gc-error shows them). A finished job of a
 queue that keeps history (``Queue.configure(queue, keep_for=...)``), or of a worker run with
 ``--keep``, is copied into ``batchq_history`` in the transaction that deletes it (the next
-claim's), with its figures and its JSON result (``kept_entry``); a job that runs out of tries is copied
+claim's), with its figures and its JSON result (``Kept``); a job that runs out of tries is copied
 as failed in the transaction of its last ``job_error``. ``read_history`` and ``prune`` are what
 ``Queue.history`` and ``Queue.prune`` run.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from functools import partial
@@ -23,6 +23,7 @@ from typing import Any
 
 from .backends import Backend, Row, stored_count, stored_seconds, stored_text, stored_time
 from .config import format_duration
+from .job import Kept
 
 try:
     import resource
@@ -46,9 +47,6 @@ _RUSAGE_WHO = getattr(resource, "RUSAGE_THREAD", getattr(resource, "RUSAGE_SELF"
 _MAXRSS_BYTES = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
 # ASCII only: no lone surrogate or NUL can reach a text column, on any backend.
 _RESULT_JSON = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-# A kept result's JSON text, and its note, as JSON strings inside the claim's array (ASCII: the
-# result's text is already).
-_KEPT_JSON = json.JSONEncoder(ensure_ascii=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,40 +101,20 @@ def _rusage() -> tuple[float | None, int | None]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * _MAXRSS_BYTES
 
 
-def kept_entry(job_id: int, usage: Usage, value: Any) -> str:
-    """A succeeded job's entry in the claim's JSON array %(kept)s, written directly as text:
-    ``[id, wall ns, CPU µs, peak bytes, growth bytes]``, then ``, result, note`` (each a JSON
-    string or null) when it returned something. Positions and integers rather than an object
-    of floats: a dict per job and the generic encoder's float reprs cost about 4 µs a job, a
-    tenth of a no-op job's whole cycle in a batch (bench/RESULTS.md). Unknown figures are null;
-    the claim divides the times back into seconds."""
+def kept_job(job_id: int, usage: Usage, value: Any) -> Kept:
+    """What the claim copies into the history for a succeeded job: its figures as integers (wall
+    time in nanoseconds, CPU time in microseconds) and what it returned, as stored."""
     result, note = encode_result(value)
     cpu = usage.cpu_seconds
-    entry = (
-        f"[{job_id},{round(usage.wall_seconds * 1e9)},{'null' if cpu is None else round(cpu * 1e6)},"
-        f"{_json_int(usage.memory_peak_bytes)},{_json_int(usage.memory_growth_bytes)}"
+    return Kept(
+        job_id,
+        round(usage.wall_seconds * 1e9),
+        None if cpu is None else round(cpu * 1e6),
+        usage.memory_peak_bytes,
+        usage.memory_growth_bytes,
+        result,
+        note,
     )
-    if result is None and note is None:
-        return entry + "]"
-    return f"{entry},{_json_text(result)},{_json_text(note)}]"
-
-
-def kept_size(entry: str) -> int:
-    """An entry's share of the claim statement, in bytes, at most (escaping may double it)."""
-    return 2 * len(entry) + 1
-
-
-def kept_document(entries: Iterable[str]) -> str:
-    """The claim's %(kept)s parameter: one JSON array of every kept job's entry (kept_entry)."""
-    return f"[{','.join(entries)}]"
-
-
-def _json_int(value: int | None) -> str:
-    return "null" if value is None else str(int(value))
-
-
-def _json_text(value: str | None) -> str:
-    return "null" if value is None else _KEPT_JSON.encode(value)
 
 
 def encode_result(value: Any) -> tuple[str | None, str | None]:

@@ -167,6 +167,29 @@ ORDER BY priority DESC, run_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
 
+-- name: jobs_claim_keep_one
+-- jobs_claim_keep when one finished job is kept, as in every single-job claim that keeps history:
+-- its figures come as plain parameters (wall time in ns, CPU time in us), so the copy is a
+-- primary-key INSERT ... SELECT, with no JSON_TABLE to parse, plan and join.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
+START TRANSACTION;
+REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                            memory_peak_bytes, memory_growth_bytes, result, result_note)
+SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
+       j.created_at, j.processing_at, UTC_TIMESTAMP(6), %(wall_ns)s / 1e9, %(cpu_us)s / 1e6, %(peak)s,
+       %(growth)s, %(result)s, %(note)s
+FROM batchq_job j
+WHERE j.id = %(kept_id)s AND j.claim_token = %(done_token)s;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+       task_version, backoff
+FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+ORDER BY priority DESC, run_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
 -- name: jobs_claim_waiting
 -- jobs_claim for servers without SKIP LOCKED (MySQL < 8.0.1, MariaDB < 10.6): correct, but
 -- claimers wait for each other.

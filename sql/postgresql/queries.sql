@@ -250,6 +250,53 @@ SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.seriali
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
+-- name: jobs_claim_keep_one
+-- jobs_claim_keep when one finished job is kept, as in every single-job claim that keeps history:
+-- its figures come as plain parameters (wall time in ns, CPU time in us) instead of a JSON array
+-- to parse and join.
+WITH done AS (
+    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
+    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at
+), kept AS (
+    INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                                enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                                memory_peak_bytes, memory_growth_bytes, result, result_note)
+    SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
+           done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
+           statement_timestamp(), %(wall_ns)s::float8 / 1e9::float8, %(cpu_us)s::float8 / 1e6::float8,
+           %(peak)s::bigint, %(growth)s::bigint, %(result)s::text, %(note)s::text
+    FROM done
+    WHERE done.id = %(kept_id)s::bigint
+    ON CONFLICT (id) DO UPDATE SET
+        queue = excluded.queue, task = excluded.task, payload = excluded.payload,
+        serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
+        worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
+        finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
+        cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
+        memory_growth_bytes = excluded.memory_growth_bytes, result = excluded.result,
+        result_note = excluded.result_note, error = excluded.error
+), picked AS MATERIALIZED (
+    SELECT id FROM batchq_job
+    WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE batchq_job
+    SET status = 'processing', processing_at = statement_timestamp(),
+        locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
+    -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
+    -- with picked may hash the whole table in a generic plan).
+    WHERE id = ANY(ARRAY(SELECT id FROM picked))
+    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+              task_version, backoff, run_at
+)
+SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
+       claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
+       claimed.task_version, claimed.backoff, (SELECT count(*) FROM done) AS deleted
+FROM (SELECT 1) AS one LEFT JOIN claimed ON true
+ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
+
 -- name: jobs_delete
 -- Success, when no claim follows (the worker's last jobs): delete them, fenced by their token.
 DELETE FROM batchq_job WHERE claim_token = %(token)s AND id = ANY(%(ids)s::bigint[]);

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from batchq import ConfigError, Queue
-from batchq.history import KEPT_STATEMENT_BYTES, RESULT_MAX_BYTES, Usage, kept_document, kept_entry, prune
+from batchq.history import KEPT_STATEMENT_BYTES, RESULT_MAX_BYTES, Usage, kept_job, prune
 from batchq.metrics import read_finished
 from batchq.sweeps import gc_error
 from batchq.worker import RunOptions, Worker
@@ -258,33 +258,37 @@ def test_metrics_count_the_jobs_finished_within_the_window(hq: Queue) -> None:
     assert burned.cpu_seconds >= 0.015 and burned.wall_seconds >= burned.wall_max_seconds > 0
 
 
-@pytest.mark.parametrize("through", ["claim", "delete"])
+@pytest.mark.parametrize("through", ["claim", "claim of one", "delete"])
 def test_the_measurements_reach_the_record_exactly_as_measured(hq: Queue, through: str) -> None:
-    """The claim's JSON carries wall time in nanoseconds and CPU time in microseconds as integers
-    (history.kept_entry): the record holds them in seconds, unknown figures as NULL, the result
-    and its note as sent."""
-    first, second = hq.enqueue("jobs:noop"), hq.enqueue("jobs:noop")
+    """The claim carries wall time in nanoseconds and CPU time in microseconds as integers
+    (history.kept_job), in a JSON array, or as plain parameters when it keeps one job: the
+    record holds them in seconds, unknown figures as NULL, the result and its note as sent. A
+    finished job not named in ``kept`` is deleted and not kept."""
+    first, second, third = hq.enqueue("jobs:noop"), hq.enqueue("jobs:noop"), hq.enqueue("jobs:noop")
     backend = hq.backend
-    [a, b] = backend.claim("default", "w1", "token-1", 2).jobs
-    entries = [
-        kept_entry(a.id, Usage(0.123456789, 0.25, 123_456_789, 4_096), {"n": [1, 2]}),
-        kept_entry(b.id, Usage(2e-6), object()),  # no CPU or memory figures; a result JSON cannot carry
+    done = backend.claim("default", "w1", "token-1", 3).jobs
+    assert [job.id for job in done] == [first, second, third]
+    kept = [
+        kept_job(first, Usage(0.123456789, 0.25, 123_456_789, 4_096), {"n": [1, 2]}),
+        kept_job(second, Usage(2e-6), object()),  # no CPU or memory figures; a result JSON cannot carry
     ]
-    if through == "claim":
-        claim = backend.claim("default", "w1", "token-2", 1, [a, b], kept=kept_document(entries))
-        assert (claim.deleted, claim.jobs) == (2, [])
+    if through == "claim of one":
+        kept = kept[1:]
+    if through == "delete":
+        assert backend.delete_jobs(done, kept) == 3
     else:
-        assert backend.delete_jobs([a, b], kept_document(entries)) == 2
+        claim = backend.claim("default", "w1", "token-2", 1, done, kept=kept)
+        assert (claim.deleted, claim.jobs) == (3, [])
+    assert job_rows(hq) == []
     records = {entry.id: entry for entry in hq.history()}
-    assert set(records) == {first, second}
-    measured, bare = records[first], records[second]
-    assert measured.wall_seconds == pytest.approx(0.123456789, abs=1e-12)
-    assert (measured.cpu_seconds, measured.memory_peak_bytes, measured.memory_growth_bytes) == (
-        0.25,
-        123_456_789,
-        4_096,
-    )
-    assert (measured.result, measured.result_note) == ({"n": [1, 2]}, None)
+    assert set(records) == {entry.id for entry in kept}
+    if through != "claim of one":
+        measured = records[first]
+        assert measured.wall_seconds == pytest.approx(0.123456789, abs=1e-12)
+        figures = (measured.cpu_seconds, measured.memory_peak_bytes, measured.memory_growth_bytes)
+        assert figures == (0.25, 123_456_789, 4_096)
+        assert (measured.result, measured.result_note) == ({"n": [1, 2]}, None)
+    bare = records[second]
     assert bare.wall_seconds == pytest.approx(2e-6, abs=1e-12)
     assert (bare.cpu_seconds, bare.memory_peak_bytes, bare.memory_growth_bytes) == (None, None, None)
     assert isinstance(bare.result, str) and bare.result.startswith("<object object at")

@@ -293,3 +293,26 @@ def test_the_measurements_reach_the_record_exactly_as_measured(hq: Queue, throug
     assert (bare.cpu_seconds, bare.memory_peak_bytes, bare.memory_growth_bytes) == (None, None, None)
     assert isinstance(bare.result, str) and bare.result.startswith("<object object at")
     assert bare.result_note == "not JSON (object): its repr is stored"
+
+
+@pytest.mark.parametrize("path", ["claim of one", "claim of a batch", "last delete"])
+def test_a_job_id_used_again_replaces_the_older_record(hq: Queue, path: str) -> None:
+    """Ids restart after a TRUNCATE of batchq_job (MySQL, PostgreSQL's RESTART IDENTITY): a kept
+    job whose id an older record holds replaces that record rather than failing the worker, on
+    each path that copies into the history. Simulated by moving older records to the new jobs'
+    ids."""
+    count = 2 if path == "claim of a batch" else 1
+    old = [hq.enqueue("jobs:noop") for _ in range(count)]
+    drain(hq, keep=True)
+    new = [hq.enqueue("history_jobs:returns", 7) for _ in range(count)]
+    for old_id, new_id in zip(old, new):
+        sql(hq, f"UPDATE batchq_history SET id = {new_id} WHERE id = {old_id}")
+    assert sorted(entry.id for entry in hq.history()) == new
+    options: dict[str, object] = {"keep": True, "batch_size": count}
+    if path == "last delete":
+        options["max_jobs"] = 1
+    worker = drain(hq, **options)
+    assert worker.summary.succeeded == count
+    records = hq.history()
+    assert sorted(entry.id for entry in records) == new
+    assert {(entry.task, entry.result) for entry in records} == {("history_jobs:returns", 7)}

@@ -1,7 +1,7 @@
 """History on vs off in-process, with CPU per job on both sides: where the cost of keeping goes.
 
     .venv/bin/python bench/history_inprocess.py --backend mysql|postgresql|sqlite --jobs 3000 \
-        --batch 1 --repeat 6 [--before PATH]
+        --batch 1 --repeat 6 [--checkout before=PATH] [--variant LABEL=PATH]
 
 bench/history.py times `batchq run` from spawn to exit; this drains --jobs pre-loaded no-op jobs
 with `Worker.run()` alone (no process start-up in the figure), each drain in a fresh child
@@ -11,9 +11,11 @@ connection (PostgreSQL: its backend process; MariaDB: its connection thread in m
 running BENCHMARK() on the connection and seeing which thread's CPU moved; SQLite: none, the
 server is the worker). /proc counts CPU in clock ticks (10 ms): use a few thousand jobs.
 Modes run in a rotating order, reversed every other round; "on / off" is each round's own
-ratio against that round's off (median and range). `--before PATH` adds off and on rows for
-another checkout (a `git archive` of an older commit, with `batchq/sql` linked to its `sql/`),
-run by the same children with PYTHONPATH set to it: before and after in one interleaved run.
+ratio against that round's off (median and range). `--checkout LABEL=PATH` adds off and on rows
+for another checkout (a `git archive` of an older commit, with `batchq/sql` linked to its
+`sql/`), run by the same children with PYTHONPATH set to it: before and after in one
+interleaved run; `--variant LABEL=PATH` adds an on row for a variant of this checkout (a
+statement changed, say), its ratio against this checkout's off.
 """
 
 from __future__ import annotations
@@ -120,29 +122,48 @@ def spawn(backend: str, jobs: int, batch: int, keep: bool, tree: str | None) -> 
 
 def main() -> None:
     ap = parser(__doc__, repeat=6, jobs=3000, batch=1, quick={"jobs": 300, "repeat": 2})
-    ap.add_argument("--before", help="an older checkout to run beside this one")
+    ap.add_argument(
+        "--checkout",
+        action="append",
+        default=[],
+        metavar="LABEL=PATH",
+        help="another checkout run beside this one, off and on (e.g. before=/tmp/before)",
+    )
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="LABEL=PATH",
+        help="a variant of this checkout, on only, its ratio against this one's off",
+    )
     ap.add_argument("--child", choices=("off", "on"), help=argparse.SUPPRESS)  # one drain, in a child
     args = parse(ap)
     if args.child:
         child(args.backend, args.jobs, args.batch, args.child == "on")
         return
-    modes: list[tuple[str, bool, str | None]] = [("off", False, None), ("on", True, None)]
-    if args.before:
-        modes += [("before: off", False, args.before), ("before: on", True, args.before)]
-    results: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in modes}
+    # (row name, history on, checkout or None for this one, the row whose rate is its "off")
+    modes: list[tuple[str, bool, str | None, str]] = [("off", False, None, "off"), ("on", True, None, "off")]
+    for label, path in (item.split("=", 1) for item in args.checkout):
+        modes += [
+            (f"{label}: off", False, path, f"{label}: off"),
+            (f"{label}: on", True, path, f"{label}: off"),
+        ]
+    for label, path in (item.split("=", 1) for item in args.variant):
+        modes.append((f"{label}: on", True, path, "off"))
+    results: dict[str, list[dict[str, float]]] = {name: [] for name, _, _, _ in modes}
     loads = [os.getloadavg()]
     for rnd in range(args.repeat):
         shift = rnd % len(modes)
         order = modes[shift:] + modes[:shift]
-        for name, keep, tree in order if rnd % 2 == 0 else reversed(order):
+        for name, keep, tree, _ in order if rnd % 2 == 0 else reversed(order):
             results[name].append(spawn(args.backend, args.jobs, args.batch, keep, tree))
         shown = ", ".join(f"{name} {runs[-1]['rate']:,.0f}/s" for name, runs in results.items())
         print(f"# round {rnd + 1}: {shown}", file=sys.stderr, flush=True)
     loads.append(os.getloadavg())
     rows = []
-    for name, keep, tree in modes:
+    for name, keep, _, off in modes:
         runs = results[name]
-        offs = results["before: off" if tree else "off"]
+        offs = results[off]
         ratios = [run["rate"] / off["rate"] for run, off in zip(runs, offs)]
         rows.append(
             [

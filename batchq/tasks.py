@@ -166,7 +166,7 @@ def split_modules(value: str | Iterable[str]) -> tuple[str, ...]:
 def call_task(func: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     """Call a task; what an ``async def`` task returns is run to completion with asyncio.run."""
     result = func(*args)
-    if inspect.isawaitable(result):
+    if result is not None and inspect.isawaitable(result):  # most tasks return None: no ABC check
         import asyncio  # only when a task needs it: `batchq run` starts faster without
 
         result = asyncio.run(_await(result))

@@ -117,6 +117,16 @@ class RunSummary:
         return self.succeeded + self.errors
 
 
+@dataclass(frozen=True, slots=True)
+class _Task:
+    """A job's callable and what @task declared on it, read once per task name by a worker (the
+    declarations are set when the task is defined, and resolve() caches the callable too)."""
+
+    func: Callable[..., Any]
+    versioned: bool  # job versions apply to the call (Worker._versioned)
+    version: int  # task_version(func)
+
+
 class Worker:
     def __init__(self, queue: Queue, options: RunOptions | None = None) -> None:
         self.queue = queue
@@ -137,8 +147,10 @@ class Worker:
         self._timeout = parse_timeout(self.options.timeout, "run timeout")
         self._grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
         self._watchdog: Watchdog | None = None  # made by run(), in the thread that runs the jobs
-        # While a job runs: the jobs of its batch not yet run, and the ones done but not deleted.
-        self._in_hand: tuple[list[Job], list[Job]] = ([], [])
+        # While a job runs: its batch, the index of the first job not yet run (so no list is
+        # sliced per job), and the ones done but not deleted.
+        self._in_hand: tuple[list[Job], int, list[Job]] = ([], 0, [])
+        self._tasks: dict[str, _Task] = {}  # by task name (_task)
         self._versions_warned: set[tuple[str, int]] = set()  # (task, version) logged as too new
 
     @property
@@ -366,6 +378,7 @@ class Worker:
         """Call each claimed job; failures are recorded one by one, the successes returned."""
         done: list[Job] = []
         types = self._queue_types(jobs)
+        debug = log.isEnabledFor(logging.DEBUG)  # once per claim, not per job
         for index, job in enumerate(jobs):
             if index and self._should_stop():
                 self._with_reconnect(partial(self.backend.release_jobs, jobs[index:]), between_jobs=False)
@@ -380,21 +393,23 @@ class Worker:
                 self._fail_mismatched(job, mismatch)
                 continue
             self.summary.job_ids.append(job.id)
-            self._in_hand = (jobs[index + 1 :], done)
+            self._in_hand = (jobs, index + 1, done)
             heartbeat.in_job = True  # the session sits idle while the job runs
             meter = Meter()
             try:
                 failure, result = self._call(job)
             finally:
                 heartbeat.in_job = False
-            usage = meter.stop()
             if failure is None:
+                # A success's figures go only into the history: measured only when it is kept.
+                if self._keeps(job):
+                    self._kept[job.id] = kept_job(job.id, meter.stop(), result)
                 self.summary.succeeded += 1
                 done.append(job)
-                if self._keeps(job):
-                    self._kept[job.id] = kept_job(job.id, usage, result)
-                log.debug("job %s (%s) done", job.id, job.task)
+                if debug:
+                    log.debug("job %s (%s) done", job.id, job.task)
             else:
+                usage = meter.stop()  # a failed try's figures go on the job row (issue 12)
                 self.summary.errors += 1
                 self._record_error(job, *failure, usage)
         return done
@@ -498,13 +513,23 @@ class Worker:
         if job.task_version is None:  # enqueued before schema 013: version 1
             return None
         try:
-            func = self.options.handler or self.queue.resolver.resolve(job.task)
-            if not self._versioned(func):
+            task = self._task(job.task)
+            if not task.versioned:
                 return None
-            version, known = stored_version(job.task_version), task_version(func)
+            version = stored_version(job.task_version)
         except Exception:
             return None
-        return known if version > known else None
+        return task.version if version > task.version else None
+
+    def _task(self, name: str) -> _Task:
+        """The callable for task ``name`` (the --handler, if given) and its declarations; raises
+        as resolve() does, and a name that does not resolve is not remembered."""
+        task = self._tasks.get(name)
+        if task is None:
+            func = self.options.handler or self.queue.resolver.resolve(name)
+            task = _Task(func, self._versioned(func), task_version(func))
+            self._tasks[name] = task
+        return task
 
     def _versioned(self, func: Callable[..., Any]) -> bool:
         """Whether job versions apply to the call: always for a task; for a --handler (called for
@@ -542,11 +567,12 @@ class Worker:
         first when the job is of an older version of its task: (None, what it returned) on
         success, else (the error and its fingerprint (batchq.failures), None)."""
         try:
-            func = self.options.handler or self.queue.resolver.resolve(job.task)
+            task = self._task(job.task)
+            func = task.func
             payload = loads(job.payload, job.serializer, self.queue.secret)
             present = job.payload is not None
-            version = stored_version(job.task_version) if self._versioned(func) else task_version(func)
-            if version < task_version(func):
+            version = stored_version(job.task_version) if task.versioned else task.version
+            if version < task.version:
                 payload = upgrade_payload(func, payload, version)
                 present = payload is not None  # an upgrade may add a payload, or drop it
         except UpgradeFailed as exc:  # its own error, said to be the upgrade's
@@ -579,7 +605,8 @@ class Worker:
         not stop fails, fenced by its token, due again no sooner than RETRY_FLOOR_SECONDS; the
         batch's jobs not yet run go back uncounted, and the ones done are deleted."""
         job = watch.job
-        pending, done = self._in_hand
+        batch, next_index, done = self._in_hand
+        pending = batch[next_index:]
         error = (
             f"JobTimeout: {timed_out(watch.timeout)}; the worker process was ended (exit status "
             f"{WATCHDOG_EXIT_STATUS}) because the job did not stop within the grace period "

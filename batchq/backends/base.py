@@ -91,6 +91,11 @@ class Backend(ABC):
             assert self.liveness.worker is None, "switch before hold()"
             self.liveness = LeaseLiveness(self, self.liveness.lock_params, lease_length(self.url))
 
+    def liveness_held(self, params: dict[str, Any]) -> bool:
+        """liveness_held: is the worker's lock held or its lease unexpired (see Liveness.is_alive)."""
+        row = self.fetchone("liveness_held", params)
+        return bool(row and row["held"])
+
     @abstractmethod
     def _connect(self) -> Any:
         """Open a connection with the session settings batchq relies on."""

@@ -71,8 +71,7 @@ class Liveness:
     def is_alive(self, worker: str) -> bool | None:
         """Is the worker that wrote ``locked_by = worker`` alive? (None: cannot be told.) Its
         lock held, or its lease not expired: one answer whichever kind the worker holds."""
-        row = self.backend.fetchone("liveness_held", {**self.lock_params(worker), "worker": worker})
-        return bool(row and row["held"])
+        return self.backend.liveness_held({**self.lock_params(worker), "worker": worker})
 
     beat_seconds = float("inf")  # how often the heartbeat must beat for this kind of liveness
 

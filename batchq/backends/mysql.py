@@ -8,6 +8,7 @@ import re
 import ssl
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from typing import Any
 
 import pymysql
@@ -31,6 +32,7 @@ _WSREP_NOT_READY = 1047
 # first (SKIP LOCKED sees only this node's locks): with 6 workers over 3 nodes, 8 tries in a row
 # failed now and then (measured). Each try costs one round trip and nothing else.
 GALERA_TRANSIENT_ATTEMPTS = 60
+WSREP_SYNC_READS = 1  # wsrep_sync_wait's bit for SELECT, SHOW and BEGIN
 _TLS_FAILED = 2026
 _DUPLICATE_KEY = 1062
 _ACCESS = {1044, 1045, 1049}  # access denied, unknown database
@@ -132,6 +134,22 @@ class MySQLBackend(Backend):
         options = self.url.options
         if self.liveness.worker is None and options.get("liveness") != "session":
             self.use_leases()
+
+    def liveness_held(self, params: dict[str, Any]) -> bool:
+        """On a Galera node, read causally: a node applies the others' write sets after they
+        commit, and one that lags (a state-transfer donor applies nothing while it copies) would
+        show a lease renewed on another node as expired, so gc-processing would put back a live
+        worker's job. wsrep_sync_wait makes the read wait until this node has applied every
+        write set the cluster committed before it began."""
+        self.conn  # noqa: B018 - connect to know whether this is a Galera node
+        if not self.galera:
+            return super().liveness_held(params)
+        self.execute("wsrep_sync_wait", {"checks": WSREP_SYNC_READS})
+        try:
+            return super().liveness_held(params)
+        finally:
+            with suppress(BackendError):  # a lost connection takes the setting with it
+                self.execute("wsrep_sync_wait", {"checks": 0})
 
     def _translate(self, exc: Exception) -> BackendError | None:
         if not isinstance(exc, pymysql.err.Error):
@@ -285,8 +303,7 @@ class MySQLBackend(Backend):
                 if ids:
                     self._mark(ids, worker, token, params)
                 else:
-                    with self.errors():
-                        self.conn.commit()
+                    self._commit_without_jobs(params)
             except BaseException:
                 self._rollback_quietly()  # a failed statement may leave the claim's transaction open
                 raise
@@ -304,6 +321,21 @@ class MySQLBackend(Backend):
             raise TransientError(
                 f"the claim's commit did not happen ({marked} of {len(ids)} jobs marked, "
                 f"{undeleted} finished jobs left): a replicated write aborted it"
+            )
+
+    def _commit_without_jobs(self, claim: dict[str, Any]) -> None:
+        """Commit a claim that found nothing; on Galera, checked as _mark checks: finished jobs
+        the commit silently left would stay `processing` under this worker's name, and once it
+        exits, gc-processing would put them back to run again."""
+        if not (self.galera and claim["done_token"] is not None):
+            with self.errors():
+                self.conn.commit()
+            return
+        *_, (_, [(undeleted,)]) = self._multi("jobs_claim_mark_none_checked", claim)
+        if undeleted:
+            raise TransientError(
+                f"the claim's commit did not happen ({undeleted} finished jobs left): a replicated "
+                "write aborted it"
             )
 
     def _delete_keeping(self, jobs: Sequence[Job], kept: Sequence[Kept]) -> int:

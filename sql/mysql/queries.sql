@@ -261,6 +261,12 @@ SELECT (SELECT COUNT(*) FROM batchq_job WHERE claim_token = %(token)s) AS marked
        (SELECT COUNT(*) FROM batchq_job
         WHERE claim_token = %(done_token)s AND id IN %(done_ids)s) AS undeleted;
 
+-- name: jobs_claim_mark_none_checked
+-- The COMMIT of a claim that found no job, on a Galera node, and whether the finished jobs it
+-- deleted are gone (as jobs_claim_mark_checked checks).
+COMMIT;
+SELECT COUNT(*) AS undeleted FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+
 -- name: jobs_delete
 -- Success, when no claim follows (the worker's last jobs): delete them, fenced by their token.
 DELETE FROM batchq_job WHERE claim_token = %(token)s AND id IN %(ids)s;
@@ -480,6 +486,11 @@ SELECT 1 AS alive;
 SELECT IS_USED_LOCK(%(name)s) IS NOT NULL OR IS_USED_LOCK(%(handover)s) IS NOT NULL
        OR EXISTS (SELECT 1 FROM batchq_lease
                   WHERE owner = %(worker)s AND expire_at > UTC_TIMESTAMP(6)) AS held;
+
+-- name: wsrep_sync_wait
+-- On a Galera node: which statements wait until the node has applied every write set the cluster
+-- committed before them (1: reads; 0: none, the default). Set around liveness_held only.
+SET SESSION wsrep_sync_wait = %(checks)s;
 
 -- name: lease_renew
 -- Take or extend the worker's lease for %(ttl)s seconds (lease liveness), on the server's clock.

@@ -8,6 +8,7 @@ like a deadlock. These scenarios add their rows to the reliability figures table
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from batchq import Queue
+from batchq.backends import Backend, create_backend
 from batchq.sweeps import gc_processing
-from tests.support.db import create_database, job_rows, ledger, prepare_database
+from tests.support.db import create_database, job_rows, ledger, prepare_database, sql
 from tests.support.galera import PROVIDER, GaleraCluster
 from tests.support.harness import Figures, WorkerPool, account, unfinished
 from tests.support.processes import assert_one_line_error, run_batchq, wait_for
@@ -62,10 +64,7 @@ def galera_queue(galera: GaleraCluster) -> Iterator[Queue]:
 def _run(url: str, statement: str) -> None:
     queue = Queue(url)
     try:
-        with queue.backend.errors():
-            cur = queue.backend.conn.cursor()
-            cur.execute(statement)
-            cur.close()
+        _execute(queue.backend, statement)
     finally:
         queue.close()
 
@@ -162,6 +161,42 @@ def test_node_sigkilled_mid_drain_and_rejoins(galera: GaleraCluster, galera_queu
     assert row.lost == 0 and row.duplicates <= row.bound
     assert job_rows(queue) == []
     assert victim.state() == "Synced"
+
+
+def test_a_lagging_node_sees_a_lease_renewed_on_another(galera: GaleraCluster, galera_queue: Queue) -> None:
+    """A node applies the other nodes' writes after they commit. gc-processing on a node that
+    lags (held here by FLUSH TABLES WITH READ LOCK, as an rsync state-transfer donor is) must
+    not take a lease renewed on another node for expired: its liveness read waits until the
+    node has caught up."""
+    worker_url, sweep_url = galera.urls(DATABASE)[1] + "?lease=3s", galera.urls(DATABASE)[0]
+    worker = create_backend(worker_url)
+    worker.hold_liveness("lagging-node-test")
+    sweep = Queue(sweep_url)
+    blocker = create_backend(sweep_url)
+    try:
+        _execute(blocker, "FLUSH TABLES WITH READ LOCK")  # node 1 stops applying
+        expires = time.monotonic() + 3
+        while time.monotonic() < expires + 0.5:  # renewed on node 2 past the first expiry
+            worker.liveness.renew_if_due()
+            time.sleep(0.1)
+        stale = sql(
+            sweep,
+            "SELECT COUNT(*) FROM batchq_lease WHERE owner = 'lagging-node-test' "
+            "AND expire_at > UTC_TIMESTAMP(6)",
+        )
+        assert stale == [(0,)]  # what node 1 shows without waiting: the lease expired
+        threading.Timer(1.0, _execute, (blocker, "UNLOCK TABLES")).start()
+        assert sweep.backend.liveness.is_alive("lagging-node-test") is True
+    finally:
+        _execute(blocker, "UNLOCK TABLES")
+        for backend in (worker, blocker):
+            backend.close()
+        sweep.close()
+
+
+def _execute(backend: Backend, statement: str) -> None:
+    with backend.errors(), backend.conn.cursor() as cur:
+        cur.execute(statement)
 
 
 def test_stats_on_a_node_and_a_node_cut_off(galera: GaleraCluster, galera_queue: Queue) -> None:

@@ -316,3 +316,19 @@ def test_a_job_id_used_again_replaces_the_older_record(hq: Queue, path: str) -> 
     records = hq.history()
     assert sorted(entry.id for entry in records) == new
     assert {(entry.task, entry.result) for entry in records} == {("history_jobs:returns", 7)}
+
+
+def test_a_failed_try_is_measured_where_nothing_is_kept(hq: Queue) -> None:
+    """A success is measured only when it is kept (its figures go nowhere else); a failed try is
+    always measured on its row, also in batch mode, between successes, with no history kept."""
+    ok_before = hq.enqueue("history_jobs:returns", 1, priority=2)
+    failing = hq.enqueue("history_jobs:fails", "y", max_errors=1, priority=1)
+    ok_after = hq.enqueue("history_jobs:returns", 2)
+    worker = drain(hq, batch_size=10)
+    assert (worker.summary.succeeded, worker.summary.errors) == (2, 1)
+    assert list(worker.summary.job_ids) == [ok_before, failing, ok_after]
+    [failed] = gc_error(hq)
+    assert failed.id == failing
+    assert failed.last_wall_seconds is not None and failed.last_wall_seconds >= 0
+    assert failed.last_cpu_seconds is not None and failed.last_memory_peak_bytes
+    assert hq.history(failed=True) == [] and hq.history(failed=False) == []

@@ -41,6 +41,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "jobs_claim_waiting",  # jobs_claim without SKIP LOCKED, for older servers
         "jobs_claim_mark",
         "jobs_claim_mark_checked",  # on Galera: and did the commit happen (see the query)
+        "jobs_claim_mark_none_checked",  # on Galera: a claim that found nothing, checked likewise
         "session_isolation",  # READ COMMITTED, once per session
         "mq_read_mark",
         "mq_read_no_skip",
@@ -49,6 +50,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "server_info",  # the version and whether it has SKIP LOCKED, read once per connection
         "max_allowed_packet",  # what bounds a statement's size
         "galera_info",  # is the server a Galera cluster node (wsrep on, with a provider)
+        "wsrep_sync_wait",  # on Galera: liveness_held reads causally
         "lock_taken",  # after lock_take: the slot and token it gave (no RETURNING)
         "partition_leased",  # after partition_lease: the partition it gave (no RETURNING)
         "jobs_claim_partition_waiting",  # jobs_claim_partition without SKIP LOCKED

@@ -23,6 +23,7 @@ from typing import Any
 
 from .backends import Backend, Row, stored_count, stored_seconds, stored_text, stored_time
 from .config import format_duration
+from .job import Kept
 
 try:
     import resource
@@ -46,9 +47,6 @@ _RUSAGE_WHO = getattr(resource, "RUSAGE_THREAD", getattr(resource, "RUSAGE_SELF"
 _MAXRSS_BYTES = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
 # ASCII only: no lone surrogate or NUL can reach a text column, on any backend.
 _RESULT_JSON = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
-# The claim's measurements, one encoder for every claim (json.dumps with separators= would build
-# a new encoder each time: a third of the document's cost for a single job).
-_KEPT_JSON = json.JSONEncoder(separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,44 +101,20 @@ def _rusage() -> tuple[float | None, int | None]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * _MAXRSS_BYTES
 
 
-@dataclass(frozen=True, slots=True)
-class Kept:
-    """A succeeded job to copy into the history: its id, figures and result as stored."""
-
-    id: int
-    usage: Usage
-    result: str | None = None  # JSON text
-    note: str | None = None  # why the result is not stored as returned
-
-    def document(self) -> dict[str, Any]:
-        """Its entry in the claim's JSON array (keys left out are NULL)."""
-        usage = self.usage
-        entry: dict[str, Any] = {"id": self.id, "wall": usage.wall_seconds}
-        for key, value in (
-            ("cpu", usage.cpu_seconds),
-            ("peak", usage.memory_peak_bytes),
-            ("growth", usage.memory_growth_bytes),
-            ("result", self.result),
-            ("note", self.note),
-        ):
-            if value is not None:
-                entry[key] = value
-        return entry
-
-    @property
-    def size(self) -> int:
-        """Roughly its share of the claim statement, in bytes."""
-        return 120 + len(self.result or "") * 2 + len(self.note or "")
-
-    @classmethod
-    def of(cls, job_id: int, usage: Usage, value: Any) -> Kept:
-        result, note = encode_result(value)
-        return cls(job_id, usage, result, note)
-
-
-def kept_document(kept: Sequence[Kept]) -> str:
-    """The claim's %(kept)s parameter: one JSON array of every kept job."""
-    return _KEPT_JSON.encode([entry.document() for entry in kept])
+def kept_job(job_id: int, usage: Usage, value: Any) -> Kept:
+    """What the claim copies into the history for a succeeded job: its figures as integers (wall
+    time in nanoseconds, CPU time in microseconds) and what it returned, as stored."""
+    result, note = encode_result(value)
+    cpu = usage.cpu_seconds
+    return Kept(
+        job_id,
+        round(usage.wall_seconds * 1e9),
+        None if cpu is None else round(cpu * 1e6),
+        usage.memory_peak_bytes,
+        usage.memory_growth_bytes,
+        result,
+        note,
+    )
 
 
 def encode_result(value: Any) -> tuple[str | None, str | None]:

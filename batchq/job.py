@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 JOB_ID_RANGE = (1, 2**63 - 1)  # BIGINT / INTEGER ids on every backend
+# A kept result's JSON text, and its note, as JSON strings in the claim's array (ASCII, as the
+# result's text already is).
+_KEPT_JSON = json.JSONEncoder(ensure_ascii=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,3 +55,59 @@ class Claim:
 
     deleted: int = 0
     jobs: list[Job] = field(default_factory=list)
+
+
+class Kept(NamedTuple):
+    """A succeeded job to copy into the history, as the claim sends it (batchq.history.kept_job
+    makes one): its id, its figures as integers (wall time in nanoseconds, CPU time in
+    microseconds: the claim divides them back into seconds; None where unknown) and its result
+    as stored (JSON text, or a note saying why not). A plain tuple, written out by hand: a
+    frozen dataclass, a dict and the generic encoder's float reprs per job cost several
+    microseconds a job (bench/RESULTS.md)."""
+
+    id: int
+    wall_ns: int
+    cpu_us: int | None
+    peak: int | None
+    growth: int | None
+    result: str | None = None  # JSON text
+    note: str | None = None  # why the result is not stored as returned
+
+    def entry(self) -> str:
+        """Its entry in the claim's JSON array, written directly as text: [id, wall ns, CPU us,
+        peak, growth], then result and note (JSON strings or null) when it returned something."""
+        cpu, peak, growth = _json_int(self.cpu_us), _json_int(self.peak), _json_int(self.growth)
+        head = f"[{self.id},{self.wall_ns},{cpu},{peak},{growth}"
+        if self.result is None and self.note is None:
+            return head + "]"
+        return f"{head},{_json_text(self.result)},{_json_text(self.note)}]"
+
+    def params(self) -> dict[str, Any]:
+        """Its figures as the parameters of a claim that keeps this one job (jobs_claim_keep_one)."""
+        return {
+            "kept_id": self.id,
+            "wall_ns": self.wall_ns,
+            "cpu_us": self.cpu_us,
+            "peak": self.peak,
+            "growth": self.growth,
+            "result": self.result,
+            "note": self.note,
+        }
+
+    @property
+    def size(self) -> int:
+        """Roughly its share of the claim statement, in bytes (escaping may double the text)."""
+        return 120 + 2 * (len(self.result or "") + len(self.note or ""))
+
+
+def kept_document(kept: Sequence[Kept]) -> str:
+    """The claim's %(kept)s parameter: one JSON array of every kept job's entry."""
+    return f"[{','.join([entry.entry() for entry in kept])}]"
+
+
+def _json_int(value: int | None) -> str:
+    return "null" if value is None else str(int(value))
+
+
+def _json_text(value: str | None) -> str:
+    return "null" if value is None else _KEPT_JSON.encode(value)

@@ -23,8 +23,8 @@ from .config import parse_timeout
 from .errors import BackendError, BackendUnavailable
 from .failures import fingerprint, fingerprint_of, timeout_fingerprint
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
-from .history import KEPT_STATEMENT_BYTES, Kept, Meter, Usage, kept_document
-from .job import Job
+from .history import KEPT_STATEMENT_BYTES, Meter, Usage, kept_job
+from .job import Job, Kept
 from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
 from .queue import Queue, payload_mismatch
 from .registry import Registration
@@ -305,7 +305,7 @@ class Worker:
             return self._claim_in_partitions(queues, limit, done)
         deleted = 0
         for queue_name in queues:
-            kept = self._kept_document(done)
+            kept = self._kept_of(done)
             claim = self.backend.claim(queue_name, self.name, os.urandom(16).hex(), limit, done, kept=kept)
             deleted, done = deleted + claim.deleted, []
             if claim.jobs:
@@ -344,14 +344,18 @@ class Worker:
     def _keeps(self, job: Job) -> bool:
         return self.options.keep or job.queue in self._keeping
 
-    def _kept_document(self, done: list[Job]) -> str | None:
-        """The measurements of the finished jobs to keep, for the claim; None when none is kept
-        (the claim is then exactly what it is without history)."""
-        kept = [self._kept[job.id] for job in done if job.id in self._kept]
-        return kept_document(kept) if kept else None
+    def _kept_of(self, done: list[Job]) -> list[Kept] | None:
+        """The finished jobs to keep, with their measurements, for the claim; None when none is
+        kept (the claim is then exactly what it is without history)."""
+        if not self._kept:
+            return None
+        found = [self._kept[job.id] for job in done if job.id in self._kept]
+        return found or None
 
     def _kept_size(self, done: list[Job]) -> int:
-        return sum(self._kept[job.id].size for job in done if job.id in self._kept) if self._kept else 0
+        if not self._kept:
+            return 0
+        return sum(self._kept[job.id].size for job in done if job.id in self._kept)
 
     def _delete_done(self, done: list[Job]) -> int:
         """Delete finished jobs with no claim (keeping those to keep), in pieces whose
@@ -362,11 +366,11 @@ class Worker:
         for job in done:
             job_size = self._kept[job.id].size if job.id in self._kept else 0
             if piece and size + job_size > KEPT_STATEMENT_BYTES:
-                deleted += self.backend.delete_jobs(piece, self._kept_document(piece))
+                deleted += self.backend.delete_jobs(piece, self._kept_of(piece))
                 piece, size = [], 0
             piece.append(job)
             size += job_size
-        return deleted + self.backend.delete_jobs(piece, self._kept_document(piece))
+        return deleted + self.backend.delete_jobs(piece, self._kept_of(piece))
 
     # -- process ------------------------------------------------------------------
 
@@ -399,7 +403,7 @@ class Worker:
             if failure is None:
                 # A success's figures go only into the history: measured only when it is kept.
                 if self._keeps(job):
-                    self._kept[job.id] = Kept.of(job.id, meter.stop(), result)
+                    self._kept[job.id] = kept_job(job.id, meter.stop(), result)
                 self.summary.succeeded += 1
                 done.append(job)
                 if debug:
@@ -627,7 +631,7 @@ class Worker:
                 if pending:
                     backend.release_jobs(pending)
                 if done:
-                    backend.delete_jobs(done, self._kept_document(done))
+                    backend.delete_jobs(done, self._kept_of(done))
 
         backend.retrying(record)
 

@@ -1,19 +1,26 @@
 """`batchq run` with job history on (`--keep`) against off, per job, on one backend.
 
-    .venv/bin/python bench/history.py --backend mysql|sqlite|postgresql --jobs 5000 --repeat 2
+    .venv/bin/python bench/history.py --backend mysql|sqlite|postgresql --jobs 5000 --repeat 6
 
-Each repetition runs, for each row, history off and then on, on freshly emptied tables
-(batchq_job and batchq_history; bench/loads.py's reset): --jobs no-op jobs loaded server-side
-(untimed), one `batchq run` process started (`--batch B` for the batch rows); jobs/s = jobs / wall
-seconds from its spawn to its exit. On: `batchq run --keep`, so every job is measured (it always
-is) and copied into batchq_history in its claim's transaction, result included (noop returns
-None); the run then checks that every job is in the history. The target (issue 12): on costs at
-most 10 % of off's rate. `--modes off` runs the off rows alone: with PYTHONPATH set to an older
-checkout, the same rows time that version's `batchq run` (the history-off cycle before and after).
+Each round runs, for each row, history off and on, on freshly emptied tables (batchq_job and
+batchq_history; bench/loads.py's reset): no-op jobs loaded server-side (untimed), one `batchq run`
+process started (`--batch B` for the batch rows); jobs/s = jobs / wall seconds from its spawn to
+its exit. On: `batchq run --keep`, so every job is measured (it always is) and copied into
+batchq_history in its claim's transaction, result included (noop returns None); the run then
+checks that every job is in the history. The order of off and on alternates from round to
+round, so a drift in the machine's load (it is shared) favours neither; the "on / off" column is
+the median of each round's own ratio, with its range, so a slow round cancels out. A batch row
+drains --batch-jobs jobs (default 10 x --jobs): 5,000 jobs drain in well under a second in
+batches, which the process's start-up would swamp. The load average is printed before and after.
+
+The target (issue 12): on costs at most 10 % of off's rate, i.e. on / off >= 0.90. `--modes off`
+runs the off rows alone: with PYTHONPATH set to an older checkout, the same rows time that
+version's `batchq run` (the history-off cycle before and after).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
@@ -59,38 +66,51 @@ def drain(backend: str, jobs: int, batch: int, keep: bool) -> float:
     return jobs / wall
 
 
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
-    ap = parser(__doc__, repeat=2, jobs=5000, quick={"jobs": 500, "repeat": 1})
+    ap = parser(__doc__, repeat=6, jobs=5000, quick={"jobs": 500, "batch_jobs": 5000, "repeat": 2})
     ap.add_argument("--batches", default="1,100", help="--batch values, one row each (default %(default)s)")
+    ap.add_argument("--batch-jobs", type=int, help="jobs per batch row's drain (default 10 x --jobs)")
     ap.add_argument("--modes", default="off,on", help="off,on (default), or off alone")
     args = parse(ap)
     compile_batchq()
     b, modes = args.backend, [m for m in args.modes.split(",") if m in MODES]
+    both = modes == list(MODES)
     cases: list[tuple[str, dict[str, Callable[[], float]]]] = []
     for batch in (int(n) for n in args.batches.split(",")):
         name = "`run`" if batch == 1 else f"`run --batch {batch}`"
-        runs = {mode: (lambda bt=batch, keep=(mode == "on"): drain(b, args.jobs, bt, keep)) for mode in modes}
-        cases.append((name, runs))
+        jobs = args.jobs if batch == 1 else (args.batch_jobs or 10 * args.jobs)
+        runs = {mode: (lambda bt=batch, n=jobs, keep=(mode == "on"): drain(b, n, bt, keep)) for mode in modes}
+        cases.append((f"{name}, {jobs:,} jobs", runs))
     rates: dict[str, dict[str, list[float]]] = {name: {m: [] for m in modes} for name, _ in cases}
+    loads = [load_average()]
     for rep in range(args.repeat):
         for name, runs in cases:
-            for mode, run in runs.items():
+            order = list(runs.items()) if rep % 2 == 0 else list(reversed(runs.items()))
+            for mode, run in order:
                 rate = run()
                 rates[name][mode].append(rate)
-                print(f"# rep {rep + 1} {name} {mode}: {rate:,.0f}/s", file=sys.stderr, flush=True)
+                print(f"# round {rep + 1} {name} {mode}: {rate:,.0f}/s", file=sys.stderr, flush=True)
+    loads.append(load_average())
     header = [f"{b}: medians (min–max), jobs/s, 1 process"] + [f"history {m}" for m in modes]
-    if modes == list(MODES):
-        header.append("on / off")
+    if both:
+        header += ["on / off of the medians", "on / off per round: median (min–max)"]
     rows = []
     for name, by_mode in rates.items():
         row = [name] + [med_range(by_mode[m]) for m in modes]
-        if modes == list(MODES):
-            row.append(ratio(median(by_mode["on"]), median(by_mode["off"])))
+        if both:
+            per_round = [on / off for on, off in zip(by_mode["on"], by_mode["off"])]
+            row += [ratio(median(by_mode["on"]), median(by_mode["off"])), med_range(per_round, "{:.2f}×")]
         rows.append(row)
     info = ", ".join(f"{k} {v}" for k, v in server_info(b).items())
     text = table(header, rows)
-    suffix = "" if modes == list(MODES) else "_" + "_".join(modes)
-    emit(f"history on vs off, {b}", f"{command_line()}\n\n{text}\n\nServer: {info}", f"history_{b}{suffix}")
+    rounds = f"{args.repeat} rounds; load average (1, 5, 15 min) before: {loads[0]}, after: {loads[1]}"
+    suffix = "" if both else "_" + "_".join(modes)
+    body = f"{command_line()}\n\n{text}\n\n{rounds}\n\nServer: {info}"
+    emit(f"history on vs off, {b}", body, f"history_{b}{suffix}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 
 from ..config import DatabaseURL, lease_length, lease_seconds, redact
 from ..errors import BackendError, BackendUnavailable
-from ..job import Claim, Job
+from ..job import Claim, Job, Kept, kept_document
 from ..sqlfiles import queries as load_queries
 from .liveness import LeaseLiveness, Liveness
 
@@ -341,13 +341,13 @@ class Backend(ABC):
         limit: int = 1,
         done: Sequence[Job] = (),
         partition: int | None = None,
-        kept: str | None = None,
+        kept: Sequence[Kept] | None = None,
     ) -> Claim:
         """In one transaction: delete the jobs ``done`` (finished by this worker, fenced by their
         claim's token) and claim up to ``limit`` due jobs of ``queue``, in the claim index's
-        order (priority, then due time, then id), marked ours with ``token``. With ``kept`` (a
-        JSON array of measurements, batchq.history.kept_document), the jobs of ``done`` it names
-        are first copied into batchq_history, in the same transaction.
+        order (priority, then due time, then id), marked ours with ``token``. With ``kept`` (the
+        measurements of some of ``done``, batchq.history.kept_job), those jobs are first copied
+        into batchq_history, in the same transaction.
 
         Every 'ready' row is due (jobs_promote moves 'scheduled' ones once their time comes), so
         a claim takes the first unlocked rows of the claim index: it never walks the backlog.
@@ -355,16 +355,16 @@ class Backend(ABC):
         such a claim is never given ``kept``: the worker deletes the jobs it keeps first.
         """
 
-    def delete_jobs(self, jobs: Sequence[Job], kept: str | None = None) -> int:
+    def delete_jobs(self, jobs: Sequence[Job], kept: Sequence[Kept] | None = None) -> int:
         """Delete finished jobs when no claim follows (with ``kept``: copied into the history
         first, as claim() does); returns how many matched their token."""
         if kept is not None:
             return self._delete_keeping(jobs, kept)
         return self.execute("jobs_delete", {"token": jobs[0].claim_token, "ids": job_ids(jobs)})
 
-    def _delete_keeping(self, jobs: Sequence[Job], kept: str) -> int:
+    def _delete_keeping(self, jobs: Sequence[Job], kept: Sequence[Kept]) -> int:
         """jobs_delete_keep: copy into the history and delete, in one statement."""
-        row = self.fetchone("jobs_delete_keep", {**done_params(jobs), "kept": kept})
+        row = self.fetchone("jobs_delete_keep", {**done_params(jobs), "kept": kept_document(kept)})
         return int(row["deleted"]) if row else 0
 
     def check_history(self) -> None:

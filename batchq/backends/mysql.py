@@ -16,7 +16,7 @@ from pymysql.constants import CLIENT
 
 from ..config import DEFAULT_PORTS
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
-from ..job import Claim, Job
+from ..job import Claim, Job, Kept, kept_document
 from .base import Backend, DuplicateKey, TransientError, done_params
 from .liveness import Liveness
 
@@ -283,7 +283,7 @@ class MySQLBackend(Backend):
         limit: int = 1,
         done: Sequence[Job] = (),
         partition: int | None = None,
-        kept: str | None = None,
+        kept: Sequence[Kept] | None = None,
     ) -> Claim:
         """Two round trips, one commit: jobs_claim (begin, delete what is done, lock the next
         jobs; jobs_claim_keep: first copy what is done into the history) as one multi-statement
@@ -292,9 +292,12 @@ class MySQLBackend(Backend):
         params["done_ids"] = params["done_ids"] or [None]  # IN (NULL): PyMySQL cannot send ()
         if partition is not None:
             name = "jobs_claim_partition" if self.skip_locked else "jobs_claim_partition_waiting"
+        elif kept is not None and len(kept) == 1:  # one job: its figures as plain parameters
+            name = "jobs_claim_keep_one"
+            params.update(kept[0].params())
         elif kept is not None:
             self.check_history()
-            name, params["kept"] = "jobs_claim_keep", kept
+            name, params["kept"] = "jobs_claim_keep", kept_document(kept)
         else:
             name = "jobs_claim" if self.skip_locked else "jobs_claim_waiting"
         with self.session_lock:
@@ -339,12 +342,12 @@ class MySQLBackend(Backend):
                 "write aborted it"
             )
 
-    def _delete_keeping(self, jobs: Sequence[Job], kept: str) -> int:
+    def _delete_keeping(self, jobs: Sequence[Job], kept: Sequence[Kept]) -> int:
         """jobs_delete_keep: copy into the history and delete, one transaction, one round trip."""
         self.check_history()
         with self.session_lock:
             try:
-                results = self._multi("jobs_delete_keep", {**done_params(jobs), "kept": kept})
+                results = self._multi("jobs_delete_keep", {**done_params(jobs), "kept": kept_document(kept)})
             except BaseException:
                 self._rollback_quietly()
                 raise

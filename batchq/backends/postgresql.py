@@ -19,7 +19,7 @@ try:
 except ImportError as exc:  # an optional extra
     raise ConfigError("a postgresql:// URL needs psycopg: pip install 'batchq[postgresql]'") from exc
 
-from ..job import Claim, Job
+from ..job import Claim, Job, Kept, kept_document
 from .base import Backend, DuplicateKey, TransientError, done_params
 from .liveness import Liveness
 
@@ -181,7 +181,7 @@ class PostgreSQLBackend(Backend):
         limit: int = 1,
         done: Sequence[Job] = (),
         partition: int | None = None,
-        kept: str | None = None,
+        kept: Sequence[Kept] | None = None,
     ) -> Claim:
         """One statement, one round trip, its own transaction in autocommit: jobs_claim deletes
         what is done (jobs_claim_keep: and copies it into the history), then locks and marks the
@@ -189,8 +189,10 @@ class PostgreSQLBackend(Backend):
         params = {"queue": queue, "limit": limit, "worker": worker, "token": token, **done_params(done)}
         if partition is not None:
             rows = self.rows("jobs_claim_partition", {**params, "partition": partition})
+        elif kept is not None and len(kept) == 1:  # one job: its figures as plain parameters
+            rows = self.rows("jobs_claim_keep_one", {**params, **kept[0].params()})
         elif kept is not None:
-            rows = self.rows("jobs_claim_keep", {**params, "kept": kept})
+            rows = self.rows("jobs_claim_keep", {**params, "kept": kept_document(kept)})
         else:
             rows = self.rows("jobs_claim", params)
         jobs = [Job.from_row(row, token) for row in rows if row[0] is not None]

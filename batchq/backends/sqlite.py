@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
-from ..job import Claim, Job
+from ..job import Claim, Job, Kept, kept_document
 from .base import Backend, DuplicateKey, TransientError, done_params
 from .liveness import Liveness, ProcessLiveness
 
@@ -78,7 +78,7 @@ class SQLiteBackend(Backend):
         limit: int = 1,
         done: Sequence[Job] = (),
         partition: int | None = None,
-        kept: str | None = None,
+        kept: Sequence[Kept] | None = None,
     ) -> Claim:
         """BEGIN IMMEDIATE; jobs_keep (what is done and kept); jobs_delete (what is done);
         jobs_claim (UPDATE ... RETURNING); COMMIT."""
@@ -90,10 +90,10 @@ class SQLiteBackend(Backend):
             rows.sort(key=_claim_order)  # RETURNING gives no order
         return Claim(deleted, [Job.from_row(row, token) for row in rows])
 
-    def _delete_keeping(self, jobs: Sequence[Job], kept: str) -> int:
+    def _delete_keeping(self, jobs: Sequence[Job], kept: Sequence[Kept]) -> int:
         """jobs_keep, then jobs_delete, in one transaction (the claim's, when one follows)."""
         with self.transaction():
-            self.execute("jobs_keep", {**done_params(jobs), "kept": kept})
+            self.execute("jobs_keep", {**done_params(jobs), "kept": kept_document(kept)})
             return self.delete_jobs(jobs)
 
     def _adapt(self, params: Any) -> Any:

@@ -141,7 +141,7 @@ FOR UPDATE SKIP LOCKED;
 -- into batchq_history before their DELETE, fenced by the same token, in the same transaction (in
 -- its REPEATABLE READ the INSERT ... SELECT reads the rows locked, as the DELETE then finds them;
 -- `j.id IN` makes it primary-key lookups). Their measurements come as one JSON array %(kept)s
--- (id, wall, cpu, peak, growth, result, note). REPLACE: a job id used again (a TRUNCATE of
+-- of arrays [id, wall ns, CPU us, peak, growth(, result, note)] (batchq.history.kept_entry). REPLACE: a job id used again (a TRUNCATE of
 -- batchq_job restarts the ids) replaces the older record rather than failing the claim. Needs
 -- JSON_TABLE (MySQL >= 8.0.4, MariaDB >= 10.6).
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
@@ -150,13 +150,37 @@ REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, atte
                             enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
                             memory_peak_bytes, memory_growth_bytes, result, result_note)
 SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
-       j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall, k.cpu, k.peak, k.growth, k.result, k.note
+       j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall_ns / 1e9, k.cpu_us / 1e6, k.peak, k.growth,
+       k.result, k.note
 FROM batchq_job j
 JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
-    id BIGINT UNSIGNED PATH '$.id', wall DOUBLE PATH '$.wall', cpu DOUBLE PATH '$.cpu',
-    peak BIGINT UNSIGNED PATH '$.peak', growth BIGINT UNSIGNED PATH '$.growth',
-    result MEDIUMTEXT PATH '$.result', note VARCHAR(255) PATH '$.note')) AS k ON k.id = j.id
+    id BIGINT UNSIGNED PATH '$[0]', wall_ns DOUBLE PATH '$[1]', cpu_us DOUBLE PATH '$[2]',
+    peak BIGINT UNSIGNED PATH '$[3]', growth BIGINT UNSIGNED PATH '$[4]',
+    result MEDIUMTEXT PATH '$[5]', note VARCHAR(255) PATH '$[6]')) AS k ON k.id = j.id
 WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+       task_version, backoff
+FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+ORDER BY priority DESC, run_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: jobs_claim_keep_one
+-- jobs_claim_keep when one finished job is kept, as in every single-job claim that keeps history:
+-- its figures come as plain parameters (wall time in ns, CPU time in us), so the copy is a
+-- primary-key INSERT ... SELECT, with no JSON_TABLE to parse, plan and join.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
+START TRANSACTION;
+REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                            memory_peak_bytes, memory_growth_bytes, result, result_note)
+SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
+       j.created_at, j.processing_at, UTC_TIMESTAMP(6), %(wall_ns)s / 1e9, %(cpu_us)s / 1e6, %(peak)s,
+       %(growth)s, %(result)s, %(note)s
+FROM batchq_job j
+WHERE j.id = %(kept_id)s AND j.claim_token = %(done_token)s;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
        task_version, backoff
@@ -256,12 +280,13 @@ REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, atte
                             enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
                             memory_peak_bytes, memory_growth_bytes, result, result_note)
 SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
-       j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall, k.cpu, k.peak, k.growth, k.result, k.note
+       j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall_ns / 1e9, k.cpu_us / 1e6, k.peak, k.growth,
+       k.result, k.note
 FROM batchq_job j
 JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
-    id BIGINT UNSIGNED PATH '$.id', wall DOUBLE PATH '$.wall', cpu DOUBLE PATH '$.cpu',
-    peak BIGINT UNSIGNED PATH '$.peak', growth BIGINT UNSIGNED PATH '$.growth',
-    result MEDIUMTEXT PATH '$.result', note VARCHAR(255) PATH '$.note')) AS k ON k.id = j.id
+    id BIGINT UNSIGNED PATH '$[0]', wall_ns DOUBLE PATH '$[1]', cpu_us DOUBLE PATH '$[2]',
+    peak BIGINT UNSIGNED PATH '$[3]', growth BIGINT UNSIGNED PATH '$[4]',
+    result MEDIUMTEXT PATH '$[5]', note VARCHAR(255) PATH '$[6]')) AS k ON k.id = j.id
 WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
 COMMIT;

@@ -203,8 +203,9 @@ ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
 -- name: jobs_claim_keep
 -- jobs_claim when finished jobs are to be kept (history): the DELETE of the finished jobs returns
--- them, and they go into batchq_history with their measurements (one JSON array %(kept)s: id,
--- wall, cpu, peak, growth, result, note), in the same statement: only what was deleted, fenced
+-- them, and they go into batchq_history with their measurements (one JSON array %(kept)s of
+-- arrays [id, wall ns, CPU us, peak, growth(, result, note)]: batchq.history.kept_entry), in
+-- the same statement: only what was deleted, fenced
 -- by its token, is kept. ON CONFLICT: a job id used again (a TRUNCATE ... RESTART IDENTITY of
 -- batchq_job) replaces the older record rather than failing the claim.
 WITH done AS (
@@ -216,10 +217,56 @@ WITH done AS (
                                 memory_peak_bytes, memory_growth_bytes, result, result_note)
     SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
            done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
-           statement_timestamp(), k.wall, k.cpu, k.peak, k.growth, k.result, k.note
-    FROM done JOIN jsonb_to_recordset(%(kept)s::jsonb)
-         AS k(id bigint, wall float8, cpu float8, peak bigint, growth bigint, result text, note text)
-         ON k.id = done.id
+           statement_timestamp(), (k.e->>1)::float8 / 1e9::float8, (k.e->>2)::float8 / 1e6::float8,
+           (k.e->>3)::bigint, (k.e->>4)::bigint, k.e->>5, k.e->>6
+    FROM done JOIN jsonb_array_elements(%(kept)s::jsonb) AS k(e) ON (k.e->>0)::bigint = done.id
+    ON CONFLICT (id) DO UPDATE SET
+        queue = excluded.queue, task = excluded.task, payload = excluded.payload,
+        serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
+        worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
+        finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
+        cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
+        memory_growth_bytes = excluded.memory_growth_bytes, result = excluded.result,
+        result_note = excluded.result_note, error = excluded.error
+), picked AS MATERIALIZED (
+    SELECT id FROM batchq_job
+    WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
+    ORDER BY priority DESC, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE batchq_job
+    SET status = 'processing', processing_at = statement_timestamp(),
+        locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
+    -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
+    -- with picked may hash the whole table in a generic plan).
+    WHERE id = ANY(ARRAY(SELECT id FROM picked))
+    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+              task_version, backoff, run_at
+)
+SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
+       claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
+       claimed.task_version, claimed.backoff, (SELECT count(*) FROM done) AS deleted
+FROM (SELECT 1) AS one LEFT JOIN claimed ON true
+ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
+
+-- name: jobs_claim_keep_one
+-- jobs_claim_keep when one finished job is kept, as in every single-job claim that keeps history:
+-- its figures come as plain parameters (wall time in ns, CPU time in us) instead of a JSON array
+-- to parse and join.
+WITH done AS (
+    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
+    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at
+), kept AS (
+    INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                                enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                                memory_peak_bytes, memory_growth_bytes, result, result_note)
+    SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
+           done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
+           statement_timestamp(), %(wall_ns)s::float8 / 1e9::float8, %(cpu_us)s::float8 / 1e6::float8,
+           %(peak)s::bigint, %(growth)s::bigint, %(result)s::text, %(note)s::text
+    FROM done
+    WHERE done.id = %(kept_id)s::bigint
     ON CONFLICT (id) DO UPDATE SET
         queue = excluded.queue, task = excluded.task, payload = excluded.payload,
         serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
@@ -266,10 +313,9 @@ WITH done AS (
                                 memory_peak_bytes, memory_growth_bytes, result, result_note)
     SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
            done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
-           statement_timestamp(), k.wall, k.cpu, k.peak, k.growth, k.result, k.note
-    FROM done JOIN jsonb_to_recordset(%(kept)s::jsonb)
-         AS k(id bigint, wall float8, cpu float8, peak bigint, growth bigint, result text, note text)
-         ON k.id = done.id
+           statement_timestamp(), (k.e->>1)::float8 / 1e9::float8, (k.e->>2)::float8 / 1e6::float8,
+           (k.e->>3)::bigint, (k.e->>4)::bigint, k.e->>5, k.e->>6
+    FROM done JOIN jsonb_array_elements(%(kept)s::jsonb) AS k(e) ON (k.e->>0)::bigint = done.id
     ON CONFLICT (id) DO UPDATE SET
         queue = excluded.queue, task = excluded.task, payload = excluded.payload,
         serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,

@@ -132,17 +132,17 @@ RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priorit
 -- name: jobs_keep
 -- Before jobs_delete, in the claim's BEGIN IMMEDIATE, when finished jobs are to be kept: copy
 -- them into batchq_history, fenced by their token, with their measurements (one JSON array
--- :kept: id, wall, cpu, peak, growth, result, note). OR REPLACE: a job id used again replaces
+-- :kept of arrays [id, wall ns, CPU us, peak, growth(, result, note)]: history.kept_entry). OR REPLACE: a job id used again replaces
 -- the older record rather than failing the claim (batchq_job's AUTOINCREMENT never reuses one).
 INSERT OR REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
                                        enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
                                        memory_peak_bytes, memory_growth_bytes, result, result_note)
 SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
        j.created_at, j.processing_at, strftime('%Y-%m-%d %H:%M:%f', 'now'),
-       json_extract(k.value, '$.wall'), json_extract(k.value, '$.cpu'),
-       json_extract(k.value, '$.peak'), json_extract(k.value, '$.growth'),
-       json_extract(k.value, '$.result'), json_extract(k.value, '$.note')
-FROM json_each(:kept) AS k JOIN batchq_job j ON j.id = json_extract(k.value, '$.id')
+       json_extract(k.value, '$[1]') / 1e9, json_extract(k.value, '$[2]') / 1e6,
+       json_extract(k.value, '$[3]'), json_extract(k.value, '$[4]'),
+       json_extract(k.value, '$[5]'), json_extract(k.value, '$[6]')
+FROM json_each(:kept) AS k JOIN batchq_job j ON j.id = json_extract(k.value, '$[0]')
 WHERE j.claim_token = :done_token;
 
 -- name: jobs_delete

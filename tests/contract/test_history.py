@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from batchq import ConfigError, Queue
-from batchq.history import KEPT_STATEMENT_BYTES, RESULT_MAX_BYTES, prune
+from batchq.history import KEPT_STATEMENT_BYTES, RESULT_MAX_BYTES, Usage, kept_job, prune
 from batchq.metrics import read_finished
 from batchq.sweeps import gc_error
 from batchq.worker import RunOptions, Worker
@@ -256,6 +256,66 @@ def test_metrics_count_the_jobs_finished_within_the_window(hq: Queue) -> None:
     burned = finished["history_jobs:burns_cpu", "succeeded"]
     assert (burned.queue, burned.jobs) == ("default", 2)
     assert burned.cpu_seconds >= 0.015 and burned.wall_seconds >= burned.wall_max_seconds > 0
+
+
+@pytest.mark.parametrize("through", ["claim", "claim of one", "delete"])
+def test_the_measurements_reach_the_record_exactly_as_measured(hq: Queue, through: str) -> None:
+    """The claim carries wall time in nanoseconds and CPU time in microseconds as integers
+    (history.kept_job), in a JSON array, or as plain parameters when it keeps one job: the
+    record holds them in seconds, unknown figures as NULL, the result and its note as sent. A
+    finished job not named in ``kept`` is deleted and not kept."""
+    first, second, third = hq.enqueue("jobs:noop"), hq.enqueue("jobs:noop"), hq.enqueue("jobs:noop")
+    backend = hq.backend
+    done = backend.claim("default", "w1", "token-1", 3).jobs
+    assert [job.id for job in done] == [first, second, third]
+    kept = [
+        kept_job(first, Usage(0.123456789, 0.25, 123_456_789, 4_096), {"n": [1, 2]}),
+        kept_job(second, Usage(2e-6), object()),  # no CPU or memory figures; a result JSON cannot carry
+    ]
+    if through == "claim of one":
+        kept = kept[1:]
+    if through == "delete":
+        assert backend.delete_jobs(done, kept) == 3
+    else:
+        claim = backend.claim("default", "w1", "token-2", 1, done, kept=kept)
+        assert (claim.deleted, claim.jobs) == (3, [])
+    assert job_rows(hq) == []
+    records = {entry.id: entry for entry in hq.history()}
+    assert set(records) == {entry.id for entry in kept}
+    if through != "claim of one":
+        measured = records[first]
+        assert measured.wall_seconds == pytest.approx(0.123456789, abs=1e-12)
+        figures = (measured.cpu_seconds, measured.memory_peak_bytes, measured.memory_growth_bytes)
+        assert figures == (0.25, 123_456_789, 4_096)
+        assert (measured.result, measured.result_note) == ({"n": [1, 2]}, None)
+    bare = records[second]
+    assert bare.wall_seconds == pytest.approx(2e-6, abs=1e-12)
+    assert (bare.cpu_seconds, bare.memory_peak_bytes, bare.memory_growth_bytes) == (None, None, None)
+    assert isinstance(bare.result, str) and bare.result.startswith("<object object at")
+    assert bare.result_note == "not JSON (object): its repr is stored"
+
+
+@pytest.mark.parametrize("path", ["claim of one", "claim of a batch", "last delete"])
+def test_a_job_id_used_again_replaces_the_older_record(hq: Queue, path: str) -> None:
+    """Ids restart after a TRUNCATE of batchq_job (MySQL, PostgreSQL's RESTART IDENTITY): a kept
+    job whose id an older record holds replaces that record rather than failing the worker, on
+    each path that copies into the history. Simulated by moving older records to the new jobs'
+    ids."""
+    count = 2 if path == "claim of a batch" else 1
+    old = [hq.enqueue("jobs:noop") for _ in range(count)]
+    drain(hq, keep=True)
+    new = [hq.enqueue("history_jobs:returns", 7) for _ in range(count)]
+    for old_id, new_id in zip(old, new):
+        sql(hq, f"UPDATE batchq_history SET id = {new_id} WHERE id = {old_id}")
+    assert sorted(entry.id for entry in hq.history()) == new
+    options: dict[str, object] = {"keep": True, "batch_size": count}
+    if path == "last delete":
+        options["max_jobs"] = 1
+    worker = drain(hq, **options)
+    assert worker.summary.succeeded == count
+    records = hq.history()
+    assert sorted(entry.id for entry in records) == new
+    assert {(entry.task, entry.result) for entry in records} == {("history_jobs:returns", 7)}
 
 
 def test_a_failed_try_is_measured_where_nothing_is_kept(hq: Queue) -> None:

@@ -57,6 +57,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         # History: the finished jobs copied in the claim's own round trip (SQLite: jobs_keep in
         # the claim's transaction).
         "jobs_claim_keep",
+        "jobs_claim_keep_one",  # one kept job: its figures as plain parameters, no JSON_TABLE
         "jobs_delete_keep",
     },
     "postgresql": SERVER_ONLY
@@ -73,6 +74,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "jobs_vacuum",
         "jobs_vacuum_unlock",
         "jobs_claim_keep",  # as MySQL's: the history copied in the claim's one statement
+        "jobs_claim_keep_one",
         "jobs_delete_keep",
     },
     "sqlite": {

@@ -28,6 +28,10 @@ _TRANSIENT = {1205, 1213}
 # "WSREP has not yet prepared node for application use": a Galera node that is joining, or cut
 # off from the cluster's primary component. It may take seconds: reconnect, with backoff.
 _WSREP_NOT_READY = 1047
+# "Got error ... during COMMIT": on a Galera node, a commit under way when the node lost the
+# cluster's primary component ("Not connected to Primary Component"): not replicated, so not
+# committed. As 1047: reconnect and retry (every retried statement is fenced by its token).
+_WSREP_COMMIT_FAILED = 1180
 # On Galera a claim fails certification whenever a claimer on another node took the same head row
 # first (SKIP LOCKED sees only this node's locks): with 6 workers over 3 nodes, 8 tries in a row
 # failed now and then (measured). Each try costs one round trip and nothing else.
@@ -170,7 +174,7 @@ class MySQLBackend(Backend):
             return BackendUnavailable(
                 f"cannot use {self.url}: {message}; set sslmode= in the URL to what the server offers"
             )
-        if code == _WSREP_NOT_READY:
+        if code == _WSREP_NOT_READY or (code == _WSREP_COMMIT_FAILED and self.galera):
             return BackendUnavailable(
                 f"the Galera node at {self.url} is not ready ({message}): it is joining the cluster "
                 "or cut off from its primary component"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .backends import OnDatabase
 from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
 from .config import Duration, check_queue_name, parse_duration, parse_timeout
-from .errors import BackendError, ConfigError, PayloadError, PayloadInvalid
+from .errors import BackendError, ConfigError, PayloadError
 from .explain import Explanation, explain
 from .history import HistoryEntry, prune, read_history
 from .job import JOB_ID_RANGE
@@ -157,8 +157,8 @@ class Queue(OnDatabase):
         if unique_key is not None:
             return self._enqueue_unique(row, conn)
         if conn is not None:
-            return Enqueued(backend.insert("enqueue", row, conn=conn))
-        return Enqueued(backend.retrying(lambda: backend.insert("enqueue", row)))
+            return Enqueued(backend.insert_job(row, conn))
+        return Enqueued(backend.retrying(lambda: backend.insert_job(row)))
 
     def _enqueue_unique(self, row: dict[str, Any], conn: Any) -> Enqueued:
         """INSERT unless the key is held (the database decides: its unique index), else look up
@@ -217,22 +217,28 @@ class Queue(OnDatabase):
             timeout=timeout,
             backoff=backoff,
         )
-        rows = self._job_rows(template, payloads)
-        if unique_keys is not None:
-            _set_unique_keys(rows, list(unique_keys))
-        if not rows:
-            return 0
+        stored = self._job_payloads(template, payloads)
         backend = self.backend
-        insert = backend.insert_jobs if unique_keys is None else backend.insert_unique_jobs
+        rows = None if unique_keys is None else [{**template, "payload": data} for data in stored]
+        if rows is not None:
+            _set_unique_keys(rows, list(unique_keys))  # type: ignore[arg-type]
+
+        def insert(c: Any = None) -> int:
+            if rows is None:  # no row dict per payload: the backend takes the template once
+                return backend.insert_jobs(template, stored, c)
+            return backend.insert_unique_jobs(rows, c)
+
+        if not stored:
+            return 0
         if conn is not None:
             backend.check_connection(conn)
         if self._bounded(queue, conn):  # room for every payload, written or skipped for its key
             return self._in_turn(
-                queue, conn, lambda: self._room_for(queue, len(rows), conn, lambda: insert(rows, conn))
+                queue, conn, lambda: self._room_for(queue, len(stored), conn, lambda: insert(conn))
             )
         if conn is not None:
-            return insert(rows, conn)
-        return backend.retrying(lambda: insert(rows))
+            return insert(conn)
+        return backend.retrying(insert)
 
     # -- bounded queues (batchq.bounds) ------------------------------------------------------
 
@@ -392,35 +398,31 @@ class Queue(OnDatabase):
     def job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:
         """A job row of the template; on a typed queue (as job_template read it), the payload
         must match the type (PayloadInvalid) and be JSON."""
-        known = self._types.get(template["queue"])
+        return {**template, "payload": self._job_payloads(template, (payload,), single=True)[0]}
+
+    def _job_payloads(
+        self, template: dict[str, Any], payloads: Iterable[Any], single: bool = False
+    ) -> list[bytes | None]:
+        """The payloads as stored, each checked (size; the queue's type) before anything is
+        written; a payload of many that does not match says which it is. What is the same for
+        every payload (the type, the size limit) is looked up once per call, not per row."""
+        queue, serializer, secret = template["queue"], template["serializer"], self.secret
+        known = self._types.get(queue)
         if known is not None and known.text is not None:
-            refuse_pickle(template["serializer"], template["queue"])
-        data = dumps(payload, template["serializer"], self.secret)
-        if data is not None:
-            self._check_size(data)
-        if known is not None:
-            known.check(data, f"payload does not match the type of queue {template['queue']!r}: ")
-        return {**template, "payload": data}
-
-    def _job_rows(self, template: dict[str, Any], payloads: Iterable[Any]) -> list[dict[str, Any]]:
-        """enqueue_many's rows; a payload that does not match says which it is."""
-        rows = []
-        for index, payload in enumerate(payloads):
-            try:
-                rows.append(self.job_row(template, payload))
-            except PayloadInvalid as exc:
-                where = f"payload {index} does not match the type of queue {template['queue']!r}: "
-                raise PayloadInvalid(exc.path, exc.rule, where) from None
-        return rows
-
-    def _check_size(self, data: bytes) -> None:
-        """The column's limit; MySQL also measures the statement as sent (max_allowed_packet)."""
+            refuse_pickle(serializer, queue)
+        else:
+            known = None  # untyped: nothing to check a payload against
         limit = self.backend.payload_limit()
-        if len(data) > limit:
-            raise PayloadError(
-                f"payload is {len(data):,} bytes, more than this database accepts "
-                f"({limit:,} bytes): store large data elsewhere and enqueue a reference to it"
-            )
+        stored: list[bytes | None] = []
+        for index, payload in enumerate(payloads):
+            data = dumps(payload, serializer, secret)
+            if data is not None and len(data) > limit:
+                raise _too_big(len(data), limit)
+            if known is not None:
+                where = "payload" if single else f"payload {index}"
+                known.check(data, f"{where} does not match the type of queue {queue!r}: ")
+            stored.append(data)
+        return stored
 
     # -- cancel and inspect -----------------------------------------------------
 
@@ -691,6 +693,14 @@ def _check_key(name: str, key: Any, max_chars: int, example: str) -> str:
     except UnicodeEncodeError:
         raise ConfigError(f"bad {name} {key!r}: it is not valid UTF-8 text") from None
     return key
+
+
+def _too_big(size: int, limit: int) -> PayloadError:
+    """The column's limit; MySQL also measures the statement as sent (max_allowed_packet)."""
+    return PayloadError(
+        f"payload is {size:,} bytes, more than this database accepts "
+        f"({limit:,} bytes): store large data elsewhere and enqueue a reference to it"
+    )
 
 
 def _check_unique_key(key: Any) -> str:

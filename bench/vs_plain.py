@@ -12,6 +12,7 @@ tables (plain_job dropped and created; batchq_job emptied, TRUNCATE on the serve
   enqueue()             --enqueue single-row INSERTs from one process, in autocommit; batchq:
                         Queue(url).enqueue("noop_jobs:noop", {"i": i}).
   enqueue_many() of 100 --jobs rows in INSERTs of 100 rows; batchq: Queue(url).enqueue_many.
+--enqueue-only runs only the last two rows.
 Both sides connect once before the timed part of the in-process rows. MySQL runs without TLS
 on both sides (`sslmode=disable`), so connection set-up is not what is compared.
 """
@@ -111,12 +112,13 @@ def main() -> None:
         quick={"jobs": 2000, "enqueue": 300, "repeat": 1},
     )
     ap.add_argument("--enqueue", type=int, default=2000, help="single-row enqueues per repetition")
+    ap.add_argument("--enqueue-only", action="store_true", help="only the enqueue() and enqueue_many() rows")
     args = parse(ap)
     compile_batchq()
     sys.path.insert(0, str(BENCH_DIR))
     b = args.backend
     cases: list[tuple[str, Callable[[], float], Callable[[], float]]] = []
-    for procs in args.procs:
+    for procs in [] if args.enqueue_only else args.procs:
         cases.append(
             (
                 f"`run`, {procs} process{'es' if procs > 1 else ''}",
@@ -124,7 +126,7 @@ def main() -> None:
                 lambda p=procs: batchq_drain(b, args.jobs, p, 1),
             )
         )
-    for procs in args.procs:
+    for procs in [] if args.enqueue_only else args.procs:
         cases.append(
             (
                 f"`run --batch 100`, {procs} process{'es' if procs > 1 else ''}",

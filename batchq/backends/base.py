@@ -166,9 +166,16 @@ class Backend(ABC):
         """Run an INSERT and return the new row's id."""
         return self._query(name, params, conn, self._inserted_id)
 
-    def insert_jobs(self, rows: Sequence[dict[str, Any]], conn: Any = None) -> int:
-        """enqueue_many: rows that differ only in their payload, all or none, in as few
-        statements as the dialect allows; on ``conn``, inside the caller's transaction."""
+    def insert_job(self, row: dict[str, Any], conn: Any = None) -> int:
+        """enqueue: one job row (no unique key), the new job's id."""
+        return self.insert("enqueue", row, conn)
+
+    def insert_jobs(
+        self, template: dict[str, Any], payloads: Sequence[bytes | None], conn: Any = None
+    ) -> int:
+        """enqueue_many: one job of ``template`` per payload, all or none, in as few statements
+        as the dialect allows; on ``conn``, inside the caller's transaction."""
+        rows = [{**template, "payload": payload} for payload in payloads]
         if conn is not None:
             return self.insert_many("enqueue", rows, conn)
         with self.transaction():

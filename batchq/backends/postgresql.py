@@ -145,11 +145,12 @@ class PostgreSQLBackend(Backend):
         # Tuples whatever row factory the application gave its own connection.
         return (conn if conn is not None else self.conn).cursor(row_factory=tuple_row)
 
-    def insert_jobs(self, rows: Sequence[dict[str, Any]], conn: Any = None) -> int:
+    def insert_jobs(
+        self, template: dict[str, Any], payloads: Sequence[bytes | None], conn: Any = None
+    ) -> int:
         """One statement for the whole batch: its payloads as one bytea array (enqueue_many)."""
-        params = {**rows[0], "payloads": [row["payload"] for row in rows]}
-        del params["payload"]
-        return self._query("enqueue_many", params, conn, lambda cur: len(rows))
+        params = {**template, "payloads": payloads}
+        return self._query("enqueue_many", params, conn, lambda cur: len(payloads))
 
     def _inserted_id(self, cur: Any) -> int:
         return int(cur.fetchone()[0])  # enqueue ends with RETURNING id

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,13 @@ from .base import Backend, DuplicateKey, TransientError, done_params
 from .liveness import Liveness, ProcessLiveness
 
 MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING
+# enqueue_many's rows per INSERT: 100 rows per statement already take most of the per-statement
+# cost away; more only makes the statement (compiled once per size, cached by sqlite3) bigger.
+ROWS_PER_INSERT = 500
+# SQLITE_MAX_VARIABLE_NUMBER's default: 32766 since 3.32, 999 before (getlimit() needs Python 3.11).
+DEFAULT_MAX_VARIABLES = 32766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
+_VALUES = re.compile(r"\s+VALUES\s+", re.IGNORECASE)
+_NAMED = re.compile(r":([A-Za-z_]\w*)")
 # Run once on every new connection, in this order (bench/'s raw-driver floors run them too).
 SESSION_QUERIES = ("session_setup", "session_foreign_keys")
 
@@ -102,6 +111,39 @@ class SQLiteBackend(Backend):
             return {k: json.dumps(v) if isinstance(v, list) else v for k, v in params.items()}
         return params
 
+    def insert_jobs(
+        self, template: dict[str, Any], payloads: Sequence[bytes | None], conn: Any = None
+    ) -> int:
+        """enqueue_many as multi-row INSERTs (executemany would send one INSERT per row): the
+        enqueue statement's VALUES row once per payload, each with its own payload parameter, as
+        many rows per statement as SQLite's limit on host parameters allows. One statement is
+        atomic by itself; more run in one transaction (on ``conn``: the caller's)."""
+        per_insert = self._rows_per_insert(conn)
+        if conn is None and len(payloads) > per_insert:
+            with self.transaction():
+                return self._insert_chunks(template, payloads, per_insert, None)
+        return self._insert_chunks(template, payloads, per_insert, conn)
+
+    def _insert_chunks(
+        self, template: dict[str, Any], payloads: Sequence[bytes | None], per_insert: int, conn: Any
+    ) -> int:
+        enqueue = self.sql("enqueue")
+        with self.errors(), self._cursor(conn) as cur:
+            for start in range(0, len(payloads), per_insert):
+                chunk = payloads[start : start + per_insert]
+                params = {**template, **{f"p{n}": data for n, data in enumerate(chunk)}}
+                cur.execute(_multi_row_insert(enqueue, len(chunk)), params)
+        return len(payloads)
+
+    def _rows_per_insert(self, conn: Any) -> int:
+        """Rows per INSERT within the connection's limit on host parameters (the template's
+        parameters count once each, whatever the number of rows)."""
+        connection = conn if conn is not None else self.conn
+        which = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)  # Python 3.11+
+        limit = DEFAULT_MAX_VARIABLES if which is None else connection.getlimit(which)
+        shared = len(set(_NAMED.findall(self.sql("enqueue"))) - {"payload"})
+        return max(1, min(ROWS_PER_INSERT, limit - shared))
+
     def check_connection(self, conn: Any) -> None:
         if not isinstance(conn, sqlite3.Connection):
             raise ConfigError(f"conn= must be an open sqlite3 connection for a SQLite queue, not {conn!r}")
@@ -109,6 +151,14 @@ class SQLiteBackend(Backend):
     def describe(self) -> str:
         claim = "BEGIN IMMEDIATE + UPDATE ... RETURNING"
         return f"SQLite {sqlite3.sqlite_version} at {self.url}; claims with {claim}"
+
+
+@lru_cache(maxsize=32)  # one per batch size in use; sqlite3 caches each compiled
+def _multi_row_insert(enqueue: str, rows: int) -> str:
+    """The enqueue statement with ``rows`` VALUES rows, payload n bound as :p<n>."""
+    head, row_sql = _VALUES.split(enqueue.strip().rstrip(";"), maxsplit=1)
+    values = ",".join(row_sql.replace(":payload", f":p{n}") for n in range(rows))
+    return f"{head} VALUES {values}"
 
 
 def _claim_order(row: tuple[Any, ...]) -> tuple[Any, ...]:

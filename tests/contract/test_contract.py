@@ -217,6 +217,38 @@ def test_enqueue_many_keeps_the_payloads_order_and_none(queue: Queue) -> None:
     assert {row[1] for row in rows} == {"scheduled"}
 
 
+def test_enqueue_many_over_several_statements_keeps_order(queue: Queue) -> None:
+    """More payloads than one INSERT carries (SQLite: 500 rows a statement): all written, ids in
+    the payloads' order across the statements."""
+    from batchq.serializers import loads
+
+    payloads = [{"n": i} for i in range(1203)]
+    assert queue.enqueue_many("jobs:echo", payloads, queue="bulk") == 1203
+    rows = sql(queue, "SELECT payload FROM batchq_job ORDER BY id")
+    assert [loads(row[0], "json", None) for row in rows] == payloads
+
+
+def test_enqueue_stores_each_calls_own_options(queue: Queue) -> None:
+    """enqueue() calls with different options one after the other on one connection each store
+    their own (MySQL reuses the escaped statement while the options stay the same)."""
+    calls: list[dict[str, Any]] = [
+        {"queue": "a", "priority": 0},
+        {"queue": "a", "priority": 0},
+        {"queue": "b", "priority": 5},
+        {"queue": "b", "priority": 5, "max_errors": 3},
+        {"queue": "b", "priority": 5, "max_errors": 3, "delay": 60},
+        {"queue": "a", "priority": 0},
+    ]
+    for n, options in enumerate(calls):
+        queue.enqueue("jobs:echo", {"n": n}, **options)
+    rows = sql(queue, "SELECT queue, priority, max_errors, status FROM batchq_job ORDER BY id")
+    expected = [
+        (o["queue"], o["priority"], o.get("max_errors", 10), "scheduled" if o.get("delay") else "ready")
+        for o in calls
+    ]
+    assert [tuple(row) for row in rows] == expected
+
+
 def test_json_payloads_round_trip_including_unicode(queue: Queue, tmp_path: Path) -> None:
     payload = {"text": "héllo wörld 🎉 数据", "n": [1, 2.5, None, True], "nested": {"a": {}}}
     queue.enqueue("jobs:echo", payload)

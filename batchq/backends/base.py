@@ -224,7 +224,16 @@ class Backend(ABC):
         return self._query(name, params, None, _tuples)
 
     def _query(self, name: str, params: Any, conn: Any, read: Callable[[Any], T]) -> T:
-        """Run a named statement on a fresh cursor and ``read`` its result.
+        """Run a named statement on a fresh cursor and ``read`` its result."""
+
+        def run(cur: Any) -> T:
+            cur.execute(self.queries[name], self._adapt(params) or ())
+            return read(cur)
+
+        return self._on_cursor(conn, run)
+
+    def _on_cursor(self, conn: Any, use: Callable[[Any], T]) -> T:
+        """``use`` a fresh cursor, under the session lock, driver errors translated.
 
         errors() and _cursor() spelled out: every statement of a job cycle comes through here,
         and their generator context managers cost a SQLite worker about a tenth of its CPU.
@@ -233,8 +242,7 @@ class Backend(ABC):
             try:
                 cur = self._new_cursor(conn)
                 try:
-                    cur.execute(self.queries[name], self._adapt(params) or ())
-                    return read(cur)
+                    return use(cur)
                 finally:
                     cur.close()
             except BackendError:

@@ -202,18 +202,7 @@ class MySQLBackend(Backend):
         """enqueue: the statement but its payload escaped once per connection and template (a
         producer enqueues the same task, queue and options again and again: 13 values PyMySQL
         would escape on every call), the payload spliced in, measured as sent."""
-        # errors() and _cursor() spelled out, as in _query: their generators cost a call ~10 µs.
-        with self.session_lock:
-            try:
-                cur = self._new_cursor(conn)
-                try:
-                    return self._insert_job(cur, row)
-                finally:
-                    cur.close()
-            except BackendError:
-                raise
-            except Exception as exc:
-                self._raise_translated(exc)
+        return self._on_cursor(conn, functools.partial(self._insert_job, row=row))
 
     def _insert_job(self, cur: Any, row: dict[str, Any]) -> int:
         connection = cur.connection

@@ -23,7 +23,7 @@ from .config import parse_timeout
 from .errors import BackendError, BackendUnavailable
 from .failures import fingerprint, fingerprint_of, timeout_fingerprint
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
-from .history import KEPT_STATEMENT_BYTES, Meter, Usage, kept_job
+from .history import KEPT_STATEMENT_BYTES, Meter, Usage
 from .job import Job, Kept
 from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
 from .queue import Queue, payload_mismatch
@@ -403,7 +403,7 @@ class Worker:
             if failure is None:
                 # A success's figures go only into the history: measured only when it is kept.
                 if self._keeps(job):
-                    self._kept[job.id] = kept_job(job.id, meter.stop(), result)
+                    self._kept[job.id] = meter.kept(job.id, result)
                 self.summary.succeeded += 1
                 done.append(job)
                 if debug:

@@ -13,6 +13,11 @@ the median of each round's own ratio, with its range, so a slow round cancels ou
 drains --batch-jobs jobs (default 10 x --jobs): 5,000 jobs drain in well under a second in
 batches, which the process's start-up would swamp. The load average is printed before and after.
 
+The plain cycle's rows are the raw-SQL floor (bench/plain_cycle.py): the same drain written
+with the drivers alone, off, and on with `--keep` (each job timed and its CPU read, and the
+finished jobs copied into a plain_history table in their DELETE's transaction): what a second
+row per job costs when no library is around it.
+
 The target (issue 12): on costs at most 10 % of off's rate, i.e. on / off >= 0.90. `--modes off`
 runs the off rows alone: with PYTHONPATH set to an older checkout, the same rows time that
 version's `batchq run` (the history-off cycle before and after).
@@ -28,9 +33,10 @@ from floors import floor_for
 from loads import bulk_load, count_jobs, reset
 from machine import server_info
 from options import parse, parser
+from plain_cycle import PlainCycle
 from procs import compile_batchq, run_procs
 from report import command_line, emit, table
-from settings import BATCHQ, bench_env
+from settings import BATCHQ, BENCH_DIR, PYTHON, bench_env
 from stats import med_range, median, ratio
 from vs_plain import batchq_url
 
@@ -40,7 +46,9 @@ MODES = ("off", "on")
 def empty_history(backend: str) -> None:
     floor = floor_for(backend)
     try:
-        floor.execute("DELETE FROM batchq_history")
+        # TRUNCATE on the servers: a DELETE would leave its purge (vacuum) to run in the
+        # background during the next, timed drain.
+        floor.execute(("DELETE FROM" if backend == "sqlite" else "TRUNCATE TABLE") + " batchq_history")
     except Exception:  # an older version has no history table
         pass
     floor.close()
@@ -66,6 +74,22 @@ def drain(backend: str, jobs: int, batch: int, keep: bool) -> float:
     return jobs / wall
 
 
+def plain_drain(backend: str, jobs: int, batch: int, keep: bool) -> float:
+    cycle = PlainCycle(backend)
+    cycle.recreate()
+    for start in range(0, jobs, 1000):
+        cycle.enqueue_many([{"i": i} for i in range(start, min(start + 1000, jobs))])
+    cycle.close()
+    cmd = [PYTHON, str(BENCH_DIR / "plain_cycle.py"), "--backend", backend, "--batch", str(batch)]
+    wall = run_procs([cmd + (["--keep"] if keep else [])], bench_env(backend))
+    cycle = PlainCycle(backend)
+    left, kept = cycle.count(), cycle.count("plain_history")
+    cycle.close()
+    if left or kept != (jobs if keep else 0):
+        raise RuntimeError(f"plain cycle left {left} jobs and kept {kept} of {jobs}")
+    return jobs / wall
+
+
 def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -83,8 +107,12 @@ def main() -> None:
     for batch in (int(n) for n in args.batches.split(",")):
         name = "`run`" if batch == 1 else f"`run --batch {batch}`"
         jobs = args.jobs if batch == 1 else (args.batch_jobs or 10 * args.jobs)
-        runs = {mode: (lambda bt=batch, n=jobs, keep=(mode == "on"): drain(b, n, bt, keep)) for mode in modes}
-        cases.append((f"{name}, {jobs:,} jobs", runs))
+        for system, drains in (("batchq", drain), ("plain cycle", plain_drain)):
+            runs = {
+                mode: (lambda d=drains, bt=batch, n=jobs, keep=(mode == "on"): d(b, n, bt, keep))
+                for mode in modes
+            }
+            cases.append((f"{name}, {jobs:,} jobs: {system}", runs))
     rates: dict[str, dict[str, list[float]]] = {name: {m: [] for m in modes} for name, _ in cases}
     loads = [load_average()]
     for rep in range(args.repeat):

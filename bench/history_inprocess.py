@@ -16,6 +16,10 @@ for another checkout (a `git archive` of an older commit, with `batchq/sql` link
 `sql/`), run by the same children with PYTHONPATH set to it: before and after in one
 interleaved run; `--variant LABEL=PATH` adds an on row for a variant of this checkout (a
 statement changed, say), its ratio against this checkout's off.
+
+The "measured" row is the accounting alone: a worker that measures every success as it does one
+it keeps (Meter, figures, result encoded) and then drops the figures, writing no history: the
+drain of "off" plus the measuring of "on", without its second row.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from settings import BENCH_DIR, PYTHON, url_for
 from stats import med_range
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+MODES = ("off", "measured", "on")
 
 
 def _ticks(path: str) -> float:
@@ -79,7 +84,26 @@ def server_clock(backend: str, queue: object) -> Callable[[], float]:
     return lambda: _ticks(path)
 
 
-def child(backend: str, jobs: int, batch: int, keep: bool) -> None:
+def measuring_worker() -> type:
+    """A Worker that measures every success as one it keeps, then drops the figures."""
+    from batchq.worker import Worker
+
+    class MeasuringWorker(Worker):
+        def _keeps(self, job: object) -> bool:
+            return True
+
+        def _kept_of(self, done: list) -> None:
+            self._kept.clear()
+            return None
+
+        def _delete_done(self, done: list) -> int:
+            self._kept.clear()
+            return super()._delete_done(done)
+
+    return MeasuringWorker
+
+
+def child(backend: str, jobs: int, batch: int, mode: str) -> None:
     """One drain, in this process: prints {rate, client, server} as JSON."""
     from batchq import Queue
     from batchq.worker import RunOptions, Worker
@@ -90,7 +114,9 @@ def child(backend: str, jobs: int, batch: int, keep: bool) -> None:
     floor.close()
     bulk_load(backend, jobs)
     queue = Queue(url_for(backend), task_modules="noop_jobs")
-    worker = Worker(queue, RunOptions(keep=keep, batch_size=batch))
+    keep = mode == "on"
+    worker_class = measuring_worker() if mode == "measured" else Worker
+    worker = worker_class(queue, RunOptions(keep=keep, batch_size=batch))
     server = server_clock(backend, queue)
     s0, r0, t0 = server(), resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     summary = worker.run()
@@ -98,21 +124,20 @@ def child(backend: str, jobs: int, batch: int, keep: bool) -> None:
     queue.close()
     if summary.succeeded != jobs:
         raise SystemExit(f"drained {summary.succeeded} of {jobs} jobs")
-    if keep:
-        floor = floor_for(backend)
-        (kept,) = floor.execute("SELECT COUNT(*) FROM batchq_history")[0]
-        floor.close()
-        if int(kept) != jobs:
-            raise SystemExit(f"history holds {kept} of {jobs} jobs")
+    floor = floor_for(backend)
+    (kept,) = floor.execute("SELECT COUNT(*) FROM batchq_history")[0]
+    floor.close()
+    if int(kept) != (jobs if keep else 0):
+        raise SystemExit(f"history holds {kept} of {jobs} jobs ({mode})")
     client = r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
     print(json.dumps({"rate": jobs / wall, "client": client / jobs * 1e6, "server": (s1 - s0) / jobs * 1e6}))
 
 
-def spawn(backend: str, jobs: int, batch: int, keep: bool, tree: str | None) -> dict[str, float]:
+def spawn(backend: str, jobs: int, batch: int, mode: str, tree: str | None) -> dict[str, float]:
     env = dict(os.environ)
     if tree:
         env["PYTHONPATH"] = tree
-    cmd = [PYTHON, __file__, "--backend", backend, "--child", "on" if keep else "off"]
+    cmd = [PYTHON, __file__, "--backend", backend, "--child", mode]
     cmd += ["--jobs", str(jobs), "--batch", str(batch)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=BENCH_DIR)
     if out.returncode:
@@ -136,32 +161,32 @@ def main() -> None:
         metavar="LABEL=PATH",
         help="a variant of this checkout, on only, its ratio against this one's off",
     )
-    ap.add_argument("--child", choices=("off", "on"), help=argparse.SUPPRESS)  # one drain, in a child
+    ap.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)  # one drain, in a child
     args = parse(ap)
     if args.child:
-        child(args.backend, args.jobs, args.batch, args.child == "on")
+        child(args.backend, args.jobs, args.batch, args.child)
         return
-    # (row name, history on, checkout or None for this one, the row whose rate is its "off")
-    modes: list[tuple[str, bool, str | None, str]] = [("off", False, None, "off"), ("on", True, None, "off")]
+    # (row name, child mode, checkout or None for this one, the row whose rate is its "off")
+    modes: list[tuple[str, str, str | None, str]] = [(mode, mode, None, "off") for mode in MODES]
     for label, path in (item.split("=", 1) for item in args.checkout):
         modes += [
-            (f"{label}: off", False, path, f"{label}: off"),
-            (f"{label}: on", True, path, f"{label}: off"),
+            (f"{label}: off", "off", path, f"{label}: off"),
+            (f"{label}: on", "on", path, f"{label}: off"),
         ]
     for label, path in (item.split("=", 1) for item in args.variant):
-        modes.append((f"{label}: on", True, path, "off"))
+        modes.append((f"{label}: on", "on", path, "off"))
     results: dict[str, list[dict[str, float]]] = {name: [] for name, _, _, _ in modes}
     loads = [os.getloadavg()]
     for rnd in range(args.repeat):
         shift = rnd % len(modes)
         order = modes[shift:] + modes[:shift]
-        for name, keep, tree, _ in order if rnd % 2 == 0 else reversed(order):
-            results[name].append(spawn(args.backend, args.jobs, args.batch, keep, tree))
+        for name, mode, tree, _ in order if rnd % 2 == 0 else reversed(order):
+            results[name].append(spawn(args.backend, args.jobs, args.batch, mode, tree))
         shown = ", ".join(f"{name} {runs[-1]['rate']:,.0f}/s" for name, runs in results.items())
         print(f"# round {rnd + 1}: {shown}", file=sys.stderr, flush=True)
     loads.append(os.getloadavg())
     rows = []
-    for name, keep, _, off in modes:
+    for name, mode, _, off in modes:
         runs = results[name]
         offs = results[off]
         ratios = [run["rate"] / off["rate"] for run, off in zip(runs, offs)]
@@ -169,7 +194,7 @@ def main() -> None:
             [
                 name,
                 med_range([r["rate"] for r in runs]),
-                med_range(ratios, "{:.2f}×") if keep else "",
+                med_range(ratios, "{:.2f}×") if mode != "off" else "",
                 med_range([r["client"] for r in runs], "{:.1f}"),
                 med_range([r["server"] for r in runs], "{:.0f}"),
             ]

@@ -10,19 +10,24 @@ claim    one transaction: SELECT ... WHERE status = 0 AND run_at <= now ORDER BY
          UPDATE ... SET status = 1, processing_at = now; COMMIT
 call     json.loads(payload) and the no-op
 ack      DELETE in autocommit: two commits per job
+keep     (--keep) each job measured (wall clock, thread CPU time), and the ack becomes one
+         transaction: a multi-row INSERT of the finished jobs (id, task, payload, finished_at, wall,
+         CPU) into plain_history (primary key, one index on finished_at), then the DELETE
 batch    claim up to N in one transaction (LIMIT N, one UPDATE ... IN), one DELETE ... IN per batch
 enqueue  one single-row INSERT in autocommit; enqueue_many: one multi-row INSERT per 100 rows,
          each payload serialised with json.dumps
 
 Sessions are the drivers' defaults apart from autocommit (and WAL on SQLite, as batchq uses).
 
-    python bench/plain_cycle.py --backend mysql [--batch 100]     # one draining worker process
+    python bench/plain_cycle.py --backend mysql [--batch 100] [--keep]   # one draining worker process
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
+import time
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -39,6 +44,10 @@ SCHEMA = {
         " priority SMALLINT NOT NULL DEFAULT 0, run_at DATETIME(6) NOT NULL,"
         " processing_at DATETIME(6) NULL, error_count TINYINT UNSIGNED NOT NULL DEFAULT 0,"
         " KEY plain_job_claim (status, priority, id)) ENGINE=InnoDB",
+        "DROP TABLE IF EXISTS plain_history",
+        "CREATE TABLE plain_history (id BIGINT UNSIGNED NOT NULL PRIMARY KEY, task VARCHAR(255) NOT NULL,"
+        " payload MEDIUMBLOB, finished_at DATETIME(6) NOT NULL, wall_seconds DOUBLE, cpu_seconds DOUBLE,"
+        " KEY plain_history_finished (finished_at)) ENGINE=InnoDB",
     ],
     "postgresql": [
         "DROP TABLE IF EXISTS plain_job",
@@ -46,6 +55,10 @@ SCHEMA = {
         " status SMALLINT NOT NULL DEFAULT 0, priority SMALLINT NOT NULL DEFAULT 0,"
         " run_at TIMESTAMPTZ NOT NULL, processing_at TIMESTAMPTZ, error_count SMALLINT NOT NULL DEFAULT 0)",
         "CREATE INDEX plain_job_claim ON plain_job (status, priority, id)",
+        "DROP TABLE IF EXISTS plain_history",
+        "CREATE TABLE plain_history (id BIGINT PRIMARY KEY, task TEXT NOT NULL, payload BYTEA,"
+        " finished_at TIMESTAMPTZ NOT NULL, wall_seconds FLOAT8, cpu_seconds FLOAT8)",
+        "CREATE INDEX plain_history_finished ON plain_history (finished_at)",
     ],
     "sqlite": [
         "DROP TABLE IF EXISTS plain_job",
@@ -53,6 +66,10 @@ SCHEMA = {
         " status INTEGER NOT NULL DEFAULT 0, priority INTEGER NOT NULL DEFAULT 0, run_at TEXT NOT NULL,"
         " processing_at TEXT, error_count INTEGER NOT NULL DEFAULT 0)",
         "CREATE INDEX plain_job_claim ON plain_job (status, priority, id)",
+        "DROP TABLE IF EXISTS plain_history",
+        "CREATE TABLE plain_history (id INTEGER PRIMARY KEY, task TEXT NOT NULL, payload BLOB,"
+        " finished_at TEXT NOT NULL, wall_seconds REAL, cpu_seconds REAL)",
+        "CREATE INDEX plain_history_finished ON plain_history (finished_at)",
     ],
 }
 NOW = {
@@ -78,6 +95,10 @@ class PlainCycle:
         self.delete_one = f"DELETE FROM plain_job WHERE id = {mark}"
         self.row_sql = f"({mark}, {mark}, {now})"
         self.insert_head = "INSERT INTO plain_job (task, payload, run_at) VALUES "
+        self.keep_head = (
+            "INSERT INTO plain_history (id, task, payload, finished_at, wall_seconds, cpu_seconds) VALUES "
+        )
+        self.keep_row = f"({mark}, {mark}, {mark}, {now}, {mark}, {mark})"
         self.conn = connect(backend)
         self.cur = self.conn.cursor()
 
@@ -121,12 +142,26 @@ class PlainCycle:
         else:
             self.cur.execute(f"DELETE FROM plain_job WHERE id IN {self._in(ids)}", list(ids))
 
-    def drain(self, batch: int = 1) -> int:
+    def keep_and_ack(self, jobs: Sequence[tuple[Any, ...]], figures: Sequence[tuple[float, float]]) -> None:
+        """The finished jobs copied into plain_history with their figures, then deleted: one
+        transaction."""
+        params: list[Any] = []
+        for (job_id, task, payload), (wall, cpu) in zip(jobs, figures):
+            params += (job_id, task, payload, wall, cpu)
+        self.begin()
+        self.cur.execute(self.keep_head + ",".join([self.keep_row] * len(jobs)), params)
+        self.ack([job[0] for job in jobs])
+        self.commit()
+
+    def drain(self, batch: int = 1, keep: bool = False) -> int:
         done = 0
         while jobs := self.claim(batch):
-            for job in jobs:
-                noop(json.loads(job[2]))
-            self.ack([job[0] for job in jobs])
+            if keep:
+                self.keep_and_ack(jobs, [measured(noop, json.loads(job[2])) for job in jobs])
+            else:
+                for job in jobs:
+                    noop(json.loads(job[2]))
+                self.ack([job[0] for job in jobs])
             done += len(jobs)
         return done
 
@@ -145,12 +180,20 @@ class PlainCycle:
         if self.backend == "sqlite":
             self.cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def count(self) -> int:
-        self.cur.execute("SELECT COUNT(*) FROM plain_job")
+    def count(self, table: str = "plain_job") -> int:
+        self.cur.execute(f"SELECT COUNT(*) FROM {table}")
         return int(self.cur.fetchone()[0])
 
     def close(self) -> None:
         self.conn.close()
+
+
+def measured(call: Any, arg: Any) -> tuple[float, float]:
+    """Call ``call(arg)``; its wall time and its thread's CPU time (user + system), seconds."""
+    start_cpu, start = resource.getrusage(resource.RUSAGE_THREAD), time.monotonic()
+    call(arg)
+    wall, end_cpu = time.monotonic() - start, resource.getrusage(resource.RUSAGE_THREAD)
+    return wall, end_cpu.ru_utime + end_cpu.ru_stime - start_cpu.ru_utime - start_cpu.ru_stime
 
 
 def is_deadlock(exc: Exception) -> bool:
@@ -188,9 +231,11 @@ def connect(backend: str) -> Any:
 
 
 def main() -> None:
-    args = parse(parser(__doc__, repeat=None, batch=1))
+    ap = parser(__doc__, repeat=None, batch=1)
+    ap.add_argument("--keep", action="store_true", help="copy each finished job into plain_history")
+    args = parse(ap)
     cycle = PlainCycle(args.backend)
-    cycle.drain(args.batch)
+    cycle.drain(args.batch, args.keep)
     cycle.close()
 
 

@@ -38,7 +38,7 @@ from procs import compile_batchq, run_procs
 from report import command_line, emit, table
 from settings import BATCHQ, BENCH_DIR, PYTHON, bench_env
 from stats import med_range, median, ratio
-from vs_plain import batchq_url
+from vs_plain import batchq_url, plain_load
 
 MODES = ("off", "on")
 
@@ -75,11 +75,7 @@ def drain(backend: str, jobs: int, batch: int, keep: bool) -> float:
 
 
 def plain_drain(backend: str, jobs: int, batch: int, keep: bool) -> float:
-    cycle = PlainCycle(backend)
-    cycle.recreate()
-    for start in range(0, jobs, 1000):
-        cycle.enqueue_many([{"i": i} for i in range(start, min(start + 1000, jobs))])
-    cycle.close()
+    plain_load(backend, jobs)
     cmd = [PYTHON, str(BENCH_DIR / "plain_cycle.py"), "--backend", backend, "--batch", str(batch)]
     wall = run_procs([cmd + (["--keep"] if keep else [])], bench_env(backend))
     cycle = PlainCycle(backend)

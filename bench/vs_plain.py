@@ -42,12 +42,17 @@ def batchq_url(backend: str) -> str:
     return url
 
 
-def plain_drain(backend: str, jobs: int, procs: int, batch: int) -> float:
+def plain_load(backend: str, jobs: int) -> None:
+    """The plain cycle's tables created afresh, with ``jobs`` no-op jobs in them (untimed)."""
     cycle = PlainCycle(backend)
     cycle.recreate()
     for start in range(0, jobs, 1000):
         cycle.enqueue_many([{"i": i} for i in range(start, min(start + 1000, jobs))])
     cycle.close()
+
+
+def plain_drain(backend: str, jobs: int, procs: int, batch: int) -> float:
+    plain_load(backend, jobs)
     cmd = [PYTHON, str(BENCH_DIR / "plain_cycle.py"), "--backend", backend, "--batch", str(batch)]
     wall = run_procs([cmd] * procs, bench_env(backend))
     _check_drained("plain cycle", PlainCycle(backend).count())

@@ -1,0 +1,34 @@
+"""What every request works on: the Queue, its Guard and the page refresh, kept in the app's
+extensions so that the blueprints' functions reach them through current_app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import cast
+
+from flask import Flask, current_app
+
+from ..backends import Backend
+from ..queue import Queue
+from .security import Guard
+
+_KEY = "batchq.dashboard"
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    queue: Queue
+    guard: Guard
+    refresh: float
+    # queue.backend is the calling thread's connection: this is the one of the thread that made
+    # the app, shared by the pages that read through a backend (behind its session lock).
+    backend: Backend
+
+
+def install(app: Flask, dashboard: Dashboard) -> None:
+    app.extensions[_KEY] = dashboard
+
+
+def current() -> Dashboard:
+    """The Dashboard of the app serving this request."""
+    return cast(Dashboard, current_app.extensions[_KEY])

@@ -28,7 +28,7 @@ DEFAULT_REFRESH_SECONDS = 5.0
 def create_app(queue: Queue, guard: Guard, refresh: float = DEFAULT_REFRESH_SECONDS) -> Flask:
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = 64 * 1024  # forms carry a few short fields
-    install(app, Dashboard(queue, guard, refresh, queue.backend))
+    install(app, Dashboard(queue, guard, refresh))
     _add_filters(app)
     app.before_request(_session)
     app.context_processor(_common)

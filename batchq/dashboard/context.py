@@ -20,9 +20,12 @@ class Dashboard:
     queue: Queue
     guard: Guard
     refresh: float
-    # queue.backend is the calling thread's connection: this is the one of the thread that made
-    # the app, shared by the pages that read through a backend (behind its session lock).
-    backend: Backend
+
+    @property
+    def backend(self) -> Backend:
+        """This request thread's own connection (Queue keeps one per thread), so the pages that
+        read through a backend do not queue behind one another's session lock."""
+        return self.queue.backend
 
 
 def install(app: Flask, dashboard: Dashboard) -> None:

@@ -1,0 +1,111 @@
+"""After reading: delete or archive a message (a read_ct makes it a receipt), hide it longer
+(set_vt), withdraw one nobody holds (cancel), or look at one (get)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..backends import Row
+from ..errors import MessageHeld
+from .checks import _when
+from .core import MessageQueueCore, When
+from .records import Message, _message
+
+
+class AfterReading(MessageQueueCore):
+    def delete(self, queue: str, msg_id: int, *, read_ct: int | None = None, conn: Any = None) -> bool:
+        """Remove a message for good; False when it was gone already.
+
+        With ``read_ct`` (the message's, from ``read``) it is a receipt: False, and nothing
+        deleted, when the hold ran out and another reader has read the message since.
+        """
+        params = self._message_params(queue, msg_id, read_ct)
+        return self._on(
+            conn, lambda conn: self.backend.execute("mq_delete", params, conn) == 1, transaction=False
+        )
+
+    def delete_batch(self, queue: str, msg_ids: Iterable[int], *, conn: Any = None) -> list[int]:
+        """Remove several messages in one transaction; returns the ids that were there."""
+        return self._each(
+            queue, msg_ids, lambda params, conn: self.backend.execute("mq_delete", params, conn) == 1, conn
+        )
+
+    def archive(self, queue: str, msg_id: int, *, read_ct: int | None = None, conn: Any = None) -> bool:
+        """Move a message to the archive (kept, with ``archived_at``); False when it was gone.
+
+        ``read_ct`` is a receipt, as for ``delete``.
+        """
+        params = self._message_params(queue, msg_id, read_ct)
+        return self._on(conn, lambda conn: self._archive_one(params, conn))
+
+    def archive_batch(self, queue: str, msg_ids: Iterable[int], *, conn: Any = None) -> list[int]:
+        """Archive several messages in one transaction; returns the ids that were there."""
+        return self._each(queue, msg_ids, self._archive_one, conn)
+
+    def _archive_one(self, params: dict[str, Any], conn: Any) -> bool:
+        backend = self.backend
+        if backend.fetchone("mq_message_lock", params, conn) is None:  # locked: one archiver copies it
+            return False
+        backend.execute("mq_archive_copy", {**params, "reason": None}, conn)
+        return backend.execute("mq_delete", params, conn) == 1
+
+    def _each(
+        self,
+        queue: str,
+        msg_ids: Iterable[int],
+        action: Callable[[dict[str, Any], Any], bool],
+        conn: Any,
+    ) -> list[int]:
+        """Apply a per-message action to many ids in one transaction, in id order (no deadlocks)."""
+        batch = [self._message_params(queue, msg_id) for msg_id in sorted(set(msg_ids))]
+        if not batch:
+            return []
+        return self._on(conn, lambda conn: [params["id"] for params in batch if action(params, conn)])
+
+    def set_vt(
+        self, queue: str, msg_id: int, vt: When, *, read_ct: int | None = None, conn: Any = None
+    ) -> Message | None:
+        """Hide a message until ``vt`` seconds from now (0: visible now), or until ``vt`` as an
+        aware datetime (on the server's clock; a past time is now); None when it is gone.
+
+        ``read_ct`` is a receipt, as for ``delete``: None when someone else has read it since.
+        """
+        when = _when(vt, "vt")
+        params = {**self._message_params(queue, msg_id, read_ct), "vt": when["delay"], "at": when["at"]}
+        backend = self.backend
+
+        def update(conn: Any) -> Row | None:
+            if backend.execute("mq_set_vt", params, conn) != 1:
+                return None
+            return backend.fetchone("mq_message_get", params, conn)
+
+        row = self._on(conn, update)
+        return None if row is None else _message(row)
+
+    def cancel(self, queue: str, msg_id: int) -> bool:
+        """Withdraw a message that no consumer holds (visible, or delayed and never read).
+
+        True: removed. False: no such message (deleted, archived or popped already).
+        Raises MessageHeld when a reader holds it: its visibility has not run out yet.
+        """
+        params = self._message_params(queue, msg_id)
+        backend = self.backend
+        for _ in range(3):  # a hold can run out between the refused delete and the look
+            if backend.retrying(lambda: backend.execute("mq_cancel", params)) == 1:
+                return True
+            row = backend.fetchone("mq_hold", params)
+            if row is None:
+                return False
+            held = float(row["held_seconds"])
+            if held > 0 and int(row["read_ct"]) > 0:
+                raise MessageHeld(
+                    f"message {msg_id} of queue {queue!r} is held by a consumer for another "
+                    f"{held:.1f}s: not cancelled (delete it, or cancel once its visibility runs out)"
+                )
+        return False
+
+    def get(self, queue: str, msg_id: int, *, conn: Any = None) -> Message | None:
+        """A message as it stands, without reading it (no lock, read_ct unchanged)."""
+        row = self.backend.fetchone("mq_message_get", self._message_params(queue, msg_id), conn)
+        return None if row is None else _message(row)

@@ -1,0 +1,98 @@
+"""What the message queue's concerns share: the queues' types as last seen, the transaction an
+operation runs in, the checks of a queue name and a message id, and the overflow drop that both
+a bounded send and a lowered bound (configure_queue) use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TypeVar
+
+from ..backends import OnDatabase, Row
+from ..config import Duration, check_queue_name
+from ..errors import ConfigError, QueueNotFound
+from ..typed import QueueType, TypeCache
+
+Seconds = Duration
+When = Duration | datetime  # a delay, or an absolute (aware) time
+T = TypeVar("T")
+SENT_SHARDS = 16  # shard rows per queue's sent counter: concurrent senders rarely share one
+MAX_QTY = 1000
+OVERFLOW_REASON = "overflow"  # the archive's reason for a message a full drop_oldest queue dropped
+
+
+class MessageQueueCore(OnDatabase):
+    """The methods that more than one of MessageQueue's concerns calls."""
+
+    @property
+    def _types(self) -> TypeCache:
+        """The queues' types as this object last saw them."""
+        types: TypeCache | None = self.__dict__.get("_type_cache")
+        if types is None:
+            types = self.__dict__["_type_cache"] = TypeCache()
+        return types
+
+    def _read_type(self, queue: str, conn: Any = None) -> QueueType:
+        """The queue's type as stored now (QueueNotFound if there is no queue), remembered."""
+        row = self.backend.fetchone("mq_queue_schema", {"queue": queue}, conn=conn)
+        if row is None:
+            raise _missing(queue)
+        return self._types.learn(queue, row["payload_schema"])
+
+    def _existing(self, queue: str, conn: Any = None) -> str:
+        check_queue_name(queue)
+        if self.backend.fetchone("mq_queue_get", {"queue": queue}, conn) is None:
+            raise _missing(queue)
+        return queue
+
+    def _on(self, conn: Any, action: Callable[[Any], T], *, transaction: bool = True) -> T:
+        """Run ``action(conn)`` in the caller's transaction on ``conn``; without one, in a short
+        transaction of our own (one statement: autocommit), retried on deadlocks."""
+        backend = self.backend
+        if conn is not None:
+            backend.check_connection(conn)
+            return action(conn)
+        if not transaction:
+            return backend.retrying(lambda: action(None))
+
+        def own() -> T:
+            with backend.transaction():
+                return action(None)
+
+        return backend.retrying(own)
+
+    @staticmethod
+    def _message_params(queue: str, msg_id: int, read_ct: int | None = None) -> dict[str, Any]:
+        if isinstance(msg_id, bool) or not isinstance(msg_id, int):
+            raise ConfigError(f"bad message id {msg_id!r}: use the int that send() or read() returned")
+        if read_ct is not None and (isinstance(read_ct, bool) or not isinstance(read_ct, int)):
+            raise ConfigError(f"bad read_ct {read_ct!r}: use the read_ct of the Message that read() returned")
+        return {"queue": check_queue_name(queue), "id": msg_id, "read_ct": read_ct}
+
+    def _drop_oldest(self, queue: str, excess: int, conn: Any) -> int:
+        """Archive (reason "overflow") and delete the ``excess`` oldest messages, waiting ones
+        (no consumer holds them) first; returns how many."""
+        backend = self.backend
+        # Messages other transactions have locked are passed over while others can go; a server
+        # without SKIP LOCKED waits for them.
+        queries = ("mq_overflow_victims", "mq_overflow_victims_any", "mq_overflow_victims_wait")
+        dropped = 0
+        while excess > 0:
+            params = {"queue": queue, "n": excess}
+            victims: list[Row] = []
+            for name in queries if backend.skip_locked else queries[-1:]:
+                victims = backend.fetchall(name, params, conn)
+                if victims:
+                    break
+            if not victims:
+                break  # the queue emptied meanwhile
+            for victim in victims:
+                moved = {"queue": queue, "id": victim["id"], "read_ct": None, "reason": OVERFLOW_REASON}
+                backend.execute("mq_archive_copy", moved, conn)
+                dropped += backend.execute("mq_delete", moved, conn)
+            excess -= len(victims)  # fewer than asked: the next pass takes held or locked ones
+        return dropped
+
+
+def _missing(queue: str) -> QueueNotFound:
+    return QueueNotFound(f"message queue {queue!r} does not exist: create it with create_queue({queue!r})")

@@ -1,0 +1,227 @@
+"""A message queue's lifecycle and settings: create, configure (its bound), alter (its type),
+drop, purge, list and metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..backends import Row
+from ..bounds import check_bound
+from ..config import check_queue_name
+from ..errors import ConfigError, QueueNotFound
+from ..typed import QueueType, SchemaSpec, schema_hash, schema_text
+from .core import SENT_SHARDS, MessageQueueCore, _missing
+from .records import QueueInfo, QueueMetrics, _first, _float_or_none, _queue_info, _utc
+
+CHECK_PAGE = 1000  # messages per read when alter_queue checks a queue against a new type
+
+
+class QueueLifecycle(MessageQueueCore):
+    def create_queue(
+        self,
+        queue: str,
+        *,
+        max_length: int | None = None,
+        overflow: str | None = None,
+        durable: bool = True,
+        schema: SchemaSpec | None = None,
+        conn: Any = None,
+    ) -> bool:
+        """Register a queue; False when it existed already (idempotent).
+
+        ``max_length``: at most that many messages in the queue (held or not); a send to a
+        full queue archives the oldest messages (``overflow="drop_oldest"``, the default) or
+        raises QueueFull (``"reject"``). ``durable=False`` (PostgreSQL only): an UNLOGGED
+        table, faster, emptied by a server crash. A queue that exists with other settings
+        than the ones given raises ConfigError (configure_queue changes a bound).
+
+        ``schema`` declares the type of its messages (batchq.typed): a JSON Schema (a dict), or a
+        dataclass or TypedDict one is derived from. An existing queue with another type is left
+        alone and raises ConfigError: change a type with alter_queue.
+        """
+        settings = _settings(check_queue_name(queue), max_length, overflow, durable)
+        if not durable and self.backend.dialect != "postgresql":
+            raise ConfigError(
+                f"durable=False needs PostgreSQL (UNLOGGED tables); {self.backend.dialect} has no "
+                "table that is transactional yet skips the log: create the queue durable"
+            )
+        text = schema_text(schema)
+        backend = self.backend
+        explicit = max_length is not None or overflow is not None or not durable
+
+        def create(conn: Any) -> bool:
+            if backend.execute("mq_queue_create", {"queue": queue}, conn) != 1:
+                if explicit:
+                    _check_same_settings(queue, settings, backend.fetchone("mq_queue_get", settings, conn))
+                if text is not None:
+                    self._check_same_type(queue, text, conn)
+                return False
+            rows = [{**settings, "shard": shard} for shard in range(SENT_SHARDS)]
+            backend.insert_many("mq_sent_shard_create", rows, conn)
+            if text is not None:
+                self._set_type(queue, text, conn)
+            return True
+
+        return self._on(conn, create)
+
+    def configure_queue(
+        self, queue: str, *, max_length: int | None, overflow: str | None = None, conn: Any = None
+    ) -> int:
+        """Set (or with ``max_length=None`` lift) a queue's bound; returns how many messages a
+        drop_oldest queue archived at once to fit a lower bound (a reject queue keeps them and
+        refuses sends until it is under its bound). Sends in flight finish first."""
+        settings = _settings(check_queue_name(queue), max_length, overflow, True)
+        backend = self.backend
+
+        def configure(conn: Any) -> int:
+            if backend.execute("mq_queue_configure", settings, conn) == 0:
+                raise _missing(queue)
+            if max_length is None or settings["overflow"] == "reject":
+                return 0
+            backend.fetchone("mq_queue_lock", settings, conn)
+            length = int(_first(backend.fetchone("mq_queue_length", settings, conn), "length"))
+            return self._drop_oldest(queue, length - max_length, conn)
+
+        return self._on(conn, configure)
+
+    def alter_queue(self, queue: str, *, schema: SchemaSpec | None, force: bool = False) -> int:
+        """Change the type of a queue's messages (None: untyped); returns how many of the messages
+        in the queue do not match it (0 unless forced).
+
+        Refused (ConfigError, nothing changed) while a message in the queue, held or not, does not
+        match the new type, unless ``force``: such messages are then archived with the reason when
+        read. Sends in flight are waited out, and every later send, in any process, is checked
+        against the new type (it rides on the send's counter update: batchq.typed).
+        """
+        check_queue_name(queue)
+        if not isinstance(force, bool):
+            raise ConfigError(f"bad force {force!r}: use True or False")
+        text = schema_text(schema)
+        backend = self.backend
+
+        def alter() -> int:
+            with backend.transaction():
+                hashed = {"queue": queue, "schema_hash": schema_hash(text)}
+                if backend.execute("mq_sent_set_schema", hashed) == 0:
+                    raise _missing(queue)
+                mismatched = self._mismatched(queue, QueueType(text), force)
+                backend.execute("mq_queue_set_schema", {"queue": queue, "schema": text})
+                return mismatched
+
+        mismatched = backend.retrying(alter)
+        self._types.learn(queue, text)
+        return mismatched
+
+    def queue_schema(self, queue: str) -> dict[str, Any] | None:
+        """The JSON Schema of a queue's messages, as stored; None when it is untyped."""
+        return self._read_type(self._existing(queue)).schema
+
+    def _set_type(self, queue: str, text: str | None, conn: Any = None) -> None:
+        params = {"queue": queue, "schema": text, "schema_hash": schema_hash(text)}
+        self.backend.execute("mq_sent_set_schema", params, conn)
+        self.backend.execute("mq_queue_set_schema", params, conn)
+
+    def _check_same_type(self, queue: str, text: str, conn: Any = None) -> None:
+        row = self.backend.fetchone("mq_queue_schema", {"queue": queue}, conn)
+        stored = None if row is None else row["payload_schema"]
+        if stored != text:
+            raise ConfigError(
+                f"message queue {queue!r} exists with {'no type' if stored is None else 'another type'}: "
+                f"change it with alter_queue({queue!r}, schema=...)"
+            )
+
+    def _mismatched(self, queue: str, new: QueueType, force: bool) -> int:
+        """How many messages of the queue do not match a new type; without force, the first one
+        raises ConfigError."""
+        if new.text is None:
+            return 0
+        after, mismatched = 0, 0
+        while True:
+            params = {"queue": queue, "after": after, "limit": CHECK_PAGE}
+            page = self.backend.fetchall("mq_queue_messages", params)
+            for row in page:
+                reason = new.reason(row["message"])
+                if reason is not None and not force:
+                    raise ConfigError(
+                        f"message {row['msg_id']} of queue {queue!r} does not match the new type "
+                        f"({reason.split(': ', 1)[1]}): type not changed; wait until such messages are "
+                        "consumed, or pass force=True (they are then archived with the reason when read)"
+                    )
+                mismatched += reason is not None
+            if len(page) < CHECK_PAGE:
+                return mismatched
+            after = int(page[-1]["msg_id"])
+
+    def drop_queue(self, queue: str, *, conn: Any = None) -> bool:
+        """Delete a queue with its messages, archive and counter; False when there was none."""
+        params = {"queue": check_queue_name(queue)}
+        backend = self.backend
+
+        def drop(conn: Any) -> bool:
+            # The counter first: its row locks wait out sends in flight and make later sends
+            # fail, so no message lands after the messages are deleted.
+            backend.execute("mq_queue_drop_sent", params, conn)
+            existed = backend.execute("mq_queue_drop_meta", params, conn) == 1
+            backend.execute("mq_queue_drop_messages", params, conn)
+            backend.execute("mq_queue_drop_archive", params, conn)
+            return existed
+
+        return self._on(conn, drop)
+
+    def purge_queue(self, queue: str, *, conn: Any = None) -> int:
+        """Delete every message of a queue, held or not; returns how many."""
+        params = {"queue": check_queue_name(queue)}
+
+        def purge(conn: Any) -> int:
+            self._existing(queue, conn)
+            return self.backend.execute("mq_purge", params, conn)
+
+        return self._on(conn, purge, transaction=False)
+
+    def list_queues(self) -> list[QueueInfo]:
+        return [_queue_info(row) for row in self.backend.fetchall("mq_queue_list")]
+
+    def metrics(self, queue: str) -> QueueMetrics:
+        row = self.backend.fetchone("mq_metrics", {"queue": self._existing(queue)})
+        assert row is not None  # an aggregate always returns a row
+        return QueueMetrics(
+            queue_name=queue,
+            queue_length=int(row["queue_length"]),
+            queue_visible_length=int(row["queue_visible_length"]),
+            newest_msg_age_sec=_float_or_none(row["newest_msg_age_sec"]),
+            oldest_msg_age_sec=_float_or_none(row["oldest_msg_age_sec"]),
+            total_messages=int(row["total_messages"]),
+            scrape_time=_utc(row["scrape_time"]),
+        )
+
+    def metrics_all(self) -> list[QueueMetrics]:
+        """metrics() of every queue, by name (a queue dropped meanwhile is left out)."""
+        found = []
+        for info in self.list_queues():
+            try:
+                found.append(self.metrics(info.queue_name))
+            except QueueNotFound:
+                continue
+        return found
+
+
+def _settings(queue: str, max_length: int | None, overflow: str | None, durable: bool) -> dict[str, Any]:
+    """A queue's send settings as stored, checked before anything is written."""
+    policy = check_bound(max_length, overflow)
+    if not isinstance(durable, bool):
+        raise ConfigError(f"bad durable {durable!r}: use True or False")
+    return {"queue": queue, "max_length": max_length, "overflow": policy, "durable": durable}
+
+
+def _check_same_settings(queue: str, wanted: dict[str, Any], row: Row | None) -> None:
+    """create_queue of a queue that exists: the settings asked for must be its own."""
+    if row is None:
+        return  # dropped meanwhile: the caller's create found it and that is all
+    info = _queue_info(row)
+    have = {"max_length": info.max_length, "overflow": info.overflow, "durable": info.durable}
+    if have != {key: wanted[key] for key in have}:
+        raise ConfigError(
+            f"message queue {queue!r} exists with max_length={info.max_length}, overflow={info.overflow!r}, "
+            f"durable={info.durable}: change its bound with configure_queue(); durability is fixed "
+            "(drop_queue and create it again)"
+        )

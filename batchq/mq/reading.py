@@ -1,0 +1,207 @@
+"""Reading: ``read`` (and with polling) hides the messages it returns for a while, ``pop``
+deletes them; on a typed queue, a message that does not match the type is archived unread."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
+from functools import partial
+from typing import Any
+
+from ..backends import Backend
+from ..config import check_queue_name, parse_duration
+from ..errors import ConfigError, QueueNotFound
+from ..typed import QueueType
+from .checks import _filter_paths, _filter_text
+from .core import MAX_QTY, MessageQueueCore, Seconds
+from .records import Message, _message, _utc_text
+
+log = logging.getLogger("batchq.mq")
+
+
+class Reading(MessageQueueCore):
+    def read(
+        self,
+        queue: str,
+        vt: Seconds,
+        qty: int = 1,
+        *,
+        where: Mapping[str, Any] | None = None,
+        conn: Any = None,
+    ) -> list[Message]:
+        """Take up to ``qty`` visible messages, oldest first, hidden from other readers for ``vt``.
+
+        ``where`` keeps only messages that contain it (JSON containment of objects and
+        scalars, the same on every backend): ``where={"kind": "mail"}``. Messages that do
+        not match are never locked. Each returned message has ``read_ct`` incremented.
+        With ``conn=`` the read is part of the caller's transaction: a rollback (or a crash
+        before the commit) gives the messages back as they were, unread.
+        """
+        params = self._read_params(queue, vt, qty, where)
+        messages = self._read_typed(params, conn)
+        if not messages:
+            self._existing(queue, conn)  # a misspelt queue fails rather than reading as empty forever
+        return messages
+
+    def read_with_poll(
+        self,
+        queue: str,
+        vt: Seconds,
+        qty: int = 1,
+        max_poll_seconds: Seconds = 5,
+        poll_interval_ms: int = 100,
+        *,
+        where: Mapping[str, Any] | None = None,
+    ) -> list[Message]:
+        """``read``, retried every ``poll_interval_ms`` until a message comes or the time is up."""
+        params = self._read_params(queue, vt, qty, where)
+        self._existing(queue)
+        deadline = time.monotonic() + parse_duration(max_poll_seconds, "max_poll_seconds")
+        interval = parse_duration(poll_interval_ms, "poll_interval_ms") / 1000
+        while True:
+            messages = self._read_typed(params)
+            if messages or time.monotonic() >= deadline:
+                return messages
+            time.sleep(max(0.0, min(interval, deadline - time.monotonic())))
+
+    def _read_params(
+        self, queue: str, vt: Seconds, qty: int, where: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        check_queue_name(queue)
+        if isinstance(qty, bool) or not isinstance(qty, int) or not 1 <= qty <= MAX_QTY:
+            raise ConfigError(f"bad qty {qty!r}: use a whole number from 1 to {MAX_QTY}")
+        filter_text = None if where is None else _filter_text(where)
+        paths = None if where is None else json.dumps(_filter_paths(where))
+        return {
+            "queue": queue,
+            "qty": qty,
+            "where": filter_text,
+            "where_paths": paths,  # MySQL: see mq_read
+            "vt": parse_duration(vt, "vt"),
+        }
+
+    def _read_typed(self, params: dict[str, Any], conn: Any = None) -> list[Message]:
+        """Read; on a typed queue, archive the messages that do not match its type (rows written
+        around batchq) with the reason, and read again for as many as were archived. With
+        ``conn``, all of it in the caller's transaction."""
+        found: list[Message] = []
+        if conn is not None:
+            self.backend.check_connection(conn)
+        while True:
+            want = {**params, "qty": params["qty"] - len(found)}
+            if conn is not None:
+                messages = self._read_rows(want, conn)
+            else:
+                messages = self.backend.retrying(partial(self._read_once, want))
+            matching = self._drop_mismatched(params["queue"], messages, conn)
+            found.extend(matching)
+            if len(matching) == len(messages) or len(found) >= params["qty"]:
+                return sorted(found, key=lambda m: m.msg_id)
+
+    def _reader_type(self, queue: str) -> QueueType:
+        """A reader's view of the queue's type: re-read at most every CACHE_SECONDS."""
+        known = self._types.fresh(queue)
+        if known is not None:
+            return known
+        try:
+            return self._read_type(queue)
+        except QueueNotFound:
+            return QueueType(None)  # dropped meanwhile: the read's own checks say so
+
+    def _drop_mismatched(self, queue: str, messages: list[Message], conn: Any = None) -> list[Message]:
+        if not messages:
+            return messages
+        known = self._reader_type(queue)
+        if known.text is None:
+            return messages
+        matching = []
+        for message in messages:
+            found = known.problem(message.message)
+            if found is None:
+                matching.append(message)
+                continue
+            reason = f"message does not match the queue's type: {found[0]}: {found[1]}"
+            log.warning("message %s of queue %r archived unread: %s", message.msg_id, queue, reason)
+            params = {**self._message_params(queue, message.msg_id, message.read_ct), "reason": reason}
+            self._on(conn, partial(self._archive_mismatched, params))
+        return matching
+
+    def _archive_mismatched(self, params: dict[str, Any], conn: Any) -> None:
+        backend = self.backend
+        if backend.fetchone("mq_message_lock", params, conn) is not None:  # our hold still stands
+            backend.execute("mq_archive_invalid", params, conn)
+            backend.execute("mq_delete", params, conn)
+
+    def _read_once(self, params: dict[str, Any]) -> list[Message]:
+        with _take(self.backend):
+            return self._read_rows(params, None)
+
+    def _read_rows(self, params: dict[str, Any], conn: Any) -> list[Message]:
+        backend = self.backend
+        rows = backend.fetchall("mq_read" if backend.skip_locked else "mq_read_no_skip", params, conn)
+        if rows and not backend.has_update_returning:  # locked above, marked here
+            ids = [row["msg_id"] for row in rows]
+            backend.execute("mq_read_mark", {**params, "ids": ids, "until": rows[0]["vt"]}, conn)
+        return sorted((_message(row) for row in rows), key=lambda m: m.msg_id)
+
+    def pop(self, queue: str, *, conn: Any = None) -> Message | None:
+        """Delete the oldest visible message and return it (at-most-once delivery)."""
+        params = {"queue": check_queue_name(queue)}
+        while True:
+            if conn is not None:
+                self.backend.check_connection(conn)
+                message = self._pop_row(params, conn)
+            else:
+                message = self.backend.retrying(lambda: self._pop_once(params))
+            if message is None or self._popped_matches(queue, message, conn):
+                break
+        if message is None:
+            self._existing(queue, conn)
+        return message
+
+    def _popped_matches(self, queue: str, message: Message, conn: Any = None) -> bool:
+        """True if a popped message fits the queue's type; else it goes to the archive with the
+        reason (it is deleted already: a crash in between loses it, as pop's at-most-once allows)."""
+        found = self._reader_type(queue).problem(message.message)
+        if found is None:
+            return True
+        reason = f"message does not match the queue's type: {found[0]}: {found[1]}"
+        log.warning("message %s of queue %r archived unread: %s", message.msg_id, queue, reason)
+        params = {
+            "id": message.msg_id,
+            "queue": queue,
+            "vt": _utc_text(message.vt),
+            "read_ct": message.read_ct,
+            "enqueued_at": _utc_text(message.enqueued_at),
+            "message": json.dumps(message.message),
+            "headers": None if message.headers is None else json.dumps(message.headers),
+            "reason": reason,
+        }
+        archive = partial(self.backend.execute, "mq_archive_popped", params)
+        self._on(conn, lambda conn: archive(conn), transaction=False)
+        return False
+
+    def _pop_once(self, params: dict[str, Any]) -> Message | None:
+        with _take(self.backend):
+            return self._pop_row(params, None)
+
+    def _pop_row(self, params: dict[str, Any], conn: Any) -> Message | None:
+        backend = self.backend
+        row = backend.fetchone("mq_pop" if backend.skip_locked else "mq_pop_no_skip", params, conn)
+        if row is not None and not backend.has_update_returning:
+            backend.execute("mq_pop_mark", {**params, "id": row["msg_id"]}, conn)
+        return None if row is None else _message(row)
+
+
+def _take(backend: Backend) -> AbstractContextManager[None]:
+    """The transaction around a read or pop.
+
+    On PostgreSQL it is one statement, atomic in autocommit: BEGIN and COMMIT would only add
+    two round trips (single-row reads measured 1.2-1.7x faster without, on a loaded host).
+    MySQL must lock and mark in one transaction; SQLite takes the write lock up front with
+    BEGIN IMMEDIATE.
+    """
+    return nullcontext() if backend.single_statement_claims else backend.transaction()

@@ -1,0 +1,136 @@
+"""Sending: a message or a batch, checked against the queue's type and size limit, counted
+on the queue's sent counter, and fitted into a bounded queue."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+from ..bounds import stored_bound
+from ..config import check_queue_name
+from ..errors import BackendError, QueueFull
+from ..typed import QueueType
+from .checks import _check_sizes, _check_type, _headers_per_message, _json_text, _when
+from .core import SENT_SHARDS, MessageQueueCore, When, _missing
+from .records import _first, _is_true
+
+TYPE_ATTEMPTS = 5  # sends that find the queue's type changed under them, before giving up
+
+
+class Sending(MessageQueueCore):
+    def send(
+        self,
+        queue: str,
+        msg: Any,
+        *,
+        delay: When | None = None,
+        headers: Mapping[str, Any] | None = None,
+        conn: Any = None,
+    ) -> int:
+        """Write one message, readable after ``delay`` (seconds, a duration, or an aware
+        datetime: that time on the server's clock; a past time is now); returns its id."""
+        return self.send_batch(
+            queue, [msg], delay=delay, headers=None if headers is None else [headers], conn=conn
+        )[0]
+
+    def send_batch(
+        self,
+        queue: str,
+        msgs: Iterable[Any],
+        *,
+        delay: When | None = None,
+        headers: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = None,
+        conn: Any = None,
+    ) -> list[int]:
+        """Write several messages in one transaction; returns their ids in order.
+
+        ``headers``: one dict (or None) per message, in order, as PGMQ; a single dict is every
+        message's. Every message is validated before anything is written. The queue must exist.
+        With ``conn=`` (the application's open PyMySQL / sqlite3 / psycopg connection) the
+        messages join that connection's transaction: they exist only if the caller commits.
+        A bounded queue that is full drops its oldest messages or raises QueueFull (nothing
+        written), by its overflow policy.
+        """
+        check_queue_name(queue)
+        messages = [_json_text(msg, "message") for msg in msgs]
+        heads = _headers_per_message(headers, len(messages))
+        rows = [
+            {"queue": queue, "message": message, "headers": head, **_when(delay, "delay")}
+            for message, head in zip(messages, heads)
+        ]
+        if not rows:
+            return []
+        backend = self.backend
+        _check_sizes(rows, backend.payload_limit())
+        if conn is not None:
+            backend.check_connection(conn)
+        # Measured as sent (MySQL: max_allowed_packet) before the counter or any message is.
+        backend.check_statement_sizes("mq_send", rows, conn)
+        for _ in range(TYPE_ATTEMPTS):
+            # The type as last seen (untyped at first): the send refuses a stale one (_insert).
+            known = self._types.get(queue) or QueueType(None)
+            _check_type(known, queue, rows)
+            try:
+                return self._on(conn, partial(self._insert, queue, rows, known=known))
+            except _TypeChanged:
+                continue
+        raise BackendError(
+            f"the type of message queue {queue!r} changed {TYPE_ATTEMPTS} times while sending: send again"
+        )
+
+    def _insert(self, queue: str, rows: list[dict[str, Any]], conn: Any, known: QueueType) -> list[int]:
+        backend = self.backend
+        # One shard per application connection: several bounded sends in one of its transactions
+        # then lock one shard and the queue's row, in that order, and cannot deadlock each other.
+        shard = random.randrange(SENT_SHARDS) if conn is None else (id(conn) >> 4) % SENT_SHARDS
+        counter = {"queue": queue, "shard": shard, "n": len(rows), "schema_hash": known.hash}
+        # The shard's lock first: an unknown queue fails before any message is written, and the
+        # queue's settings are read as they stand (configure_queue waits for this send).
+        settings = backend.fetchone("mq_send_settings", counter, conn)
+        if settings is None:
+            raise _missing(queue)
+        bound = stored_bound(settings)
+        if bound is not None:
+            self._make_room(queue, bound.max_length, bound.overflow, len(rows), conn)
+        # Counted only where the shard's type is the one the rows were checked against: else
+        # learn the new type and check them again (batchq.typed).
+        if backend.execute("mq_count_sent", counter, conn) != 1:
+            self._read_type(queue, conn)
+            raise _TypeChanged
+        if _is_true(settings["durable"]):
+            return [backend.insert("mq_send", row, conn) for row in rows]
+        if conn is None:  # never in the caller's transaction: its own writes must stay durable
+            backend.execute("mq_send_async_commit", None, conn)
+        return [backend.insert("mq_send_unlogged", row, conn) for row in rows]
+
+    def _make_room(self, queue: str, max_length: int, overflow: str, count: int, conn: Any) -> None:
+        """Before a bounded queue takes ``count`` messages: refuse, or drop its oldest ones.
+
+        Bounded sends to one queue take turns on its registration row (mq_queue_lock), so two
+        producers at the limit never both see room for one message; the COUNT is then exact but
+        for consumers' deletes, which only make room.
+        """
+        if count > max_length:
+            raise QueueFull(
+                f"a batch of {count} messages is more than queue {queue!r} holds (max_length "
+                f"{max_length}): nothing was sent; send at most {max_length} at a time"
+            )
+        backend = self.backend
+        params = {"queue": queue}
+        backend.fetchone("mq_queue_lock", params, conn)
+        length = int(_first(backend.fetchone("mq_queue_length", params, conn), "length"))
+        excess = length + count - max_length
+        if excess <= 0:
+            return
+        if overflow == "reject":
+            raise QueueFull(
+                f"queue {queue!r} is full ({length} of max_length {max_length} messages, "
+                "overflow='reject'): nothing was sent; consume it, or raise its bound with configure_queue()"
+            )
+        self._drop_oldest(queue, excess, conn)
+
+
+class _TypeChanged(Exception):
+    """A send found the queue's type changed since it checked its messages: check them again."""

@@ -31,7 +31,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .backends import Row, stored_count, stored_seconds, stored_text
 from .config import Duration, parse_duration
 from .errors import ConfigError, PayloadError, TaskError
-from .mq import SENT_SHARDS, Message, _check_sizes, _json_text, _json_value, _utc
+from .mq import Message
+from .mq.checks import _check_sizes, _json_text
+from .mq.core import SENT_SHARDS
+from .mq.records import _json_value, _utc
 from .tasks import TASK_MODULES_ENV, Resolver, _not_plain, task_path
 
 if TYPE_CHECKING:

@@ -6,7 +6,8 @@ import logging
 
 import click
 
-from ..mq import PRUNE_BATCH, MessageQueue
+from ..mq import MessageQueue
+from ..mq.archive import PRUNE_BATCH
 from .common import DURATION, common_options
 
 log = logging.getLogger("batchq.mq")

@@ -23,21 +23,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-# The "X as X" names are not MessageQueue's API: batchq.pubsub, the CLI and bench/ import them from here.
-from ..config import parse_duration as parse_duration
 from .after_reading import AfterReading
-from .archive import PRUNE_BATCH as PRUNE_BATCH
 from .archive import Archive
-from .checks import _check_sizes as _check_sizes
-from .checks import _check_type as _check_type
-from .checks import _json_text as _json_text
-from .core import SENT_SHARDS as SENT_SHARDS
 from .core import Seconds
 from .queues import QueueLifecycle
 from .reading import Reading
 from .records import ArchivedMessage, Message, QueueInfo, QueueMetrics
-from .records import _json_value as _json_value
-from .records import _utc as _utc
 from .sending import Sending
 
 if TYPE_CHECKING:

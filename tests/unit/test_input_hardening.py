@@ -119,9 +119,13 @@ def test_lease_options_are_batchqs_own_and_never_reach_the_driver() -> None:
 )
 def test_one_duration_parser(value: Any, seconds: float) -> None:
     """The job queue and the message queue take the same delays: config.parse_duration's."""
-    import batchq.mq
+    import batchq.mq.archive
+    import batchq.mq.checks
+    import batchq.mq.reading
     import batchq.queue
 
     assert parse_duration(value) == seconds
-    assert batchq.queue.parse_duration is parse_duration and batchq.mq.parse_duration is parse_duration
-    assert not hasattr(batchq.queue, "_delay_seconds") and not hasattr(batchq.mq, "_seconds")
+    assert batchq.queue.parse_duration is parse_duration
+    mq_modules = (batchq.mq.archive, batchq.mq.checks, batchq.mq.reading)
+    assert all(module.parse_duration is parse_duration for module in mq_modules)
+    assert not hasattr(batchq.queue, "_delay_seconds") and not hasattr(batchq.mq.checks, "_seconds")

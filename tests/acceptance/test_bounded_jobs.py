@@ -5,6 +5,7 @@ every sample a checker process takes, and every job enqueued either ran once or 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,18 +34,29 @@ def test_bound_holds_under_concurrent_producers_and_workers(
         assert process.stdout is not None and process.stdout.readline().strip() == "ready"
     queue.enqueue("jobs:record", {"n": -1}, queue=Q)  # run once the workers are up
     workers = [
-        start_batchq(db_url, "run", "--queue", Q, "--wait", "4", "--poll-interval", "0.05") for _ in range(2)
+        start_batchq(db_url, "run", "--queue", Q, "--wait", "120", "--poll-interval", "0.05")
+        for _ in range(2)
     ]
-    wait_for(lambda: -1 in ledger(queue), timeout=60)
-    for process in [checker, *producers]:
-        assert process.stdin is not None
-        process.stdin.write("go\n")
-        process.stdin.close()
-
-    produced = [_result(process) for process in producers]
-    for worker in workers:
-        out, err = worker.communicate(timeout=180)
-        assert worker.returncode == 0, err
+    try:
+        wait_for(lambda: -1 in ledger(queue), timeout=60)
+        for process in [checker, *producers]:
+            assert process.stdin is not None
+            process.stdin.write("go\n")
+            process.stdin.close()
+        produced = [_result(process) for process in producers]
+        # Every job is enqueued: once none is left to run (the dropped ones stay, failed), SIGTERM
+        # the workers rather than wait for them to idle out a --wait.
+        wait_for(lambda: not sql(queue, "SELECT id FROM batchq_job WHERE status <> 'failed'"), timeout=120)
+        for worker in workers:
+            worker.send_signal(signal.SIGTERM)
+        for worker in workers:
+            out, err = worker.communicate(timeout=180)
+            assert worker.returncode == 0, err
+    finally:  # no worker outlives its test
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.communicate()
     stop.touch()
     sampled = _result(checker)
 

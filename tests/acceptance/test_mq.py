@@ -169,14 +169,19 @@ def test_consumer_killed_between_effect_and_commit_leaves_no_effect(db_url: str,
     assert second == {"n": 7, "read_ct": 1}  # the killed read never committed either
     assert ledger(queue) == [7]
     assert mq.get(Q, msg_id) is None
-    assert _effect(db_url, "commit") is None  # nothing left: handled once
+    # Nothing left: the queue holds no message, visible or not (so none can come back when the
+    # killed read's vt=30 runs out), and a consumer's read finds none: handled once. The queue's
+    # length stands for waiting out that vt: a read then could only return a row counted here.
+    assert mq.metrics(Q).queue_length == 0
+    assert _effect(db_url, "commit", wait=0) is None
     assert ledger(queue) == [7]
     queue.close()
 
 
-def _effect(url: str, mode: str) -> Any:
+def _effect(url: str, mode: str, wait: float = 30) -> Any:
+    """mq_effect.py in ``mode``; a "commit" waits up to ``wait`` seconds for a message."""
     done = subprocess.run(
-        [sys.executable, str(APPS_DIR / "mq_effect.py"), url, Q, mode],
+        [sys.executable, str(APPS_DIR / "mq_effect.py"), url, Q, mode, str(wait)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -79,12 +79,23 @@ def test_two_consumers_on_one_subscription_handle_each_message_once(
     for n in range(200):
         orders.publish("orders", {"n": n, "sleep": 0.02})  # some work, so that both get some
     consumers = [
-        start_batchq(db_url, "consume", "--subscriber", "billing", "--wait", "2", **HANDLERS)
+        start_batchq(db_url, "consume", "--subscriber", "billing", "--wait", "60", **HANDLERS)
         for _ in range(2)
     ]
-    for proc in consumers:
-        code, err = finished(proc, timeout=120)
-        assert code == 0, err
+    try:
+        # Once 200 calls are in (a duplicate would show below), SIGTERM: each finishes its
+        # message and exits, rather than idling out a --wait.
+        wait_for(lambda: len(ledger(db_url)) >= 200, timeout=120, interval=0.1)
+        for proc in consumers:
+            proc.send_signal(signal.SIGTERM)
+        for proc in consumers:
+            code, err = finished(proc, timeout=120)
+            assert code == 0, err
+    finally:  # no consumer outlives its test
+        for proc in consumers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
     rows = ledger(db_url)
     assert sorted(n for n, _ in rows) == list(range(200)), "a message was lost or handled twice"
     assert len(Counter(pid for _, pid in rows)) == 2, "the consumers did not share the work"
@@ -118,7 +129,11 @@ def test_sigkill_mid_handler(
     wait_for(started.exists)
     proc.send_signal(signal.SIGKILL)
     finished(proc)
-    result = consume(db_url, "--subscriber", subscriber, "--wait", "4")
+    # at_least_once: the consumer exits once it has handled the message again (that it is then
+    # gone is checked below), rather than idling out a --wait after it; at_most_once: it waits
+    # past the 2s visibility for a message that must not come.
+    again = ("--max-messages", "1", "--wait", "30") if redelivered else ("--wait", "4")
+    result = consume(db_url, "--subscriber", subscriber, *again)
     assert result.returncode == 0, result.stderr
     calls = [n for n, _ in ledger(db_url)]
     assert calls == ([offset + 1] * (2 if redelivered else 1))

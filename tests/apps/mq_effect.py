@@ -1,11 +1,11 @@
 """A consumer that handles a message exactly once inside the database: read, effect, delete, commit.
 
-Usage: python mq_effect.py URL QUEUE MODE
+Usage: python mq_effect.py URL QUEUE MODE [WAIT]
   crash:  read one message on the application's connection, write its effect (a ledger row) and
           delete it in that transaction, print "effect written", then wait to be SIGKILLed before
           the commit.
-  commit: the same, waiting up to 30 s for a message, then commit; prints {"n": ..., "read_ct": ...},
-          or null when no message came.
+  commit: the same, waiting up to WAIT seconds (default 30) for a message, then commit; prints
+          {"n": ..., "read_ct": ...}, or null when no message came (WAIT 0: one read).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from batchq import MessageQueue
 from tests.support.db import app_connection, run_query_on
 
 
-def main(url: str, queue: str, mode: str) -> None:
+def main(url: str, queue: str, mode: str, wait: str = "30") -> None:
     mq = MessageQueue(url)
     app = app_connection(url)
-    deadline = time.monotonic() + (30 if mode == "commit" else 5)
+    deadline = time.monotonic() + (float(wait) if mode == "commit" else 5)
     while True:
         messages = mq.read(queue, vt=30, qty=1, conn=app)
         if messages or time.monotonic() >= deadline:
@@ -47,4 +47,4 @@ def main(url: str, queue: str, mode: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

@@ -1,6 +1,6 @@
 """A host ticking in a loop, for the scheduler's acceptance tests: `python ticker.py SECONDS`.
 
-Ticks every 50-300 ms (BATCHQ_URL, BATCHQ_TASK_MODULES from the environment) until SECONDS have
+Ticks every 20-120 ms (BATCHQ_URL, BATCHQ_TASK_MODULES from the environment) until SECONDS have
 passed, then prints how many jobs it enqueued and how many due slots another ticker took first.
 """
 
@@ -23,7 +23,7 @@ def main() -> None:
         taken += report.taken
         for name, why in report.failed:
             print(f"schedule {name}: {why}", file=sys.stderr, flush=True)
-        time.sleep(random.uniform(0.05, 0.3))
+        time.sleep(random.uniform(0.02, 0.12))
     print(enqueued, taken, flush=True)
 
 

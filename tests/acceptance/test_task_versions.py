@@ -66,33 +66,41 @@ def test_new_jobs_wait_for_the_new_worker_while_the_old_one_runs(
         run_query(queue, "job_insert_due_now", {"task": GREET, "payload": payload, "max_errors": 3})
 
     old = worker(db_url, 2, poll=OLD_POLL)
-    # The old worker alone: it runs the version-1 jobs (upgraded to its version 2) and puts every
-    # version-3 job back, uncounted, with a note naming it.
-    wait_for(lambda: sum(s.waiting_for_version for s in queue.stats()) == NEW_JOBS, timeout=60)
-    wait_for(lambda: len(ledger_pids(queue)) == OLD_JOBS, timeout=60)
-    assert set(ledger_pids(queue).values()) == {old.pid}
-    seen = queue.explain(new_ids[0])
-    assert f"waiting for a worker that knows version 3 of task {GREET}" in seen.summary
-    assert f":{old.pid}:" in seen.summary and "knows version 2" in seen.summary
-    explained = run_batchq(db_url, "explain", str(new_ids[-1]))
-    assert f"waiting for a worker that knows version 3 of task {GREET}" in explained.stdout
-    assert "jobs wait for a worker that knows a newer version" in run_batchq(db_url, "stats").stdout
+    workers = [old]
+    try:
+        # The old worker alone: it runs the version-1 jobs (upgraded to its version 2) and puts every
+        # version-3 job back, uncounted, with a note naming it.
+        wait_for(lambda: sum(s.waiting_for_version for s in queue.stats()) == NEW_JOBS, timeout=60)
+        wait_for(lambda: len(ledger_pids(queue)) == OLD_JOBS, timeout=60)
+        assert set(ledger_pids(queue).values()) == {old.pid}
+        seen = queue.explain(new_ids[0])
+        assert f"waiting for a worker that knows version 3 of task {GREET}" in seen.summary
+        assert f":{old.pid}:" in seen.summary and "knows version 2" in seen.summary
+        explained = run_batchq(db_url, "explain", str(new_ids[-1]))
+        assert f"waiting for a worker that knows version 3 of task {GREET}" in explained.stdout
+        assert "jobs wait for a worker that knows a newer version" in run_batchq(db_url, "stats").stdout
 
-    new = worker(db_url, 3, poll=new_worker_poll(backend_name))
-    wait_for(lambda: len(ledger_pids(queue)) == NEW_JOBS + OLD_JOBS, timeout=120)
-    pids = ledger_pids(queue)
-    assert {pids[n] for n in range(NEW_JOBS)} == {new.pid}  # every new job on the new worker
-    wait_for(lambda: job_rows(queue) == [])  # none failed, none left (the last DELETE may trail its run)
+        new = worker(db_url, 3, poll=new_worker_poll(backend_name))
+        workers.append(new)
+        wait_for(lambda: len(ledger_pids(queue)) == NEW_JOBS + OLD_JOBS, timeout=120)
+        pids = ledger_pids(queue)
+        assert {pids[n] for n in range(NEW_JOBS)} == {new.pid}  # every new job on the new worker
+        wait_for(lambda: job_rows(queue) == [])  # none failed, none left (the last DELETE may trail its run)
 
-    for proc in (old, new):
-        proc.send_signal(signal.SIGTERM)
-    old_out, old_err = old.communicate(timeout=30)
-    new_out, new_err = new.communicate(timeout=30)
-    assert (old.returncode, new.returncode) == (0, 0)
-    # The outdated worker says so once (then at debug level), with what to do.
-    assert old_err.count(f"of task {GREET}; this worker knows version 2") == 1, old_err
-    assert "deploy it here too" in old_err
-    assert new_err == "" and new_out == "" and old_out == ""
+        for proc in (old, new):
+            proc.send_signal(signal.SIGTERM)
+        old_out, old_err = old.communicate(timeout=30)
+        new_out, new_err = new.communicate(timeout=30)
+        assert (old.returncode, new.returncode) == (0, 0)
+        # The outdated worker says so once (then at debug level), with what to do.
+        assert old_err.count(f"of task {GREET}; this worker knows version 2") == 1, old_err
+        assert "deploy it here too" in old_err
+        assert new_err == "" and new_out == "" and old_out == ""
+    finally:  # no worker outlives its test (they run with --wait 120)
+        for proc in workers:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
     vqueue.close()
 
 

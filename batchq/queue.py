@@ -24,7 +24,7 @@ from .partitions import (
 )
 from .serializers import dumps, secret_from_env
 from .tasks import Resolver, check_task_name, modules_from_env, split_modules, task_policy, task_version
-from .typed import QueueType, SchemaSpec, TypeCache, refuse_pickle, schema_text
+from .typed import QueueType, SchemaSpec, TypeCache, count_mismatched, refuse_pickle, schema_text
 
 if TYPE_CHECKING:
     from .schedules import Schedule, Schedules, TickReport
@@ -44,7 +44,6 @@ UNIQUE_ATTEMPTS = 10
 UNCHANGED: Any = object()  # a configure() setting not passed: left as it is
 CANCEL_BATCH = 1000  # rows per statement of cancel_where: no cancel holds many locks for long
 HISTORY_LIMIT_RANGE = (1, 100_000)
-CHECK_PAGE = 1000  # waiting jobs per read when alter_queue checks a queue against a new type
 
 
 @dataclass
@@ -548,22 +547,19 @@ class Queue(OnDatabase):
         """How many waiting jobs do not match a new type; without force, the first raises."""
         if new.text is None:
             return 0
-        after, mismatched = 0, 0
-        while True:
-            params = {"queue": queue, "after": after, "limit": CHECK_PAGE}
-            page = self.backend.fetchall("queue_waiting_payloads", params)
-            for row in page:
-                reason = payload_mismatch(new, row["payload"], row["serializer"])
-                if reason is not None and not force:
-                    raise ConfigError(
-                        f"job {row['id']} waiting in queue {queue!r} does not match the new type "
-                        f"({reason}): type not changed; wait until such jobs have run, or pass "
-                        "force=True (they then fail with the reason when claimed)"
-                    )
-                mismatched += reason is not None
-            if len(page) < CHECK_PAGE:
-                return mismatched
-            after = int(page[-1]["id"])
+        return count_mismatched(
+            self.backend,
+            "queue_waiting_payloads",
+            queue,
+            "id",
+            lambda row: payload_mismatch(new, row["payload"], row["serializer"]),
+            lambda row, reason: (
+                f"job {row['id']} waiting in queue {queue!r} does not match the new type "
+                f"({reason}): type not changed; wait until such jobs have run, or pass "
+                "force=True (they then fail with the reason when claimed)"
+            ),
+            force,
+        )
 
     def keep_for(self) -> dict[str, float]:
         """The queues whose history is kept, and for how many seconds."""

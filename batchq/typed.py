@@ -29,11 +29,16 @@ import re
 import time
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 from .errors import ConfigError, PayloadError, PayloadInvalid
+
+if TYPE_CHECKING:
+    from .backends import Backend, Row
+
+CHECK_PAGE = 1000  # waiting rows per read when alter_queue checks a queue against a new type
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 UNTYPED = 0  # the schema hash of a queue without a type
@@ -196,6 +201,31 @@ class TypeCache:
 
     def forget(self, queue: str) -> None:
         self._known.pop(queue, None)
+
+
+def count_mismatched(
+    backend: Backend,
+    query: str,
+    queue: str,
+    key: str,
+    reason: Callable[[Row], str | None],
+    refusal: Callable[[Row, str], str],
+    force: bool,
+) -> int:
+    """How many of a queue's waiting rows do not match a new type (``reason`` says why one does
+    not, None when it does), read by ``query`` in pages of CHECK_PAGE ordered by ``key``; without
+    ``force``, the first raises ConfigError(refusal(row, why))."""
+    after, mismatched = 0, 0
+    while True:
+        page = backend.fetchall(query, {"queue": queue, "after": after, "limit": CHECK_PAGE})
+        for row in page:
+            why = reason(row)
+            if why is not None and not force:
+                raise ConfigError(refusal(row, why))
+            mismatched += why is not None
+        if len(page) < CHECK_PAGE:
+            return mismatched
+        after = int(page[-1][key])
 
 
 def refuse_pickle(serializer: str, queue: str) -> None:

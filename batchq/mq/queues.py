@@ -9,11 +9,9 @@ from ..backends import Row
 from ..bounds import check_bound
 from ..config import check_queue_name
 from ..errors import ConfigError, QueueNotFound
-from ..typed import QueueType, SchemaSpec, schema_hash, schema_text
+from ..typed import QueueType, SchemaSpec, count_mismatched, schema_hash, schema_text
 from .core import SENT_SHARDS, MessageQueueCore, _missing
 from .records import QueueInfo, QueueMetrics, _first, _float_or_none, _queue_info, _utc
-
-CHECK_PAGE = 1000  # messages per read when alter_queue checks a queue against a new type
 
 
 class QueueLifecycle(MessageQueueCore):
@@ -135,22 +133,19 @@ class QueueLifecycle(MessageQueueCore):
         raises ConfigError."""
         if new.text is None:
             return 0
-        after, mismatched = 0, 0
-        while True:
-            params = {"queue": queue, "after": after, "limit": CHECK_PAGE}
-            page = self.backend.fetchall("mq_queue_messages", params)
-            for row in page:
-                reason = new.reason(row["message"])
-                if reason is not None and not force:
-                    raise ConfigError(
-                        f"message {row['msg_id']} of queue {queue!r} does not match the new type "
-                        f"({reason.split(': ', 1)[1]}): type not changed; wait until such messages are "
-                        "consumed, or pass force=True (they are then archived with the reason when read)"
-                    )
-                mismatched += reason is not None
-            if len(page) < CHECK_PAGE:
-                return mismatched
-            after = int(page[-1]["msg_id"])
+        return count_mismatched(
+            self.backend,
+            "mq_queue_messages",
+            queue,
+            "msg_id",
+            lambda row: new.reason(row["message"]),
+            lambda row, reason: (
+                f"message {row['msg_id']} of queue {queue!r} does not match the new type "
+                f"({reason.split(': ', 1)[1]}): type not changed; wait until such messages are "
+                "consumed, or pass force=True (they are then archived with the reason when read)"
+            ),
+            force,
+        )
 
     def drop_queue(self, queue: str, *, conn: Any = None) -> bool:
         """Delete a queue with its messages, archive and counter; False when there was none."""

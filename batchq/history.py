@@ -113,22 +113,6 @@ def _getrusage() -> Any:
     return None if resource is None else resource.getrusage(_RUSAGE_WHO)
 
 
-def kept_job(job_id: int, usage: Usage, value: Any) -> Kept:
-    """A succeeded job's record for the history from figures measured elsewhere (Meter.kept
-    makes it directly): wall time in nanoseconds, CPU time in microseconds, as stored."""
-    result, note = encode_result(value)
-    cpu = usage.cpu_seconds
-    return Kept(
-        job_id,
-        round(usage.wall_seconds * 1e9),
-        None if cpu is None else round(cpu * 1e6),
-        usage.memory_peak_bytes,
-        usage.memory_growth_bytes,
-        result,
-        note,
-    )
-
-
 def encode_result(value: Any) -> tuple[str | None, str | None]:
     """A task's return value as stored: (its JSON text, None); a value JSON cannot carry as the
     JSON string of its repr, with a note; one larger than RESULT_MAX_BYTES as (None, a note).

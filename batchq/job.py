@@ -58,7 +58,7 @@ class Claim:
 
 
 class Kept(NamedTuple):
-    """A succeeded job to copy into the history, as the claim sends it (batchq.history.kept_job
+    """A succeeded job to copy into the history, as the claim sends it (batchq.history.Meter.kept
     makes one): its id, its figures as integers (wall time in nanoseconds, CPU time in
     microseconds: the claim divides them back into seconds; None where unknown) and its result
     as stored (JSON text, or a note saying why not). A plain tuple, written out by hand: a

@@ -361,7 +361,7 @@ class Backend(ABC):
         """In one transaction: delete the jobs ``done`` (finished by this worker, fenced by their
         claim's token) and claim up to ``limit`` due jobs of ``queue``, in the claim index's
         order (priority, then due time, then id), marked ours with ``token``. With ``kept`` (the
-        measurements of some of ``done``, batchq.history.kept_job), those jobs are first copied
+        measurements of some of ``done``, batchq.history.Meter.kept), those jobs are first copied
         into batchq_history, in the same transaction.
 
         Every 'ready' row is due (jobs_promote moves 'scheduled' ones once their time comes), so

@@ -10,7 +10,8 @@ from datetime import timedelta
 import pytest
 
 from batchq import ConfigError, Queue
-from batchq.history import KEPT_STATEMENT_BYTES, RESULT_MAX_BYTES, Usage, kept_job, prune
+from batchq.history import KEPT_STATEMENT_BYTES, RESULT_MAX_BYTES, encode_result, prune
+from batchq.job import Kept
 from batchq.metrics import read_finished
 from batchq.sweeps import gc_error
 from batchq.worker import RunOptions, Worker
@@ -261,7 +262,7 @@ def test_metrics_count_the_jobs_finished_within_the_window(hq: Queue) -> None:
 @pytest.mark.parametrize("through", ["claim", "claim of one", "delete"])
 def test_the_measurements_reach_the_record_exactly_as_measured(hq: Queue, through: str) -> None:
     """The claim carries wall time in nanoseconds and CPU time in microseconds as integers
-    (history.kept_job), in a JSON array, or as plain parameters when it keeps one job: the
+    (history.Meter.kept), in a JSON array, or as plain parameters when it keeps one job: the
     record holds them in seconds, unknown figures as NULL, the result and its note as sent. A
     finished job not named in ``kept`` is deleted and not kept."""
     first, second, third = hq.enqueue("jobs:noop"), hq.enqueue("jobs:noop"), hq.enqueue("jobs:noop")
@@ -269,8 +270,9 @@ def test_the_measurements_reach_the_record_exactly_as_measured(hq: Queue, throug
     done = backend.claim("default", "w1", "token-1", 3).jobs
     assert [job.id for job in done] == [first, second, third]
     kept = [
-        kept_job(first, Usage(0.123456789, 0.25, 123_456_789, 4_096), {"n": [1, 2]}),
-        kept_job(second, Usage(2e-6), object()),  # no CPU or memory figures; a result JSON cannot carry
+        Kept(first, 123_456_789, 250_000, 123_456_789, 4_096, *encode_result({"n": [1, 2]})),
+        # no CPU or memory figures; a result JSON cannot carry
+        Kept(second, 2_000, None, None, None, *encode_result(object())),
     ]
     if through == "claim of one":
         kept = kept[1:]

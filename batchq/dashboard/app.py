@@ -19,6 +19,7 @@ from ..errors import BackendUnavailable, ConfigError
 from ..queue import Queue
 from . import actions, auth, views
 from .context import Dashboard, current, install
+from .params import check_query
 from .posts import signed_note
 from .security import SESSION_COOKIE, Guard
 
@@ -31,6 +32,7 @@ def create_app(queue: Queue, guard: Guard, refresh: float = DEFAULT_REFRESH_SECO
     install(app, Dashboard(queue, guard, refresh))
     _add_filters(app)
     app.before_request(_session)
+    app.before_request(_input)
     app.context_processor(_common)
     app.after_request(_headers)
     app.register_error_handler(ConfigError, _bad_input)
@@ -44,6 +46,13 @@ def create_app(queue: Queue, guard: Guard, refresh: float = DEFAULT_REFRESH_SECO
 def _session() -> None:
     g.nonce = secrets.token_urlsafe(16)
     g.session = current().guard.session_nonce(request.cookies.get(SESSION_COOKIE))
+
+
+def _input() -> None:
+    """Every page's query and every form, checked as sent, before any view reads them."""
+    check_query(request.query_string, "query parameter")
+    if request.method == "POST" and request.mimetype == "application/x-www-form-urlencoded":
+        check_query(request.get_data(cache=True), "form field")
 
 
 def _common() -> dict[str, Any]:

@@ -49,6 +49,7 @@ def dashboard(
             Guard,
             allowed_host_option,
             is_loopback,
+            listen_addresses,
             make_server,
             urls,
         )
@@ -60,6 +61,12 @@ def dashboard(
     except ConfigError as exc:
         click.echo(f"batchq: error: {exc}", err=True)
         ctx.exit(2)
+    try:
+        listen_addresses(host, port)  # before connecting, and before warning about the host
+    except OSError as exc:
+        hint = "--host takes an IP address of this host or a name that resolves to one"
+        click.echo(f"batchq: error: cannot listen on {host}:{port}: {exc.strerror or exc}: {hint}", err=True)
+        ctx.exit(1)
     token = os.environ.get(TOKEN_ENV) or None
     guard = Guard(token, read_only)
     queue = open_queue(ctx)

@@ -114,3 +114,9 @@ def test_listening_on_every_address_answers_ip_literals_and_allowed_names(queue:
             assert_answered(board, job, host)
         for host in ("attacker.example", socket.gethostname() + ".attacker.example"):
             assert_refused(board, job, host)
+
+
+@pytest.mark.parametrize("host", ["999.1.1.1", "no-such-host.invalid"])
+def test_a_host_that_does_not_resolve_is_one_error_line(db_url: str, host: str) -> None:
+    result = run_batchq(db_url, "dashboard", "--host", host, "--port", "8080")
+    assert_one_line_error(result, f"cannot listen on {host}:8080", "--host takes an IP address")

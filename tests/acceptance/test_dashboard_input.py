@@ -114,7 +114,12 @@ def test_a_hostile_query_parameter_is_a_400_never_a_500(
 @pytest.mark.parametrize("value_name", list(HOSTILE))
 @pytest.mark.parametrize(
     ("action", "field"),
-    [("/actions/cancel", "id"), ("/actions/pause", "queue"), ("/actions/stop-worker", "name")],
+    [
+        ("/actions/cancel", "id"),
+        ("/actions/pause", "queue"),
+        ("/actions/stop-worker", "name"),
+        ("/login", "token"),
+    ],
 )
 def test_a_hostile_form_field_is_a_400_never_a_500(
     boards: Boards, backend_name: str, action: str, field: str, value_name: str
@@ -124,6 +129,12 @@ def test_a_hostile_form_field_is_a_400_never_a_500(
     assert "Traceback" not in reply.body and reply.status != 500, (action, value_name, reply.body[:2000])
     if value_name in REFUSED_EVERYWHERE or (field == "id" and value_name.startswith("int")):
         assert reply.status == 400, (action, value_name, reply.status, reply.body[:2000])
+
+
+@pytest.mark.parametrize("segment", ["9" * 30, str(2**63), "-1", "0", "%00", "%FF", "1%00"])
+def test_a_hostile_job_id_in_the_path_is_a_404(boards: Boards, backend_name: str, segment: str) -> None:
+    reply = boards.get(backend_name).board.get(f"/jobs/{segment}")
+    assert reply.status == 404, (segment, reply.status, reply.body[:2000])
 
 
 def post_raw(board: Dashboard, path: str, body: str) -> Reply:

@@ -6,6 +6,7 @@ import os
 
 import click
 
+from ..errors import ConfigError
 from .common import common_options, open_queue
 
 INSTALL_HINT = "pip install 'batchq[dashboard]'"
@@ -17,6 +18,14 @@ INSTALL_HINT = "pip install 'batchq[dashboard]'"
 @click.option(
     "--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on."
 )
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests for this host name (a reverse proxy's, say); repeatable. "
+    "Any other Host is refused (421), against DNS rebinding.",
+)
 @click.option("--read-only", is_flag=True, help="Offer no action, even with BATCHQ_DASHBOARD_TOKEN set.")
 @click.option(
     "--refresh",
@@ -27,15 +36,36 @@ INSTALL_HINT = "pip install 'batchq[dashboard]'"
     help="How often a page refreshes itself (0: never).",
 )
 @click.pass_context
-def dashboard(ctx: click.Context, host: str, port: int, read_only: bool, refresh: float) -> None:
+def dashboard(
+    ctx: click.Context, host: str, port: int, allowed_hosts: tuple[str, ...], read_only: bool, refresh: float
+) -> None:
     """Serve a web dashboard: queues (pause, resume), a queue's jobs, one job (payload, last error,
     explain; cancel), failure groups (requeue, delete), workers, schedules, locks, and the
     Prometheus metrics at /metrics. Actions need BATCHQ_DASHBOARD_TOKEN (sign in with it) and are
     off without it or with --read-only."""
     try:
-        from ..dashboard import TOKEN_ENV, Guard, is_loopback, make_server, urls
+        from ..dashboard import (
+            TOKEN_ENV,
+            Guard,
+            allowed_host_option,
+            is_loopback,
+            listen_addresses,
+            make_server,
+            urls,
+        )
     except ImportError as exc:
         click.echo(f"batchq: error: the dashboard needs {exc.name}: {INSTALL_HINT}", err=True)
+        ctx.exit(1)
+    try:
+        allowed = tuple(allowed_host_option(name) for name in allowed_hosts)
+    except ConfigError as exc:
+        click.echo(f"batchq: error: {exc}", err=True)
+        ctx.exit(2)
+    try:
+        listen_addresses(host, port)  # before connecting, and before warning about the host
+    except OSError as exc:
+        hint = "--host takes an IP address of this host or a name that resolves to one"
+        click.echo(f"batchq: error: cannot listen on {host}:{port}: {exc.strerror or exc}: {hint}", err=True)
         ctx.exit(1)
     token = os.environ.get(TOKEN_ENV) or None
     guard = Guard(token, read_only)
@@ -47,7 +77,7 @@ def dashboard(ctx: click.Context, host: str, port: int, read_only: bool, refresh
             exposed += f", and no {TOKEN_ENV} is set"
         click.echo(f"batchq: warning: the dashboard listens on {host}: {exposed}", err=True)
     try:
-        server = make_server(queue, guard, host, port, refresh)
+        server = make_server(queue, guard, host, port, refresh, allowed)
     except OSError as exc:
         click.echo(f"batchq: error: cannot listen on {host}:{port}: {exc.strerror or exc}", err=True)
         ctx.exit(1)

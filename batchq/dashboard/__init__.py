@@ -14,14 +14,18 @@ from waitress.server import BaseWSGIServer, MultiSocketServer, create_server
 
 from ..queue import Queue
 from .app import DEFAULT_REFRESH_SECONDS, create_app
+from .hosts import HostPolicy, allowed_host_option, listen_addresses
 from .security import TOKEN_ENV, Guard
 
 __all__ = [
     "DEFAULT_REFRESH_SECONDS",
     "TOKEN_ENV",
     "Guard",
+    "HostPolicy",
+    "allowed_host_option",
     "create_app",
     "is_loopback",
+    "listen_addresses",
     "make_server",
     "urls",
 ]
@@ -39,19 +43,22 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def make_server(queue: Queue, guard: Guard, host: str, port: int, refresh: float) -> Server:
+def make_server(
+    queue: Queue, guard: Guard, host: str, port: int, refresh: float, allowed_hosts: tuple[str, ...] = ()
+) -> Server:
     """The dashboard, listening (port 0: any free port; see ``effective_port``) but not yet
-    serving: waitress, a pure-Python server with a bounded thread pool. OSError if it cannot
-    listen there."""
+    serving: waitress, a pure-Python server with a bounded thread pool. It answers the Host
+    headers of ``host`` and ``allowed_hosts`` (batchq.dashboard.hosts). OSError if it cannot
+    listen there (a host that does not resolve included)."""
     logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "task queue depth" chatter
-    return create_server(
-        create_app(queue, guard, refresh),
-        host=host,
-        port=port,
-        threads=THREADS,
-        ident="batchq",
-        clear_untrusted_proxy_headers=True,
-    )
+    addresses = listen_addresses(host, port)  # resolved first: waitress says only ValueError
+    app = create_app(queue, guard, refresh, HostPolicy.for_listener(host, addresses, allowed_hosts))
+    try:
+        return create_server(
+            app, host=host, port=port, threads=THREADS, ident="batchq", clear_untrusted_proxy_headers=True
+        )
+    except ValueError as exc:  # waitress: "Invalid host/port specified."
+        raise OSError(str(exc)) from None
 
 
 def urls(server: Server) -> list[str]:

@@ -9,10 +9,11 @@ from typing import Any
 from flask import Blueprint, redirect, request
 
 from ..config import check_queue_name
-from ..errors import ConfigError
+from ..job import JOB_ID_RANGE
 from ..registry import request_stop
 from ..sweeps import gc_error
 from .context import current
+from .params import integer
 from .posts import back, check_action
 
 blueprint = Blueprint("actions", __name__)
@@ -79,7 +80,4 @@ def cancel() -> str:
 
 
 def _job_id(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise ConfigError(f"bad job id {text!r}: use a whole number") from None
+    return integer({"id": text}, "id", JOB_ID_RANGE)

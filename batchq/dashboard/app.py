@@ -11,7 +11,7 @@ import secrets
 from datetime import datetime
 from typing import Any
 
-from flask import Flask, Response, g, render_template, request
+from flask import Flask, Response, g, make_response, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from ..config import format_duration, format_time
@@ -19,18 +19,26 @@ from ..errors import BackendUnavailable, ConfigError
 from ..queue import Queue
 from . import actions, auth, views
 from .context import Dashboard, current, install
+from .hosts import HostPolicy
+from .params import check_query
 from .posts import signed_note
 from .security import SESSION_COOKIE, Guard
 
 DEFAULT_REFRESH_SECONDS = 5.0
+LOOPBACK_ONLY = HostPolicy.for_listener("127.0.0.1", ["127.0.0.1"])
 
 
-def create_app(queue: Queue, guard: Guard, refresh: float = DEFAULT_REFRESH_SECONDS) -> Flask:
+def create_app(
+    queue: Queue, guard: Guard, refresh: float = DEFAULT_REFRESH_SECONDS, hosts: HostPolicy = LOOPBACK_ONLY
+) -> Flask:
+    """The app; it answers only the Host headers ``hosts`` allows (batchq.dashboard.hosts)."""
     app = Flask(__name__)
     app.config["MAX_CONTENT_LENGTH"] = 64 * 1024  # forms carry a few short fields
-    install(app, Dashboard(queue, guard, refresh))
+    install(app, Dashboard(queue, guard, refresh, hosts))
     _add_filters(app)
+    app.before_request(_host)
     app.before_request(_session)
+    app.before_request(_input)
     app.context_processor(_common)
     app.after_request(_headers)
     app.register_error_handler(ConfigError, _bad_input)
@@ -41,9 +49,28 @@ def create_app(queue: Queue, guard: Guard, refresh: float = DEFAULT_REFRESH_SECO
     return app
 
 
-def _session() -> None:
+def _host() -> Response | None:
+    """Refuse a Host header this dashboard was not started for (DNS rebinding), in plain text:
+    nothing the dashboard knows, not even its page layout, goes to a foreign host."""
     g.nonce = secrets.token_urlsafe(16)
+    refused = current().hosts.refusal(request.environ.get("HTTP_HOST"))
+    if refused is None:
+        return None
+    status, why = refused
+    response = make_response(f"{status} {why}\n", status)
+    response.content_type = "text/plain; charset=utf-8"
+    return response
+
+
+def _session() -> None:
     g.session = current().guard.session_nonce(request.cookies.get(SESSION_COOKIE))
+
+
+def _input() -> None:
+    """Every page's query and every form, checked as sent, before any view reads them."""
+    check_query(request.query_string, "query parameter")
+    if request.method == "POST" and request.mimetype == "application/x-www-form-urlencoded":
+        check_query(request.get_data(cache=True), "form field")
 
 
 def _common() -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, abort, redirect, render_template, request
+from flask import Blueprint, abort, g, redirect, render_template, request
 
 from .context import current
 from .posts import back, check_action, same_origin
@@ -34,6 +34,7 @@ def login() -> Any:
 @blueprint.post("/logout")
 def logout() -> Any:
     check_action()
+    current().guard.end_session(g.session)  # a copy of the cookie is refused from now on
     response = redirect("/", 303)
     response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="Strict")
     return response

@@ -10,6 +10,7 @@ from flask import Flask, current_app
 
 from ..backends import Backend
 from ..queue import Queue
+from .hosts import HostPolicy
 from .security import Guard
 
 _KEY = "batchq.dashboard"
@@ -20,6 +21,7 @@ class Dashboard:
     queue: Queue
     guard: Guard
     refresh: float
+    hosts: HostPolicy
 
     @property
     def backend(self) -> Backend:

@@ -13,6 +13,7 @@ from ..backends import Backend, Row, stored_count, stored_seconds
 from ..errors import ConfigError
 from ..explain import _alive as worker_alive
 from ..queue import PRIORITY_RANGE
+from .params import integer
 
 # The states a job row can be in, in the order an unfiltered listing walks them.
 STATES = ("processing", "ready", "scheduled", "blocked", "failed")
@@ -45,10 +46,10 @@ class Cursor:
         state = params.get("after_state", "")
         if state not in STATES:
             raise ConfigError(f"bad after_state {state!r}: use one of {', '.join(STATES)}")
-        try:
-            priority, job_id = int(params.get("after_priority", "")), int(params["after_id"])
-        except ValueError:
-            raise ConfigError("bad page link (after_priority, after_id): start again") from None
+        # Any 64-bit value: a row written by hand (SQLite) may hold a priority beyond the range.
+        again = " (a bad page link: start again from the first page)"
+        priority = integer(params, "after_priority", hint=again)
+        job_id = integer(params, "after_id", hint=again)
         return cls(state, priority, params.get("after_run_at", ""), job_id)
 
 

@@ -99,6 +99,22 @@ def test_an_action_needs_the_token_a_session_and_its_csrf_token(queue: Queue, db
     assert not paused(queue, "mail")
 
 
+def test_logging_out_ends_the_session_on_the_server(queue: Queue, db_url: str) -> None:
+    with dashboard(db_url) as board:
+        csrf = board.sign_in()
+        cookie = board.cookies["batchq_dashboard_session"]
+        other = Dashboard(board.proc, board.port)  # another browser, still signed in
+        other_csrf = other.sign_in()
+        assert board.post("/logout", {"csrf": csrf}).status == 303
+        board.cookies["batchq_dashboard_session"] = cookie  # a copy kept from before
+        replayed = board.post("/actions/pause", {"queue": "mail", "csrf": csrf})
+        assert replayed.status == 403 and "sign in" in replayed.body
+        assert board.post("/logout", {"csrf": csrf}).status == 403
+        assert not paused(queue, "mail")
+        assert other.post("/actions/pause", {"queue": "mail", "csrf": other_csrf}).status == 303
+        assert paused(queue, "mail")
+
+
 def test_session_cookie_is_httponly_and_samesite_strict(db_url: str) -> None:
     with dashboard(db_url) as board:
         reply = board.post("/login", {"token": TOKEN})

@@ -225,3 +225,40 @@ def test_a_page_refreshes_itself(queue: Queue, db_url: str, browser: Any) -> Non
         wait_for_text(browser, "#queues", "arrived")
         assert browser.execute_script("return window.__stayed") == "same page"  # no reload
         assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-refreshed")
+
+
+def test_a_rebound_name_reads_nothing(queue: Queue, db_url: str) -> None:
+    """DNS rebinding, as a browser lives it: attacker.example resolves to 127.0.0.1 (Chromium's
+    host resolver rules stand in for the attacker's DNS), so its pages are same-origin with the
+    dashboard; the dashboard refuses their Host and shows them nothing, while a name given with
+    --allowed-host, and localhost, are served."""
+    secret = "payload-of-job-7"
+    job = queue.enqueue("jobs:noop", {"secret": secret})
+    queue.lock("reindex", ttl=600).acquire()
+    rules = "MAP attacker.example 127.0.0.1, MAP dash.example.test 127.0.0.1"
+    driver = chromium(f"--host-resolver-rules={rules}")
+    try:
+        with dashboard(db_url, "--refresh", "0") as board:
+            driver.get(f"http://attacker.example:{board.port}/jobs/{job}")
+            shown = driver.find_element(By.TAG_NAME, "body").text
+            assert secret not in shown, shown
+            assert "421 this dashboard does not answer to the host 'attacker.example'" in shown, shown
+            paths = ["/metrics", "/locks", "/workers", f"/jobs/{job}"]
+            read = driver.execute_async_script(READ_SAME_ORIGIN, paths)
+            assert not any(word in " ".join(read) for word in (secret, "reindex", "batchq_jobs")), read
+            assert [line.split(" ", 1)[0] for line in read] == ["421"] * 4, read
+            driver.get(f"http://localhost:{board.port}/jobs/{job}")
+            wait_for_text(driver, "#payload", secret)
+        with dashboard(db_url, "--refresh", "0", "--allowed-host", "dash.example.test") as board:
+            driver.get(f"http://dash.example.test:{board.port}/jobs/{job}")
+            wait_for_text(driver, "#payload", secret)
+    finally:
+        driver.quit()
+
+
+# What the attacker's script does once its name points at the dashboard: read pages, same origin.
+READ_SAME_ORIGIN = """
+const paths = arguments[0], done = arguments[arguments.length - 1];
+Promise.all(paths.map(p => fetch(p).then(r => r.text().then(t => r.status + " " + t))))
+  .then(done, e => done(["error " + e]));
+"""

@@ -36,13 +36,15 @@ class Dashboard:
     proc: subprocess.Popen[str]
     port: int
     cookies: dict[str, str] = field(default_factory=dict)
+    address: str = "127.0.0.1"  # where the client connects
 
     @property
     def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{f'[{self.address}]' if ':' in self.address else self.address}:{self.port}"
 
     def request(self, method: str, path: str, form: dict[str, str] | None = None, **headers: str) -> Reply:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        """Headers by keyword (Host="attacker.example" replaces the one http.client sends)."""
+        conn = http.client.HTTPConnection(self.address, self.port, timeout=30)
         body = urllib.parse.urlencode(form) if form is not None else None
         sent = dict(headers)
         if form is not None:
@@ -84,13 +86,16 @@ def csrf_of(html: str) -> str:
 
 
 @contextmanager
-def dashboard(url: str, *args: str, token: str | None = TOKEN, **env: str) -> Iterator[Dashboard]:
-    """`batchq dashboard --port <free port> ARGS`, up and answering; stopped afterwards."""
+def dashboard(
+    url: str, *args: str, token: str | None = TOKEN, address: str = "127.0.0.1", **env: str
+) -> Iterator[Dashboard]:
+    """`batchq dashboard --port <free port> ARGS`, up and answering at ``address``; stopped
+    afterwards."""
     port = free_port()
     if token is not None:
         env["BATCHQ_DASHBOARD_TOKEN"] = token
     proc = start_batchq(url, "dashboard", "--port", str(port), *args, **env)
-    board = Dashboard(proc, port)
+    board = Dashboard(proc, port, address=address)
     try:
         _wait_until_up(board)
         yield board
@@ -117,9 +122,9 @@ def _wait_until_up(board: Dashboard, timeout: float = 30) -> None:
     raise AssertionError(f"batchq dashboard did not answer on port {board.port} in {timeout}s")
 
 
-def chromium() -> Any:
-    """Headless Chromium driven by Debian's chromedriver. Missing either is a failure, never a
-    skip: scripts/ensure-browser installs them."""
+def chromium(*arguments: str) -> Any:
+    """Headless Chromium driven by Debian's chromedriver, started with ``arguments`` besides.
+    Missing either is a failure, never a skip: scripts/ensure-browser installs them."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -127,7 +132,13 @@ def chromium() -> Any:
         assert Path(path).exists(), f"{path} is missing: run scripts/ensure-browser"
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,800"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,800",
+        *arguments,
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.implicitly_wait(0)

@@ -90,6 +90,18 @@ def test_handler_runs_every_job(queue: Queue, db_url: str, tmp_path: Path) -> No
     assert (tmp_path / "a").exists() and (tmp_path / "b").exists()
 
 
+def test_handler_is_held_to_the_task_modules(queue: Queue, db_url: str, tmp_path: Path) -> None:
+    """`run --handler` resolves under BATCHQ_TASK_MODULES, as `consume` does its handlers: a
+    handler outside it is refused before any job is claimed, never called with the payload."""
+    marker = tmp_path / "ran"
+    job_id = queue.enqueue("jobs:noop", f"touch {marker}")
+    refused = run_batchq(db_url, "run", "--handler", "os:system")
+    assert_one_line_error(refused, "--handler 'os:system' refused", "BATCHQ_TASK_MODULES")
+    assert not marker.exists()
+    assert [(row["id"], row["status"]) for row in job_rows(queue)] == [(job_id, "ready")]
+    assert_one_line_error(run_batchq(db_url, "run", "--handler", "jobs:_private"), "not allowed")
+
+
 def test_run_batch_option(queue: Queue, db_url: str) -> None:
     queue.enqueue_many("jobs:noop", list(range(25)))
     result = run_batchq(db_url, "-v", "run", "--batch", "10")

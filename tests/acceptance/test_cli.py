@@ -32,6 +32,29 @@ def test_missing_schema(tmp_path: Path) -> None:
     assert_one_line_error(run_batchq(f"sqlite:///{tmp_path / 'x.db'}", "run"), "batchq init-db")
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("stats",),
+        ("explain", "1"),
+        ("status",),
+        ("gc-error",),
+        ("mq", "prune", "--older-than", "1d"),
+        ("run",),
+    ],
+)
+def test_a_mistyped_sqlite_path_is_not_created(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """Only init-db makes an SQLite database: any other command says the file is missing and
+    leaves no folder or empty file behind."""
+    url = f"sqlite:///{tmp_path / 'typo' / 'jobs.db'}"
+    result = run_batchq(url, *args)
+    assert_one_line_error(result, f"the file {tmp_path / 'typo' / 'jobs.db'} does not exist", "init-db")
+    assert list(tmp_path.iterdir()) == []
+    assert run_batchq(url, "init-db").returncode == 0
+    assert (tmp_path / "typo" / "jobs.db").is_file()
+    assert "init-db" not in run_batchq(url, *args).stderr
+
+
 def test_bad_duration_is_a_usage_error(db_url: str) -> None:
     result = run_batchq(db_url, "gc-processing", "--older-than", "soon")
     assert result.returncode == 2 and "bad duration 'soon'" in result.stderr

@@ -152,7 +152,7 @@ def test_metrics_textfile_keeps_the_old_file_when_the_database_fails(tmp_path: P
     result = run_batchq(f"sqlite:///{tmp_path / 'empty.db'}", "metrics", "--textfile", str(path))
     assert_one_line_error(result, "batchq init-db")
     assert path.read_text() == "old\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["batchq.prom", "empty.db"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["batchq.prom"]  # no empty.db made
 
 
 def test_metrics_textfile_in_a_missing_folder_exits_1(queue: Queue, db_url: str, tmp_path: Path) -> None:

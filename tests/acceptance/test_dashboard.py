@@ -244,6 +244,14 @@ def test_listening_beyond_this_host_without_a_token_warns(db_url: str) -> None:
     assert result.returncode == 1 and error.startswith("batchq: error: cannot listen on 192.0.2.1:8080")
 
 
+def test_refresh_is_a_finite_number_of_seconds(db_url: str) -> None:
+    """nan passed FloatRange (it compares false both ways) and the dashboard served with it."""
+    for refresh in ("nan", "NaN", "inf", "-1"):
+        result = run_batchq(db_url, "dashboard", "--port", "0", "--refresh", refresh, timeout=30)
+        assert result.returncode == 2 and "Invalid value for '--refresh'" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr and "batchq dashboard on" not in result.stderr
+
+
 def test_rows_written_by_hand_are_shown_as_stored(queue: Queue, db_url: str) -> None:
     bad_json = write_row(queue, payload=b'{"cut": ', task="jobs:noop")
     odd_serializer = write_row(queue, payload=b"\x00\xff", serializer="msgpack")

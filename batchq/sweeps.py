@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any
 
 from .backends import Backend, DuplicateKey, Row, stored_count, stored_seconds, stored_time
+from .bounds import DROPPED_FINGERPRINT
 from .errors import BackendError, BackendUnavailable
 from .failures import FailureGroup, fingerprint_of, fingerprint_of_text, group_failures
 from .queue import UNIQUE_ATTEMPTS, Queue
@@ -86,6 +87,11 @@ class FailedJob:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def dropped(self) -> bool:
+        """Failed by a full drop_oldest queue while it waited, not by its own tries."""
+        return self.fingerprint == DROPPED_FINGERPRINT
 
 
 _FIELDS = {cls: {f.name for f in fields(cls)} for cls in (StuckJob, FailedJob)}

@@ -130,11 +130,10 @@ def _owner(job: sweeps.StuckJob) -> str:
 def _failed_report(jobs: list[sweeps.FailedJob], action: str | None) -> str:
     """One block per cause (failure group), largest first: the cron mail of 500 jobs failing
     for one reason is one block, with a few of its jobs and the command that acts on it."""
-    verb = {"requeue": "requeued", "delete": "deleted", None: "out of tries"}[action]
     groups = group_failures(jobs)
     causes = "1 cause" if len(groups) == 1 else f"{len(groups)} causes"
     kept = sum(job.key_held_by is not None for job in jobs)  # --requeue: their unique key is taken
-    lines = [f"batchq gc-error: {n_jobs(len(jobs) - kept)} {verb}, {causes}"]
+    lines = [f"batchq gc-error: {_counted(jobs, action, kept)}, {causes}"]
     if kept:
         lines[0] += f"; {n_jobs(kept)} not requeued: another job holds its unique key"
     by_id = {job.id: job for job in jobs}
@@ -153,13 +152,20 @@ def _failed_report(jobs: list[sweeps.FailedJob], action: str | None) -> str:
     return "\n".join(lines)
 
 
+def _counted(jobs: list[sweeps.FailedJob], action: str | None, kept: int) -> str:
+    """'5 jobs requeued'; a listing tells jobs out of tries from jobs a full queue dropped."""
+    if action is not None:
+        return f"{n_jobs(len(jobs) - kept)} {'requeued' if action == 'requeue' else 'deleted'}"
+    dropped = sum(job.dropped for job in jobs)
+    parts = [f"{n_jobs(len(jobs) - dropped)} out of tries"] if dropped < len(jobs) else []
+    if dropped:
+        parts.append(f"{n_jobs(dropped)} dropped from full queues (drop_oldest)")
+    return ", ".join(parts)
+
+
 def _failed_line(job: sweeps.FailedJob) -> str:
     first_line = (job.last_error or "").splitlines()[:1] or [""]
-    errors = (
-        f"{job.error_count} errors"
-        if job.error_count_before is None
-        else f"{job.error_count_before} errors, reset to 0"
-    )
+    errors = _errors(job)
     kept = (
         ""
         if job.key_held_by is None
@@ -176,6 +182,16 @@ def _failed_line(job: sweeps.FailedJob) -> str:
         job.last_worker,
     )
     return f"{line}\n      last try: {usage}"
+
+
+def _errors(job: sweeps.FailedJob) -> str:
+    if job.error_count_before is not None:
+        return f"{job.error_count_before} errors, reset to 0"
+    if not job.dropped:
+        return f"{job.error_count} errors"
+    # Dropped while waiting: never out of tries; maybe after a few while backing off.
+    tries = "" if str(job.error_count) == "0" else f" after {job.error_count} errors"
+    return f"dropped while waiting{tries}"
 
 
 def _seen(first: datetime | str | None, last: datetime | str | None) -> str:

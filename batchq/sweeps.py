@@ -235,10 +235,10 @@ def _requeue_failed(backend: Backend, job: FailedJob) -> FailedJob | None:
     raise AssertionError("unreachable")
 
 
-def failure_groups(queue: Queue, queues: Iterable[str] = ()) -> list[FailureGroup]:
+def failure_groups(queue: Queue, queues: Iterable[str] = (), per_queue: bool = False) -> list[FailureGroup]:
     """The failed jobs (of ``queues``, or all) grouped by the cause of their failures, largest
-    group first."""
-    return group_failures(gc_error(queue, queues=queues))
+    group first; ``per_queue``: a cause's jobs in each queue are a group of their own."""
+    return group_failures(gc_error(queue, queues=queues), per_queue)
 
 
 def _requeued(job: FailedJob) -> FailedJob:

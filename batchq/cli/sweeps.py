@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime
+from functools import partial
 
 import click
 
 from .. import sweeps
 from ..config import format_time
-from ..failures import group_failures
+from ..failures import FailureGroup, group_failures
 from ..history import format_usage
 from ..tasks import load_trusted
 from .common import DURATION, age, common_options, n_jobs, open_queue, report_found
@@ -84,7 +86,8 @@ def gc_error(
     action = "requeue" if requeue else "delete" if delete else None
     hook_fn = load_trusted(hook) if hook else None
     jobs = sweeps.gc_error(open_queue(ctx), action, queues, ids, groups)
-    report_found([job.as_dict() for job in jobs], hook_fn, as_json, lambda: _failed_report(jobs, action))
+    report = partial(_failed_report, jobs, action, bool(ids))
+    report_found([job.as_dict() for job in jobs], hook_fn, as_json, report)
 
 
 def _processing_report(report: sweeps.ProcessingReport, older_than: float) -> str:
@@ -127,29 +130,41 @@ def _owner(job: sweeps.StuckJob) -> str:
     return job.locked_by or "(none recorded)"
 
 
-def _failed_report(jobs: list[sweeps.FailedJob], action: str | None) -> str:
+def _failed_report(jobs: list[sweeps.FailedJob], action: str | None, by_id: bool = False) -> str:
     """One block per cause (failure group), largest first: the cron mail of 500 jobs failing
-    for one reason is one block, with a few of its jobs and the command that acts on it."""
+    for one reason is one block, with a few of its jobs and the command that acts on it (on
+    those jobs only: ``by_id`` when the listing was limited to some jobs by id)."""
     groups = group_failures(jobs)
     causes = "1 cause" if len(groups) == 1 else f"{len(groups)} causes"
     kept = sum(job.key_held_by is not None for job in jobs)  # --requeue: their unique key is taken
     lines = [f"batchq gc-error: {_counted(jobs, action, kept)}, {causes}"]
     if kept:
         lines[0] += f"; {n_jobs(kept)} not requeued: another job holds its unique key"
-    by_id = {job.id: job for job in jobs}
+    jobs_by_id = {job.id: job for job in jobs}
     for group in groups:
         lines.append(
             f"  group {group.fingerprint}: {n_jobs(group.count)}, queue {', '.join(group.queues)}, "
             f"task {', '.join(group.tasks)}, last failed {_seen(group.first_seen, group.last_seen)}"
         )
-        lines.extend(f"    {_failed_line(by_id[job_id])}" for job_id in group.job_ids[:JOBS_SHOWN_PER_GROUP])
+        shown = group.job_ids[:JOBS_SHOWN_PER_GROUP]
+        lines.extend(f"    {_failed_line(jobs_by_id[job_id])}" for job_id in shown)
         if group.count > JOBS_SHOWN_PER_GROUP:
             lines.append(f"    ... and {n_jobs(group.count - JOBS_SHOWN_PER_GROUP)} more")
         if action is None:
-            lines.append(
-                f"    act on it: batchq gc-error --group {group.fingerprint} --requeue (or --delete)"
-            )
+            lines.append(f"    act on it: {_act_on(group, by_id)} --requeue (or --delete)")
     return "\n".join(lines)
+
+
+def _act_on(group: FailureGroup, by_id: bool) -> str:
+    """The command that acts on the group as it was listed: its queues (and its jobs, when the
+    listing was by id), never the cause's failed jobs in queues the report did not show."""
+    words = ["batchq", "gc-error"]
+    for name in group.queues:
+        words += ["--queue", name]
+    for job_id in group.job_ids if by_id else ():
+        words += ["--id", str(job_id)]
+    words += ["--group", group.fingerprint]
+    return shlex.join(words)
 
 
 def _counted(jobs: list[sweeps.FailedJob], action: str | None, kept: int) -> str:

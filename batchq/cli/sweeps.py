@@ -10,10 +10,12 @@ import click
 
 from .. import sweeps
 from ..config import format_time
+from ..errors import ConfigError
 from ..failures import FailureGroup, group_failures
+from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from ..history import format_usage
 from ..tasks import load_trusted
-from .common import DURATION, age, common_options, n_jobs, open_queue, report_found
+from .common import DURATION, age, common_options, exit_with, n_jobs, open_queue, report_found
 
 JOBS_SHOWN_PER_GROUP = 3  # gc-error's text report: a few jobs of each group, then a count
 
@@ -32,21 +34,39 @@ JOBS_SHOWN_PER_GROUP = 3  # gc-error's text report: a few jobs of each group, th
     type=DURATION,
     default=None,
     help="Also take a worker for gone when the database session holding its lock has sat idle "
-    "this long (a ghost left by a dropped connection); well above every worker's --heartbeat. "
+    "this long (a ghost left by a dropped connection); at least twice --worker-heartbeat. "
     "Default: off.",
+)
+@click.option(
+    "--worker-heartbeat",
+    type=DURATION,
+    default=DEFAULT_HEARTBEAT_SECONDS,
+    show_default="30s",
+    help="The workers' `run --heartbeat` (the slowest, if they differ): --ghost-after shorter than "
+    "two of them is refused, as it would put back the job of a live worker.",
 )
 @click.option("--hook", metavar="PATH", help="Call pkg.mod:func with the affected jobs (a list of dicts).")
 @click.option("--json", "as_json", is_flag=True, help="Print the affected jobs as JSON.")
 @click.pass_context
 def gc_processing(
-    ctx: click.Context, older_than: float, ghost_after: float | None, hook: str | None, as_json: bool
+    ctx: click.Context,
+    older_than: float,
+    ghost_after: float | None,
+    worker_heartbeat: float,
+    hook: str | None,
+    as_json: bool,
 ) -> None:
     """Put back jobs of dead workers at once; report long runners of live ones.
 
     Quiet and exit 0 when nothing is stuck; a report and exit 3 otherwise.
     """
+    try:
+        sweeps.check_ghost_after(ghost_after, worker_heartbeat)
+    except ConfigError as exc:
+        click.echo(f"batchq: error: {exc}", err=True)
+        exit_with(2)
     hook_fn = load_trusted(hook) if hook else None
-    report = sweeps.gc_processing(open_queue(ctx), older_than, ghost_after)
+    report = sweeps.gc_processing(open_queue(ctx), older_than, ghost_after, worker_heartbeat)
     jobs = [job.as_dict() for job in report.jobs]
     report_found(jobs, hook_fn, as_json, lambda: _processing_report(report, older_than))
 

@@ -135,7 +135,9 @@ class Consumer:
     def _asked_to_stop(self) -> bool:
         """Refresh the registry row; True (and logged) when `batchq stop` asked this consumer."""
         summary = self.summary
-        if not self._registration.seen(summary.handled, summary.failed + summary.dropped):
+        # `failed` already counts the at_most_once failures that `dropped` counts again; the
+        # messages archived unread are failures too, as the summary's 'errors' has them.
+        if not self._registration.seen(summary.handled, summary.failed + summary.skipped):
             return False
         log.info("asked to stop (batchq stop): exiting")
         return True

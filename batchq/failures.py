@@ -100,13 +100,14 @@ class FailureGroup:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
-def group_failures(jobs: Iterable[FailedJob]) -> list[FailureGroup]:
-    """Groups of failed jobs by fingerprint, largest first (then most recent)."""
-    by_print: dict[str, list[FailedJob]] = {}
+def group_failures(jobs: Iterable[FailedJob], per_queue: bool = False) -> list[FailureGroup]:
+    """Groups of failed jobs by fingerprint, largest first (then most recent); ``per_queue``:
+    one group per fingerprint and queue, so that acting on a group stays in its queue."""
+    by_key: dict[tuple[str, str], list[FailedJob]] = {}
     for job in jobs:
-        by_print.setdefault(job.fingerprint, []).append(job)
-    groups = [_group(fp, members) for fp, members in by_print.items()]
-    groups.sort(key=lambda g: (-g.count, g.fingerprint))
+        by_key.setdefault((job.fingerprint, job.queue if per_queue else ""), []).append(job)
+    groups = [_group(fp, members) for (fp, _), members in by_key.items()]
+    groups.sort(key=lambda g: (-g.count, g.fingerprint, g.queues))
     return groups
 
 

@@ -3,17 +3,19 @@
 A collector reads the tables when asked (plain SELECTs in autocommit, named queries in
 ``sql/<dialect>/metrics.sql``, ages on the database server's clock) and yields gauges; the
 format, and the escaping of label values (queue names are whatever rows hold), are
-prometheus_client's. ``write_textfile`` replaces a file atomically for node_exporter's textfile
-collector.
+prometheus_client's. ``write_textfile`` replaces a file atomically (through a random temporary
+name) for node_exporter's textfile collector.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, generate_latest, write_to_textfile
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -198,8 +200,28 @@ def render(backend: Backend, history_window: float = DEFAULT_HISTORY_WINDOW_SECO
 def write_textfile(
     backend: Backend, path: str | os.PathLike[str], history_window: float = DEFAULT_HISTORY_WINDOW_SECONDS
 ) -> None:
-    """Replace ``path`` with the metrics, atomically: prometheus_client writes a temporary file in
-    the same folder and renames it over ``path``, so node_exporter never reads half a file. A
-    database error leaves the old file as it was (and no temporary file): its mtime, which
-    node_exporter exports, shows how old it is."""
-    write_to_textfile(os.fspath(path), registry(backend, history_window))
+    """Replace ``path`` with the metrics, atomically: written to a temporary file in the same
+    folder, renamed over ``path``, so node_exporter never reads half a file. A database error
+    leaves the old file as it was (and no temporary file): its mtime, which node_exporter
+    exports, shows how old it is."""
+    text = render(backend, history_window)  # first: a database error writes nothing
+    target = os.fspath(path)
+    folder, name = os.path.split(target)
+    # A random name, created exclusively (O_EXCL: never through a link planted at a name that
+    # can be guessed, as prometheus_client's path.pid.thread can); not .prom, so unread.
+    fd, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder or ".")
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # as open() would make it: node_exporter may read it
+        with os.fdopen(fd, "wb") as file:
+            file.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask sets it: put it straight back
+    os.umask(mask)
+    return mask

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
@@ -9,12 +10,19 @@ from functools import partial
 from typing import Any
 
 from .backends import Backend, DuplicateKey, Row, stored_count, stored_seconds, stored_time
-from .errors import BackendError, BackendUnavailable
+from .bounds import DROPPED_FINGERPRINT
+from .config import format_duration
+from .errors import BackendError, BackendUnavailable, ConfigError
 from .failures import FailureGroup, fingerprint_of, fingerprint_of_text, group_failures
+from .heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from .queue import UNIQUE_ATTEMPTS, Queue
 from .registry import prune_gone
 
 DEFAULT_OLDER_THAN_SECONDS = 3600.0
+# --ghost-after must be at least this many of the workers' heartbeats: between two pings a live
+# worker's session sits idle up to one heartbeat (and a beat can come late), so a shorter wait
+# takes a healthy worker for a ghost and runs its job twice.
+GHOST_AFTER_HEARTBEATS = 2
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,11 @@ class FailedJob:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def dropped(self) -> bool:
+        """Failed by a full drop_oldest queue while it waited, not by its own tries."""
+        return self.fingerprint == DROPPED_FINGERPRINT
+
 
 _FIELDS = {cls: {f.name for f in fields(cls)} for cls in (StuckJob, FailedJob)}
 
@@ -105,8 +118,37 @@ class ProcessingReport:
         return self.requeued + self.long_running + self.unhandled + self.unrunnable
 
 
+def check_ghost_after(ghost_after: float | None, heartbeat: float = DEFAULT_HEARTBEAT_SECONDS) -> None:
+    """Refuse a ghost_after that a live worker beating every ``heartbeat`` seconds (its `run
+    --heartbeat`) cannot satisfy, before the sweep touches anything."""
+    if ghost_after is None:
+        return
+    if not 0 < heartbeat < math.inf:
+        raise ConfigError(
+            "--ghost-after needs the workers' heartbeat: with `run --heartbeat 0` (off) a live "
+            "worker's session sits idle for its whole job; drop --ghost-after, or give the workers "
+            "a heartbeat and pass it as --worker-heartbeat"
+        )
+    least = GHOST_AFTER_HEARTBEATS * heartbeat
+    if not ghost_after >= least:  # nan too
+        raise ConfigError(
+            f"--ghost-after {_seconds(ghost_after)} is too short: a live worker's session sits "
+            f"idle up to a heartbeat ({_seconds(heartbeat)}, `run --heartbeat`; --worker-heartbeat "
+            f"here) between pings, so its job would be put back while it runs: use --ghost-after "
+            f"{_seconds(least)} or more"
+        )
+
+
+def _seconds(value: float) -> str:
+    """0.6s, 45s, 1m00s: a heartbeat below a second is shown as it is."""
+    return f"{value:g}s" if value < 60 else format_duration(value)
+
+
 def gc_processing(
-    queue: Queue, older_than: float = DEFAULT_OLDER_THAN_SECONDS, ghost_after: float | None = None
+    queue: Queue,
+    older_than: float = DEFAULT_OLDER_THAN_SECONDS,
+    ghost_after: float | None = None,
+    heartbeat: float = DEFAULT_HEARTBEAT_SECONDS,
 ) -> ProcessingReport:
     """Put back jobs whose worker is gone; report, never steal, long runners of live workers.
 
@@ -116,8 +158,10 @@ def gc_processing(
     heartbeat never lets it, so the worker is gone behind a connection the server still keeps.
     A row written by hand (no owner, no claim token, no processing_at, a count at its column's
     top) is handled like the others; a row that still cannot be put back is reported, and the
-    sweep goes on.
+    sweep goes on. ``heartbeat`` is the workers' `run --heartbeat`: ``ghost_after`` must be
+    several of them (check_ghost_after), or ConfigError is raised before anything is read.
     """
+    check_ghost_after(ghost_after, heartbeat)
     backend = queue.backend
     report = ProcessingReport()
     alive: dict[str, tuple[bool | None, str]] = {}
@@ -229,10 +273,10 @@ def _requeue_failed(backend: Backend, job: FailedJob) -> FailedJob | None:
     raise AssertionError("unreachable")
 
 
-def failure_groups(queue: Queue, queues: Iterable[str] = ()) -> list[FailureGroup]:
+def failure_groups(queue: Queue, queues: Iterable[str] = (), per_queue: bool = False) -> list[FailureGroup]:
     """The failed jobs (of ``queues``, or all) grouped by the cause of their failures, largest
-    group first."""
-    return group_failures(gc_error(queue, queues=queues))
+    group first; ``per_queue``: a cause's jobs in each queue are a group of their own."""
+    return group_failures(gc_error(queue, queues=queues), per_queue)
 
 
 def _requeued(job: FailedJob) -> FailedJob:

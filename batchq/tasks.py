@@ -458,7 +458,8 @@ def _check_module_entry(entry: str) -> str:
 
 
 def load_trusted(path: str) -> Callable[..., Any]:
-    """Resolve an operator-given path (--handler, --hook): no module restriction."""
+    """Resolve an operator-given path (--hook): no module restriction. (`run --handler` is
+    called with payloads, so it is resolved under the allow-list, as tasks are.)"""
     if not _PATH.fullmatch(path):
         raise TaskError(f"bad callable path {path!r}: use 'package.module:function'")
     module_name, attr_path = path.split(":", 1)

@@ -29,6 +29,8 @@ class Database:
     def __init__(self, url: str | None = None) -> None:
         self.url: DatabaseURL = parse_url(resolve_url(url))
         self._local = threading.local()
+        # False: a missing SQLite file is an error, not created, until init_db (the CLI's choice).
+        self.create_missing = True
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.url)!r})"
@@ -38,6 +40,7 @@ class Database:
         backend = getattr(self._local, "backend", None)
         if backend is None:
             backend = self._local.backend = create_backend(self.url)
+            backend.create_missing = self.create_missing
         return backend
 
     def close(self) -> None:
@@ -52,7 +55,9 @@ class Database:
 
         Retried like any transaction when the database is busy: several init-db at once on a
         new SQLite file can see "database is locked" while another switches it to WAL."""
+        self.create_missing = True  # the one command that makes a database
         backend = self.backend
+        backend.create_missing = True
         return backend.retrying(lambda: migrate(backend))
 
 

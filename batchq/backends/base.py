@@ -55,6 +55,9 @@ class Backend(ABC):
     # Tries of a transaction that keeps failing transiently (retrying). A Galera node raises it:
     # there every claim on another node races for the same head rows, and loses often.
     transient_attempts: int = 8
+    # May connecting create a missing database (an SQLite file and its folders)? Database turns
+    # it off for the CLI's commands, so that a mistyped path is not left behind as an empty file.
+    create_missing: bool = True
 
     def __init__(self, url: DatabaseURL) -> None:
         self.url = url

@@ -49,6 +49,11 @@ class SQLiteBackend(Backend):
             raise ConfigError(f"SQLite {sqlite3.sqlite_version} is too old: batchq needs 3.35 or later")
         path = self.url.database
         if path != ":memory:":
+            if not self.create_missing and not Path(path).exists():
+                raise SchemaMissing(
+                    f"cannot open {self.url}: the file {Path(path).absolute()} does not exist "
+                    "(only `batchq init-db` creates it): check the path, or run `batchq init-db`"
+                )
             _make_parent(path, self.url)
         # isolation_level=None: autocommit; transactions are explicit BEGIN IMMEDIATE.
         conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)

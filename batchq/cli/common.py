@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 import click
 
+from ..backends import OnDatabase
 from ..config import format_duration, parse_duration, parse_timeout
 from ..errors import BatchqError
 from ..queue import Queue
@@ -81,8 +82,15 @@ def common_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def open_queue(ctx: click.Context, task_modules: str | None = None) -> Queue:
     queue = Queue(ctx.obj["url"], task_modules=task_modules)
+    existing_only(queue)
     ctx.call_on_close(queue.close)
     return queue
+
+
+def existing_only(on: OnDatabase) -> None:
+    """A command finds its SQLite file or says it is missing: only init-db creates one (it
+    turns this off), so a mistyped path never leaves folders and an empty database behind."""
+    on.database.create_missing = False
 
 
 # -- output -------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import logging
 import click
 
 from ..tasks import TASK_MODULES_ENV, Resolver, modules_from_env, split_modules
-from .common import DURATION, common_options
+from .common import DURATION, common_options, existing_only
 
 
 @click.command()
@@ -66,6 +66,7 @@ def consume(
     for failure in import_failures:
         logging.getLogger("batchq").warning("could not import %s", failure)
     mq = MessageQueue(ctx.obj["url"])
+    existing_only(mq)
     ctx.call_on_close(mq.close)
     options = ConsumeOptions(
         max_messages=max_messages,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 import click
@@ -10,6 +11,13 @@ from ..errors import ConfigError
 from .common import common_options, open_queue
 
 INSTALL_HINT = "pip install 'batchq[dashboard]'"
+
+
+def _finite(refresh: float) -> float:
+    """FloatRange lets nan through (it compares false both ways): refused like the others."""
+    if not math.isfinite(refresh):
+        raise click.BadParameter(f"{refresh} is not a number of seconds from 0 to 3600")
+    return refresh
 
 
 @click.command()
@@ -32,6 +40,7 @@ INSTALL_HINT = "pip install 'batchq[dashboard]'"
     default=5.0,
     show_default=True,
     type=click.FloatRange(0, 3600),
+    callback=lambda ctx, param, value: _finite(value),
     metavar="SECONDS",
     help="How often a page refreshes itself (0: never).",
 )

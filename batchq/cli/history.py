@@ -7,7 +7,7 @@ import logging
 
 import click
 
-from ..config import format_duration, format_time
+from ..config import check_queue_name, format_duration, format_time
 from ..history import HistoryEntry, format_seconds
 from ..queue import HISTORY_LIMIT_RANGE
 from .common import DURATION, common_options, open_queue, print_json
@@ -117,6 +117,7 @@ def prune(ctx: click.Context, older_than: float | None, queue: str | None) -> No
 @click.pass_context
 def configure(ctx: click.Context, queue_name: str, keep_for: str | None) -> None:
     """Set a queue's settings; with no option, print them."""
+    check_queue_name(queue_name)  # printing too: '' or a typo is no queue, not one with defaults
     queue = open_queue(ctx)
     if keep_for is not None:
         queue.configure(queue_name, keep_for=None if keep_for.strip().lower() == "off" else keep_for)

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import click
 
 from ..config import check_queue_name
+from ..errors import TaskError
 from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from ..partitions import DEFAULT_JOBS_PER_LEASE
+from ..queue import Queue
 from ..slots import host_slot
-from ..tasks import TASK_MODULES_ENV, load_trusted
+from ..tasks import TASK_MODULES_ENV
 from ..timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS
 from ..worker import BACKOFF_BASE_SECONDS, RunOptions, Worker
 from .common import DURATION, common_options, exit_with, n_jobs, open_queue, timeout_value
@@ -168,7 +172,7 @@ def run(
         timeout_grace=DEFAULT_GRACE_SECONDS if timeout_grace is None else timeout_grace,
         wait=wait,
         poll_interval=max(poll_interval, 0.001),
-        handler=load_trusted(handler) if handler else None,
+        handler=_allowed_handler(queue, handler) if handler else None,
         backoff_base=backoff,
         batch_size=batch,
         heartbeat=heartbeat,
@@ -195,6 +199,15 @@ def run(
         summary.reconnects,
         summary.stale_finishes,
     )
+
+
+def _allowed_handler(queue: Queue, path: str) -> Callable[..., Any]:
+    """--handler is resolved as a job's task is, under BATCHQ_TASK_MODULES (as `batchq consume`
+    checks its handlers): a typo or a pasted crontab line must not run os:system with payloads."""
+    try:
+        return queue.resolver.resolve(path)
+    except TaskError as exc:
+        raise TaskError(f"--handler {path!r} refused: {exc}") from None
 
 
 @click.command()

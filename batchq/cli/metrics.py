@@ -7,14 +7,30 @@ from pathlib import Path
 import click
 
 from ..metrics import DEFAULT_HISTORY_WINDOW_SECONDS, render, write_textfile
-from .common import DURATION, common_options, open_queue
+from .common import DURATION, common_options, exit_with, open_queue
+
+
+def _textfile(value: str | None) -> Path | None:
+    """--textfile '' is refused before anything is read or written (as a path it would be the
+    current folder, and the rename over it fails with "Device or resource busy")."""
+    if value is None:
+        return None
+    if not value.strip():
+        click.echo(
+            "batchq: error: --textfile is empty: give the file to write, such as "
+            "/var/lib/node_exporter/textfile_collector/batchq.prom",
+            err=True,
+        )
+        exit_with(2)
+    return Path(value)
 
 
 @click.command()
 @common_options
 @click.option(
     "--textfile",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False),
+    callback=lambda ctx, param, value: _textfile(value),
     metavar="PATH",
     help="Write to PATH atomically (a temporary file in its folder, renamed over it) instead of "
     "printing: for node_exporter's textfile collector, whose files end in .prom.",

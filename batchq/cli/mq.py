@@ -8,7 +8,7 @@ import click
 
 from ..mq import MessageQueue
 from ..mq.archive import PRUNE_BATCH
-from .common import DURATION, common_options
+from .common import DURATION, common_options, existing_only
 
 log = logging.getLogger("batchq.mq")
 
@@ -41,6 +41,7 @@ def prune(ctx: click.Context, older_than: float, queue_name: str | None, batch: 
     server's clock), in batches of --batch rows, each its own transaction, so archivers and
     readers never wait long. Quiet: -v prints how many went."""
     queues = MessageQueue(ctx.obj["url"])
+    existing_only(queues)
     ctx.call_on_close(queues.close)
     pruned = queues.prune_archive(older_than, queue=queue_name, batch=batch)
     log.info("pruned %d archived message%s", pruned, "" if pruned == 1 else "s")

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime
+from functools import partial
 
 import click
 
 from .. import sweeps
 from ..config import format_time
-from ..failures import group_failures
+from ..errors import ConfigError
+from ..failures import FailureGroup, group_failures
+from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from ..history import format_usage
 from ..tasks import load_trusted
-from .common import DURATION, age, common_options, n_jobs, open_queue, report_found
+from .common import DURATION, age, common_options, exit_with, n_jobs, open_queue, report_found
 
 JOBS_SHOWN_PER_GROUP = 3  # gc-error's text report: a few jobs of each group, then a count
 
@@ -30,21 +34,39 @@ JOBS_SHOWN_PER_GROUP = 3  # gc-error's text report: a few jobs of each group, th
     type=DURATION,
     default=None,
     help="Also take a worker for gone when the database session holding its lock has sat idle "
-    "this long (a ghost left by a dropped connection); well above every worker's --heartbeat. "
+    "this long (a ghost left by a dropped connection); at least twice --worker-heartbeat. "
     "Default: off.",
+)
+@click.option(
+    "--worker-heartbeat",
+    type=DURATION,
+    default=DEFAULT_HEARTBEAT_SECONDS,
+    show_default="30s",
+    help="The workers' `run --heartbeat` (the slowest, if they differ): --ghost-after shorter than "
+    "two of them is refused, as it would put back the job of a live worker.",
 )
 @click.option("--hook", metavar="PATH", help="Call pkg.mod:func with the affected jobs (a list of dicts).")
 @click.option("--json", "as_json", is_flag=True, help="Print the affected jobs as JSON.")
 @click.pass_context
 def gc_processing(
-    ctx: click.Context, older_than: float, ghost_after: float | None, hook: str | None, as_json: bool
+    ctx: click.Context,
+    older_than: float,
+    ghost_after: float | None,
+    worker_heartbeat: float,
+    hook: str | None,
+    as_json: bool,
 ) -> None:
     """Put back jobs of dead workers at once; report long runners of live ones.
 
     Quiet and exit 0 when nothing is stuck; a report and exit 3 otherwise.
     """
+    try:
+        sweeps.check_ghost_after(ghost_after, worker_heartbeat)
+    except ConfigError as exc:
+        click.echo(f"batchq: error: {exc}", err=True)
+        exit_with(2)
     hook_fn = load_trusted(hook) if hook else None
-    report = sweeps.gc_processing(open_queue(ctx), older_than, ghost_after)
+    report = sweeps.gc_processing(open_queue(ctx), older_than, ghost_after, worker_heartbeat)
     jobs = [job.as_dict() for job in report.jobs]
     report_found(jobs, hook_fn, as_json, lambda: _processing_report(report, older_than))
 
@@ -84,7 +106,8 @@ def gc_error(
     action = "requeue" if requeue else "delete" if delete else None
     hook_fn = load_trusted(hook) if hook else None
     jobs = sweeps.gc_error(open_queue(ctx), action, queues, ids, groups)
-    report_found([job.as_dict() for job in jobs], hook_fn, as_json, lambda: _failed_report(jobs, action))
+    report = partial(_failed_report, jobs, action, bool(ids))
+    report_found([job.as_dict() for job in jobs], hook_fn, as_json, report)
 
 
 def _processing_report(report: sweeps.ProcessingReport, older_than: float) -> str:
@@ -127,39 +150,57 @@ def _owner(job: sweeps.StuckJob) -> str:
     return job.locked_by or "(none recorded)"
 
 
-def _failed_report(jobs: list[sweeps.FailedJob], action: str | None) -> str:
+def _failed_report(jobs: list[sweeps.FailedJob], action: str | None, by_id: bool = False) -> str:
     """One block per cause (failure group), largest first: the cron mail of 500 jobs failing
-    for one reason is one block, with a few of its jobs and the command that acts on it."""
-    verb = {"requeue": "requeued", "delete": "deleted", None: "out of tries"}[action]
+    for one reason is one block, with a few of its jobs and the command that acts on it (on
+    those jobs only: ``by_id`` when the listing was limited to some jobs by id)."""
     groups = group_failures(jobs)
     causes = "1 cause" if len(groups) == 1 else f"{len(groups)} causes"
     kept = sum(job.key_held_by is not None for job in jobs)  # --requeue: their unique key is taken
-    lines = [f"batchq gc-error: {n_jobs(len(jobs) - kept)} {verb}, {causes}"]
+    lines = [f"batchq gc-error: {_counted(jobs, action, kept)}, {causes}"]
     if kept:
         lines[0] += f"; {n_jobs(kept)} not requeued: another job holds its unique key"
-    by_id = {job.id: job for job in jobs}
+    jobs_by_id = {job.id: job for job in jobs}
     for group in groups:
         lines.append(
             f"  group {group.fingerprint}: {n_jobs(group.count)}, queue {', '.join(group.queues)}, "
             f"task {', '.join(group.tasks)}, last failed {_seen(group.first_seen, group.last_seen)}"
         )
-        lines.extend(f"    {_failed_line(by_id[job_id])}" for job_id in group.job_ids[:JOBS_SHOWN_PER_GROUP])
+        shown = group.job_ids[:JOBS_SHOWN_PER_GROUP]
+        lines.extend(f"    {_failed_line(jobs_by_id[job_id])}" for job_id in shown)
         if group.count > JOBS_SHOWN_PER_GROUP:
             lines.append(f"    ... and {n_jobs(group.count - JOBS_SHOWN_PER_GROUP)} more")
         if action is None:
-            lines.append(
-                f"    act on it: batchq gc-error --group {group.fingerprint} --requeue (or --delete)"
-            )
+            lines.append(f"    act on it: {_act_on(group, by_id)} --requeue (or --delete)")
     return "\n".join(lines)
+
+
+def _act_on(group: FailureGroup, by_id: bool) -> str:
+    """The command that acts on the group as it was listed: its queues (and its jobs, when the
+    listing was by id), never the cause's failed jobs in queues the report did not show."""
+    words = ["batchq", "gc-error"]
+    for name in group.queues:
+        words += ["--queue", name]
+    for job_id in group.job_ids if by_id else ():
+        words += ["--id", str(job_id)]
+    words += ["--group", group.fingerprint]
+    return shlex.join(words)
+
+
+def _counted(jobs: list[sweeps.FailedJob], action: str | None, kept: int) -> str:
+    """'5 jobs requeued'; a listing tells jobs out of tries from jobs a full queue dropped."""
+    if action is not None:
+        return f"{n_jobs(len(jobs) - kept)} {'requeued' if action == 'requeue' else 'deleted'}"
+    dropped = sum(job.dropped for job in jobs)
+    parts = [f"{n_jobs(len(jobs) - dropped)} out of tries"] if dropped < len(jobs) else []
+    if dropped:
+        parts.append(f"{n_jobs(dropped)} dropped from full queues (drop_oldest)")
+    return ", ".join(parts)
 
 
 def _failed_line(job: sweeps.FailedJob) -> str:
     first_line = (job.last_error or "").splitlines()[:1] or [""]
-    errors = (
-        f"{job.error_count} errors"
-        if job.error_count_before is None
-        else f"{job.error_count_before} errors, reset to 0"
-    )
+    errors = _errors(job)
     kept = (
         ""
         if job.key_held_by is None
@@ -176,6 +217,16 @@ def _failed_line(job: sweeps.FailedJob) -> str:
         job.last_worker,
     )
     return f"{line}\n      last try: {usage}"
+
+
+def _errors(job: sweeps.FailedJob) -> str:
+    if job.error_count_before is not None:
+        return f"{job.error_count_before} errors, reset to 0"
+    if not job.dropped:
+        return f"{job.error_count} errors"
+    # Dropped while waiting: never out of tries; maybe after a few while backing off.
+    tries = "" if str(job.error_count) == "0" else f" after {job.error_count} errors"
+    return f"dropped while waiting{tries}"
 
 
 def _seen(first: datetime | str | None, last: datetime | str | None) -> str:

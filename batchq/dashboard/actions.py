@@ -50,17 +50,27 @@ def resume() -> str:
 
 @action("/actions/requeue-group")
 def requeue_group() -> str:
-    group = request.form.get("fingerprint", "")
-    done = gc_error(current().queue, "requeue", groups=[group])
+    group, name = _group_in_queue()
+    done = gc_error(current().queue, "requeue", queues=[name], groups=[group])
     held = [job for job in done if job.key_held_by is not None]
-    note = f"requeued {len(done) - len(held)} jobs of failure group {group}"
+    note = f"requeued {len(done) - len(held)} jobs of failure group {group} in queue {name}"
     return note + (f"; {len(held)} left failed: their unique key is held" if held else "")
 
 
 @action("/actions/delete-group")
 def delete_group() -> str:
-    group = request.form.get("fingerprint", "")
-    return f"deleted {len(gc_error(current().queue, 'delete', groups=[group]))} failed jobs of group {group}"
+    group, name = _group_in_queue()
+    deleted = gc_error(current().queue, "delete", queues=[name], groups=[group])
+    return f"deleted {len(deleted)} failed jobs of group {group} in queue {name}"
+
+
+def _group_in_queue() -> tuple[str, str]:
+    """A failure group's row on the Failures page is one cause in one queue: both are needed,
+    so that a group action never reaches the cause's jobs in queues that row did not show."""
+    group, name = request.form.get("fingerprint", ""), request.form.get("queue", "")
+    if not group or not name:
+        raise ConfigError("which failure group, in which queue? act from the Failures page's rows")
+    return group, name  # the queue as stored: rows written by hand may hold any name
 
 
 @action("/actions/stop-worker")

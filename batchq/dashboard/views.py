@@ -82,7 +82,10 @@ def job(job_id: int) -> tuple[str, int]:
 
 @blueprint.get("/failures")
 def failures() -> str:
-    return render_template("failures.html", title="Failure groups", groups=failure_groups(current().queue))
+    # One row per cause and queue: its requeue and delete act on that row's jobs, never on the
+    # cause's failed jobs in other queues.
+    groups = failure_groups(current().queue, per_queue=True)
+    return render_template("failures.html", title="Failure groups", groups=groups)
 
 
 @blueprint.get("/workers")

@@ -32,6 +32,29 @@ def test_missing_schema(tmp_path: Path) -> None:
     assert_one_line_error(run_batchq(f"sqlite:///{tmp_path / 'x.db'}", "run"), "batchq init-db")
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("stats",),
+        ("explain", "1"),
+        ("status",),
+        ("gc-error",),
+        ("mq", "prune", "--older-than", "1d"),
+        ("run",),
+    ],
+)
+def test_a_mistyped_sqlite_path_is_not_created(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """Only init-db makes an SQLite database: any other command says the file is missing and
+    leaves no folder or empty file behind."""
+    url = f"sqlite:///{tmp_path / 'typo' / 'jobs.db'}"
+    result = run_batchq(url, *args)
+    assert_one_line_error(result, f"the file {tmp_path / 'typo' / 'jobs.db'} does not exist", "init-db")
+    assert list(tmp_path.iterdir()) == []
+    assert run_batchq(url, "init-db").returncode == 0
+    assert (tmp_path / "typo" / "jobs.db").is_file()
+    assert "init-db" not in run_batchq(url, *args).stderr
+
+
 def test_bad_duration_is_a_usage_error(db_url: str) -> None:
     result = run_batchq(db_url, "gc-processing", "--older-than", "soon")
     assert result.returncode == 2 and "bad duration 'soon'" in result.stderr
@@ -88,6 +111,18 @@ def test_handler_runs_every_job(queue: Queue, db_url: str, tmp_path: Path) -> No
     queue.enqueue("jobs:noop", str(tmp_path / "b"))
     assert run_batchq(db_url, "run", "--handler", "jobs:touch").returncode == 0
     assert (tmp_path / "a").exists() and (tmp_path / "b").exists()
+
+
+def test_handler_is_held_to_the_task_modules(queue: Queue, db_url: str, tmp_path: Path) -> None:
+    """`run --handler` resolves under BATCHQ_TASK_MODULES, as `consume` does its handlers: a
+    handler outside it is refused before any job is claimed, never called with the payload."""
+    marker = tmp_path / "ran"
+    job_id = queue.enqueue("jobs:noop", f"touch {marker}")
+    refused = run_batchq(db_url, "run", "--handler", "os:system")
+    assert_one_line_error(refused, "--handler 'os:system' refused", "BATCHQ_TASK_MODULES")
+    assert not marker.exists()
+    assert [(row["id"], row["status"]) for row in job_rows(queue)] == [(job_id, "ready")]
+    assert_one_line_error(run_batchq(db_url, "run", "--handler", "jobs:_private"), "not allowed")
 
 
 def test_run_batch_option(queue: Queue, db_url: str) -> None:

@@ -152,10 +152,13 @@ def test_actions_change_the_database(queue: Queue, db_url: str) -> None:
     big, small = failure_groups(queue)
     with dashboard(db_url) as board:
         csrf = board.sign_in()
-        board.post("/actions/requeue-group", {"fingerprint": big.fingerprint, "csrf": csrf})
+        board.post(
+            "/actions/requeue-group", {"fingerprint": big.fingerprint, "queue": "default", "csrf": csrf}
+        )
         statuses = {row["id"]: row["status"] for row in job_rows(queue)}
         assert sorted(statuses[i] for i in big.job_ids) == ["ready"] * 3
-        reply = board.post("/actions/delete-group", {"fingerprint": small.fingerprint, "csrf": csrf})
+        form = {"fingerprint": small.fingerprint, "queue": "default", "csrf": csrf}
+        reply = board.post("/actions/delete-group", form)
         assert "deleted+1+failed+jobs" in reply.headers["Location"]
         assert small.job_ids[0] not in {row["id"] for row in job_rows(queue)}
         assert (
@@ -165,6 +168,30 @@ def test_actions_change_the_database(queue: Queue, db_url: str) -> None:
         assert waiting not in {row["id"] for row in job_rows(queue)}
         assert board.post("/actions/cancel", {"id": "x<b>", "csrf": csrf}).status == 400
         assert board.post("/actions/pause", {"queue": "no spaces", "csrf": csrf}).status == 400
+
+
+def test_a_failure_group_is_shown_and_acted_on_per_queue(queue: Queue, db_url: str) -> None:
+    """One cause in three queues is three rows: each row's delete says its queue and count and
+    acts on that queue's jobs only; an action without its queue is refused, doing nothing."""
+    ids = {name: [queue.enqueue("jobs:fail", n, queue=name, max_errors=1) for n in range(count)]
+           for name, count in (("mail", 3), ("sms", 1), ("push", 1))}  # fmt: skip
+    Worker(queue, RunOptions(backoff_base=0, queues=tuple(ids))).run()
+    [group] = failure_groups(queue)
+    fp = group.fingerprint
+    with dashboard(db_url) as board:
+        csrf = board.sign_in()
+        page = board.get("/failures").body
+        assert len(re.findall(rf'<tr data-group="{fp}"', page)) == 3
+        assert 'data-confirm="Delete the 3 failed jobs of this group in queue mail?"' in page
+        assert 'data-confirm="Delete the 1 failed jobs of this group in queue sms?"' in page
+        assert board.post("/actions/delete-group", {"fingerprint": fp, "csrf": csrf}).status == 400
+        assert len(failed := [r for r in job_rows(queue) if r["status"] == "failed"]) == 5, failed
+        reply = board.post("/actions/delete-group", {"fingerprint": fp, "queue": "mail", "csrf": csrf})
+        assert f"deleted+3+failed+jobs+of+group+{fp}+in+queue+mail" in reply.headers["Location"]
+        reply = board.post("/actions/requeue-group", {"fingerprint": fp, "queue": "sms", "csrf": csrf})
+        assert f"requeued+1+jobs+of+failure+group+{fp}+in+queue+sms" in reply.headers["Location"]
+    statuses = {row["id"]: row["status"] for row in job_rows(queue)}
+    assert statuses == {ids["sms"][0]: "ready", ids["push"][0]: "failed"}
 
 
 def test_a_pickled_payload_is_shown_by_its_size_never_unpickled(
@@ -258,6 +285,14 @@ def test_listening_beyond_this_host_without_a_token_warns(db_url: str) -> None:
     assert warning.startswith("batchq: warning: the dashboard listens on 192.0.2.1")
     assert "no BATCHQ_DASHBOARD_TOKEN is set" in warning
     assert result.returncode == 1 and error.startswith("batchq: error: cannot listen on 192.0.2.1:8080")
+
+
+def test_refresh_is_a_finite_number_of_seconds(db_url: str) -> None:
+    """nan passed FloatRange (it compares false both ways) and the dashboard served with it."""
+    for refresh in ("nan", "NaN", "inf", "-1"):
+        result = run_batchq(db_url, "dashboard", "--port", "0", "--refresh", refresh, timeout=30)
+        assert result.returncode == 2 and "Invalid value for '--refresh'" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr and "batchq dashboard on" not in result.stderr
 
 
 def test_rows_written_by_hand_are_shown_as_stored(queue: Queue, db_url: str) -> None:

@@ -143,11 +143,13 @@ def test_click_through_every_page(
         wait_for_text(browser, "#groups", "ValueError: boom")
         shots(browser, "failures")
         big, small = seen["big"], seen["small"]
-        browser.find_element(By.ID, f"requeue-{big.fingerprint}").click()
-        wait_for_text(browser, "#note", f"requeued 4 jobs of failure group {big.fingerprint}")
+        browser.find_element(By.ID, f"requeue-{big.fingerprint}-billing").click()
+        wait_for_text(
+            browser, "#note", f"requeued 4 jobs of failure group {big.fingerprint} in queue billing"
+        )
         statuses = {row["id"]: row["status"] for row in job_rows(queue)}
         assert [statuses[i] for i in big.job_ids] == ["ready"] * 4
-        click_and_confirm(browser, f"delete-{small.fingerprint}")
+        click_and_confirm(browser, f"delete-{small.fingerprint}-billing")
         wait_for_text(browser, "#note", "deleted 1 failed jobs")
         assert not set(small.job_ids) & {row["id"] for row in job_rows(queue)}
 

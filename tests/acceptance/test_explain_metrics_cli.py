@@ -4,15 +4,18 @@ statuses, a real worker alive and then SIGKILLed, and the textfile node_exporter
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from batchq import Queue
+from batchq.metrics import write_textfile
 from tests.support.processes import assert_one_line_error, batchq_env, run_batchq, start_batchq, wait_for
 
 FAMILIES = {
@@ -152,7 +155,32 @@ def test_metrics_textfile_keeps_the_old_file_when_the_database_fails(tmp_path: P
     result = run_batchq(f"sqlite:///{tmp_path / 'empty.db'}", "metrics", "--textfile", str(path))
     assert_one_line_error(result, "batchq init-db")
     assert path.read_text() == "old\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["batchq.prom", "empty.db"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["batchq.prom"]  # no empty.db made
+
+
+def test_metrics_textfile_never_writes_through_a_planted_link(queue: Queue, tmp_path: Path) -> None:
+    """The temporary file has a random name, created exclusively: a symlink planted where the
+    old name (path.pid.thread) would be is never followed, and the new file is readable as
+    open() would have made it."""
+    folder = tmp_path / "textfile_collector"
+    folder.mkdir()
+    path, victim = folder / "batchq.prom", folder / "victim"
+    victim.write_text("precious\n")
+    planted = Path(f"{path}.{os.getpid()}.{threading.get_ident()}")
+    planted.symlink_to(victim)
+    write_textfile(queue.backend, path)
+    assert victim.read_text() == "precious\n" and planted.is_symlink()
+    assert set(_families(path.read_text())) == FAMILIES and not path.is_symlink()
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["batchq.prom", "victim", planted.name])
+
+
+def test_metrics_textfile_empty_is_refused(queue: Queue, db_url: str, tmp_path: Path) -> None:
+    for empty in ("", " "):
+        result = run_batchq(db_url, "metrics", "--textfile", empty)
+        assert_one_line_error(result, "--textfile is empty", "batchq.prom", status=2)
 
 
 def test_metrics_textfile_in_a_missing_folder_exits_1(queue: Queue, db_url: str, tmp_path: Path) -> None:

@@ -61,6 +61,11 @@ def test_configure_run_history_prune(queue: Queue, db_url: str) -> None:
     assert_one_line_error(run_batchq(db_url, "prune", "--queue", "default"), "has no keep_for")
 
 
+def test_configure_refuses_a_bad_queue_name_when_printing_too(queue: Queue, db_url: str) -> None:
+    for name in ("", "no spaces"):
+        assert_one_line_error(run_batchq(db_url, "configure", name), f"bad queue name {name!r}")
+
+
 def test_four_workers_keep_every_job_exactly_once(queue: Queue, db_url: str) -> None:
     # 10 ms each: the four workers start while there is work left (one drained all 300 once).
     ids = [queue.enqueue("jobs:echo", {"i": i, "sleep": 0.01}) for i in range(300)]

@@ -168,6 +168,23 @@ def test_consume_mistakes_are_one_line_errors(db_url: str) -> None:
     assert_one_line_error(consume(db_url, "--topic", "nothing"), "no @batchq.subscriber handler")
 
 
+def test_status_counts_an_at_most_once_failure_once(db_url: str, orders: MessageQueue) -> None:
+    proc = start_batchq(db_url, "consume", "--subscriber", "shipping", "--wait", "120", **HANDLERS)
+    try:
+        orders.publish("orders", {"n": 1, "fail_shipping": True})  # fails, dropped: one failure
+        orders.publish("orders", {"n": 2})
+
+        def counted() -> dict[str, int] | None:
+            workers = json.loads(run_batchq(db_url, "status", "--json").stdout)
+            return workers[0] if workers and workers[0]["jobs_done"] == 1 else None
+
+        worker = wait_for(counted)  # refreshed after the second message: the first is counted
+        assert (worker["jobs_done"], worker["jobs_failed"]) == (1, 1)
+    finally:
+        proc.terminate()  # SIGTERM: it exits 0 between messages
+        proc.communicate(timeout=60)
+
+
 def test_a_consumer_is_in_the_registry_and_stops_when_asked(db_url: str, orders: MessageQueue) -> None:
     proc = start_batchq(db_url, "consume", "--subscriber", "billing", "--wait", "120", **HANDLERS)
     try:

@@ -10,6 +10,7 @@ from batchq import ConfigError, Queue, QueueFull
 from batchq.sweeps import failure_groups, gc_error
 from batchq.worker import RunOptions, Worker
 from tests.support.db import app_connection, job_rows, sql
+from tests.support.processes import run_batchq
 
 Q = "bounded"
 
@@ -54,6 +55,32 @@ def test_drop_oldest_fails_the_oldest_waiting_job_for_gc_error(queue: Queue) -> 
     [group] = failure_groups(queue, [Q])  # one cause, one group
     assert group.count == 3 and group.sample.startswith("QueueFull: dropped to make room")
     assert sum(1 for row in job_rows(queue) if row["status"] == "ready") == 2
+
+
+def test_gc_error_words_dropped_jobs_as_dropped(queue: Queue, db_url: str) -> None:
+    """A dropped job never ran out of tries: gc-error says it was dropped, not '(0 errors)'."""
+    queue.configure(Q, max_length=1)
+    dropped = queue.enqueue("jobs:noop", queue=Q)
+    queue.enqueue("jobs:noop", queue=Q)
+    failed = queue.enqueue("jobs:fail", "x", max_errors=1)
+    Worker(queue, RunOptions(queues=("default",), backoff_base=0)).run()
+    report = run_batchq(db_url, "gc-error")
+    assert report.returncode == 3, report.stderr
+    lines = report.stdout.splitlines()
+    assert lines[0] == (
+        "batchq gc-error: 1 job out of tries, 1 job dropped from full queues (drop_oldest), 2 causes"
+    )
+    assert f"    #{dropped} {Q} jobs:noop (dropped while waiting): QueueFull: dropped to make room" in (
+        "\n".join(lines)
+    )
+    assert f"    #{failed} default jobs:fail (1 errors): ValueError: boom" in report.stdout
+    assert "(0 errors)" not in report.stdout
+    [dropped_job] = [job for job in gc_error(queue) if job.dropped]
+    assert dropped_job.id == dropped
+    only_dropped = run_batchq(db_url, "gc-error", "--queue", Q)
+    assert only_dropped.stdout.startswith(
+        "batchq gc-error: 1 job dropped from full queues (drop_oldest), 1 cause"
+    )
 
 
 def test_a_held_unique_key_drops_nothing(queue: Queue) -> None:

@@ -3,6 +3,8 @@ gc-error, on every backend."""
 
 from __future__ import annotations
 
+import shlex
+
 from batchq import Queue
 from batchq.sweeps import failure_groups, gc_error, gc_processing
 from batchq.worker import RunOptions, Worker
@@ -71,7 +73,41 @@ def test_the_cli_prints_one_block_per_cause(queue: Queue, db_url: str) -> None:
         f"  group {group.fingerprint}: 5 jobs, queue default, task jobs:fail, last failed "
     )
     assert lines[-2] == "    ... and 2 jobs more"
-    assert lines[-1] == f"    act on it: batchq gc-error --group {group.fingerprint} --requeue (or --delete)"
-    done = run_batchq(db_url, "gc-error", "--group", group.fingerprint, "--delete")
+    hint = f"batchq gc-error --queue default --group {group.fingerprint}"
+    assert lines[-1] == f"    act on it: {hint} --requeue (or --delete)"
+    done = run_batchq(db_url, *shlex.split(hint)[1:], "--delete")
     assert done.returncode == 3 and done.stdout.startswith("batchq gc-error: 5 jobs deleted, 1 cause")
     assert job_rows(queue) == []
+
+
+def hinted(report: str) -> list[list[str]]:
+    """gc-error's 'act on it' commands, as arguments after `batchq`, without the action."""
+    prefix, suffix = "act on it: batchq ", " --requeue (or --delete)"
+    hints = [line.strip() for line in report.splitlines() if line.strip().startswith(prefix)]
+    return [shlex.split(hint[len(prefix) : -len(suffix)]) for hint in hints]
+
+
+def failed_ids(queue: Queue) -> list[int]:
+    return sorted(row["id"] for row in job_rows(queue) if row["status"] == "failed")
+
+
+def test_the_hint_acts_only_on_the_jobs_it_was_printed_for(queue: Queue, db_url: str) -> None:
+    """`gc-error --queue g34` shows one job; the command it prints acts on that job, not on the
+    cause's failed jobs in other queues (nor, listed by id, on the cause's other jobs)."""
+    shown = queue.enqueue("jobs:fail", 1, queue="g34", max_errors=1)
+    elsewhere = [queue.enqueue("jobs:fail", n, queue=name, max_errors=1) for n, name in enumerate("ab")]
+    beside = queue.enqueue("jobs:fail", 2, queue="g34", max_errors=1)
+    Worker(queue, RunOptions(backoff_base=0, queues=("g34", "a", "b"))).run()
+    [group] = failure_groups(queue)  # one cause in three queues
+    [by_id] = hinted(run_batchq(db_url, "gc-error", "--id", str(shown)).stdout)
+    assert by_id == ["gc-error", "--queue", "g34", "--id", str(shown), "--group", group.fingerprint]
+    deleted = run_batchq(db_url, *by_id, "--delete")
+    assert deleted.stdout.startswith("batchq gc-error: 1 job deleted, 1 cause"), deleted.stdout
+    assert failed_ids(queue) == sorted([*elsewhere, beside])
+
+    [in_g34] = hinted(run_batchq(db_url, "gc-error", "--queue", "g34").stdout)
+    assert in_g34 == ["gc-error", "--queue", "g34", "--group", group.fingerprint]
+    assert run_batchq(db_url, *in_g34, "--requeue").returncode == 3
+    assert failed_ids(queue) == sorted(elsewhere)
+    [everywhere] = hinted(run_batchq(db_url, "gc-error").stdout)  # every queue it showed
+    assert everywhere == ["gc-error", "--queue", "a", "--queue", "b", "--group", group.fingerprint]

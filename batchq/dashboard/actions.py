@@ -9,6 +9,7 @@ from typing import Any
 from flask import Blueprint, redirect, request
 
 from ..config import check_queue_name
+from ..errors import ConfigError
 from ..job import JOB_ID_RANGE
 from ..registry import request_stop
 from ..sweeps import gc_error

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from .common import common_options, open_queue
+from .common import common_options, fail, open_queue
 
 INSTALL_HINT = "pip install 'batchq[dashboard]'"
 
@@ -35,8 +35,7 @@ def dashboard(ctx: click.Context, host: str, port: int, read_only: bool, refresh
     try:
         from ..dashboard import TOKEN_ENV, Guard, is_loopback, make_server, urls
     except ImportError as exc:
-        click.echo(f"batchq: error: the dashboard needs {exc.name}: {INSTALL_HINT}", err=True)
-        ctx.exit(1)
+        fail(f"the dashboard needs {exc.name}: {INSTALL_HINT}")
     token = os.environ.get(TOKEN_ENV) or None
     guard = Guard(token, read_only)
     queue = open_queue(ctx)
@@ -49,8 +48,7 @@ def dashboard(ctx: click.Context, host: str, port: int, read_only: bool, refresh
     try:
         server = make_server(queue, guard, host, port, refresh)
     except OSError as exc:
-        click.echo(f"batchq: error: cannot listen on {host}:{port}: {exc.strerror or exc}", err=True)
-        ctx.exit(1)
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
     state = "actions need the token" if guard.mode.actions else guard.mode.why_read_only
     click.echo(f"batchq dashboard on {' and '.join(urls(server))} ({state}); Ctrl-C stops it", err=True)
     try:

@@ -10,11 +10,12 @@ import click
 from ..config import check_queue_name
 from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from ..partitions import DEFAULT_JOBS_PER_LEASE
+from ..queue import Queue
 from ..slots import host_slot
 from ..tasks import TASK_MODULES_ENV, load_trusted
 from ..timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS
 from ..worker import BACKOFF_BASE_SECONDS, RunOptions, Worker
-from .common import DURATION, common_options, exit_with, n_jobs, open_queue, timeout_value
+from .common import DURATION, common_options, fail, n_jobs, open_queue, timeout_value, usage_error
 
 
 @click.command("init-db")
@@ -277,18 +278,27 @@ def enqueue(
 def cancel(
     ctx: click.Context, job_id: int | None, queue_name: str | None, task: str | None, older_than: float
 ) -> None:
-    """Delete a job nobody is running (exit 1 if it is being run or gone); or, with --queue,
-    every waiting job that matches (never a running or failed one), printing how many."""
+    """Delete a job nobody is running (exit 1, saying why, if it is being run or there is no such
+    job); or, with --queue, every waiting job that matches (never a running or failed one),
+    printing how many."""
     if job_id is not None:
         if queue_name or task or older_than:
-            raise click.UsageError("give a job id, or --queue with its filters, not both")
-        if not open_queue(ctx).cancel(job_id):
-            click.echo(
-                f"batchq: job {job_id} was not cancelled: it is being run, or no longer exists", err=True
-            )
-            exit_with(1)
+            usage_error("give a job id, or --queue with its filters, not both")
+        queue = open_queue(ctx)
+        if not queue.cancel(job_id):
+            fail(f"job {job_id} was not cancelled: {_why_not_cancelled(queue, job_id)}")
         return
     if queue_name is None:
-        raise click.UsageError("give a job id, or --queue Q (with --task, --older-than) to cancel by filter")
+        usage_error("give a job id, or --queue Q (with --task, --older-than) to cancel by filter")
     cancelled = open_queue(ctx).cancel_where(queue_name, task=task, older_than=older_than)
     click.echo(f"{n_jobs(cancelled)} cancelled")
+
+
+def _why_not_cancelled(queue: Queue, job_id: int) -> str:
+    """Read after the DELETE found nothing to delete: the job is running, or there is none."""
+    found = queue.explain(job_id)
+    if found.state == "running":
+        return f"it is being run by {found.worker or 'a worker'} (see `batchq explain {job_id}`)"
+    if not found.exists:
+        return "no job has that id (it may have finished, or been cancelled or purged)"
+    return f"it is {found.state} now (see `batchq explain {job_id}`)"  # it changed in between

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..metrics import DEFAULT_HISTORY_WINDOW_SECONDS, render, write_textfile
-from .common import DURATION, common_options, open_queue
+from .common import DURATION, common_options, fail, open_queue
 
 
 @click.command()
@@ -39,5 +39,4 @@ def metrics(ctx: click.Context, textfile: Path | None, history_window: float) ->
     try:
         write_textfile(queue.backend, textfile, history_window)
     except OSError as exc:
-        click.echo(f"batchq: error: cannot write {textfile}: {exc.strerror or exc}", err=True)
-        ctx.exit(1)
+        fail(f"cannot write {textfile}: {exc.strerror or exc}")

@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 import click
 
-from .common import age, common_options, exit_with, open_queue, print_json
+from .common import age, common_options, open_queue, print_json, usage_error
 
 
 @click.command()
@@ -86,10 +86,7 @@ def resume(ctx: click.Context, queue_name: str) -> None:
 def purge(ctx: click.Context, queue_name: str, yes: bool) -> None:
     """Delete a queue's ready and failed jobs (jobs being run are left alone)."""
     if not yes and not sys.stdin.isatty():
-        click.echo(
-            "batchq: error: purge asks for confirmation: add --yes when there is no terminal", err=True
-        )
-        exit_with(2)
+        usage_error("purge asks for confirmation: add --yes when there is no terminal")
     if not yes:
         click.confirm(f"Delete every ready and failed job of queue {queue_name!r}?", abort=True)
     click.echo(f"deleted {open_queue(ctx).purge(queue_name)} jobs")

@@ -17,7 +17,7 @@ from ..cron import CATCH_UP_POLICIES
 from ..queue import Queue
 from ..schedules import Schedule, TickReport
 from ..tasks import TASK_MODULES_ENV
-from .common import common_options, exit_with, open_queue, print_json
+from .common import common_options, exit_with, fail, open_queue, print_json
 
 log = logging.getLogger("batchq")
 
@@ -192,8 +192,7 @@ def sync(ctx: click.Context, path: str, prune: bool, task_modules: str | None) -
 
 def _found(done: bool, name: str) -> None:
     if not done:
-        click.echo(f"batchq: error: no schedule named {name!r} (see `batchq schedule list`)", err=True)
-        exit_with(1)
+        fail(f"no schedule named {name!r} (see `batchq schedule list`)")
 
 
 def _json_object(text: str | None) -> dict[str, Any] | None:

@@ -11,7 +11,7 @@ from ..config import format_time
 from ..failures import group_failures
 from ..history import format_usage
 from ..tasks import load_trusted
-from .common import DURATION, age, common_options, n_jobs, open_queue, report_found
+from .common import DURATION, age, common_options, n_jobs, open_queue, report_found, usage_error
 
 JOBS_SHOWN_PER_GROUP = 3  # gc-error's text report: a few jobs of each group, then a count
 
@@ -80,7 +80,7 @@ def gc_error(
     Quiet and exit 0 when there are none; a report and exit 3 otherwise.
     """
     if requeue and delete:
-        raise click.UsageError("--requeue and --delete cannot be used together")
+        usage_error("--requeue and --delete cannot be used together: give one of them")
     action = "requeue" if requeue else "delete" if delete else None
     hook_fn = load_trusted(hook) if hook else None
     jobs = sweeps.gc_error(open_queue(ctx), action, queues, ids, groups)

@@ -163,9 +163,11 @@ def test_a_publish_wakes_a_waiting_consumer_at_once(db_url: str, orders: Message
 
 
 def test_consume_mistakes_are_one_line_errors(db_url: str) -> None:
-    assert_one_line_error(run_batchq(db_url, "consume", BATCHQ_TASK_MODULES=""), "no handler modules")
-    assert_one_line_error(consume(db_url, "--topic", "a:b"), "bad topic name")
-    assert_one_line_error(consume(db_url, "--topic", "nothing"), "no @batchq.subscriber handler")
+    assert_one_line_error(
+        run_batchq(db_url, "consume", BATCHQ_TASK_MODULES=""), "no handler modules", status=2
+    )
+    assert_one_line_error(consume(db_url, "--topic", "a:b"), "bad topic name", status=2)
+    assert_one_line_error(consume(db_url, "--topic", "nothing"), "no @batchq.subscriber handler", status=2)
 
 
 def test_a_consumer_is_in_the_registry_and_stops_when_asked(db_url: str, orders: MessageQueue) -> None:

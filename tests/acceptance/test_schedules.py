@@ -214,13 +214,16 @@ def test_schedule_commands(queue: Queue, db_url: str, tmp_path: Any) -> None:
 
 def test_schedule_command_errors(queue: Queue, db_url: str) -> None:
     assert_one_line_error(
-        run_batchq(db_url, "schedule", "add", "s", "0 7 * *", "jobs:noop"), "bad cron expression"
+        run_batchq(db_url, "schedule", "add", "s", "0 7 * *", "jobs:noop"), "bad cron expression", status=2
     )
     assert_one_line_error(
         run_batchq(db_url, "schedule", "add", "s", "@daily", "jobs:noop", "--tz", "Moon/Base"),
         "unknown time zone",
+        status=2,
     )
-    assert_one_line_error(run_batchq(db_url, "schedule", "add", "s", "@daily", "os:system"), "not allowed")
+    assert_one_line_error(
+        run_batchq(db_url, "schedule", "add", "s", "@daily", "os:system"), "not allowed", status=2
+    )
     assert_one_line_error(run_batchq(db_url, "schedule", "remove", "nope"), "no schedule named 'nope'")
     assert_one_line_error(run_batchq(db_url, "schedule", "resume", "nope"), "no schedule named 'nope'")
     assert queue.schedules.list() == []

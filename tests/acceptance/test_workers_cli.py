@@ -91,5 +91,5 @@ def test_a_killed_worker_shows_gone_and_a_live_one_stopping(queue: Queue, db_url
 
 
 def test_stop_mistakes_are_one_line_errors(queue: Queue, db_url: str) -> None:
-    assert_one_line_error(run_batchq(db_url, "stop", "--queue", "a,b"), "bad queue name 'a,b'")
+    assert_one_line_error(run_batchq(db_url, "stop", "--queue", "a,b"), "bad queue name 'a,b'", status=2)
     assert run_batchq(db_url, "stop", "--host", "nowhere").stdout == "asked 0 workers to stop\n"

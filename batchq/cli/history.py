@@ -108,7 +108,7 @@ def prune(ctx: click.Context, older_than: float | None, queue: str | None) -> No
 
 @click.command()
 @common_options
-@click.argument("queue_name")
+@click.argument("queue_name", metavar="QUEUE")
 @click.option(
     "--keep-for",
     metavar="DURATION|off",

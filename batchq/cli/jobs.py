@@ -268,7 +268,7 @@ def enqueue(
 
 @click.command()
 @common_options
-@click.argument("job_id", type=int, required=False)
+@click.argument("job_id", metavar="ID", type=int, required=False)
 @click.option("--queue", "queue_name", metavar="Q", help="Cancel every waiting job of this queue.")
 @click.option("--task", metavar="TASK", help="With --queue: only jobs of this task.")
 @click.option(

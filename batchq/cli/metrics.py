@@ -28,7 +28,7 @@ from .common import DURATION, common_options, fail, open_queue
 )
 @click.pass_context
 def metrics(ctx: click.Context, textfile: Path | None, history_window: float) -> None:
-    """Per queue: jobs ready, delayed, processing and failed, whether it is paused, the age of
+    """Per queue: jobs ready, delayed, blocked, processing and failed, whether it is paused, the age of
     its oldest due job and of its oldest claim; the locks held; and where history is kept, the
     jobs done and failed per task in the last --history-window, with their wall and CPU times.
     Prometheus text format."""

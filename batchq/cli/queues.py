@@ -62,7 +62,7 @@ def stats(ctx: click.Context, as_json: bool) -> None:
 
 @click.command()
 @common_options
-@click.argument("queue_name")
+@click.argument("queue_name", metavar="QUEUE")
 @click.pass_context
 def pause(ctx: click.Context, queue_name: str) -> None:
     """Stop workers claiming from a queue (enqueue goes on)."""
@@ -71,7 +71,7 @@ def pause(ctx: click.Context, queue_name: str) -> None:
 
 @click.command()
 @common_options
-@click.argument("queue_name")
+@click.argument("queue_name", metavar="QUEUE")
 @click.pass_context
 def resume(ctx: click.Context, queue_name: str) -> None:
     """Let workers claim from a paused queue again."""
@@ -80,7 +80,7 @@ def resume(ctx: click.Context, queue_name: str) -> None:
 
 @click.command()
 @common_options
-@click.argument("queue_name")
+@click.argument("queue_name", metavar="QUEUE")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
 def purge(ctx: click.Context, queue_name: str, yes: bool) -> None:

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from .backends import Backend, Row, stored_seconds, stored_text, stored_time
-from .config import format_duration, format_time
+from .config import counted, format_duration, format_time
 from .errors import BackendUnavailable, BatchqError, ConfigError
 from .job import JOB_ID_RANGE
 
@@ -207,7 +207,7 @@ def _waiting(backend: Backend, facts: _Facts) -> Explanation:
 
 def _blocked(backend: Backend, facts: _Facts) -> Explanation:
     limit = 1 if facts.concurrency_limit is None else facts.concurrency_limit
-    slots = f"{facts.key_active} of its {limit} slots taken"
+    slots = f"{facts.key_active} of its {counted(limit, 'slot')} taken"
     if facts.key_active >= limit:
         why = f"{slots} (ready or running): it becomes ready when one of those ends"
     else:
@@ -397,4 +397,4 @@ def _for(seconds: float | None) -> str:
 
 
 def _n_jobs(n: int) -> str:
-    return "1 job" if n == 1 else f"{n} jobs"
+    return counted(n, "job")

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ..config import format_duration, parse_duration, parse_timeout
+from ..config import counted, format_duration, parse_duration, parse_timeout
 from ..errors import BatchqError, ConfigError, PayloadError, TaskError
 from ..queue import Queue
 
@@ -104,7 +104,7 @@ def open_queue(ctx: click.Context, task_modules: str | None = None) -> Queue:
 
 
 def n_jobs(n: int) -> str:
-    return f"{n} job" if n == 1 else f"{n} jobs"
+    return counted(n, "job")
 
 
 def age(seconds: float | None) -> str:

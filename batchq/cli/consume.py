@@ -6,6 +6,7 @@ import logging
 
 import click
 
+from ..config import counted
 from ..tasks import TASK_MODULES_ENV, Resolver, modules_from_env, split_modules
 from .common import DURATION, common_options
 
@@ -75,11 +76,13 @@ def consume(
     )
     summary = Consumer(mq, handlers, options).run()
     logging.getLogger("batchq").info(
-        "consumed %d messages (%d ok, %d errors: %d archived, %d dropped), %d reconnects",
-        summary.processed,
+        "%s (%d ok, %d failed); %s done: %d handled, %d archived, %d dropped; %s",
+        counted(summary.calls, "handler call"),
         summary.handled,
-        summary.failed + summary.skipped,
+        summary.failed,
+        counted(summary.finished, "message"),
+        summary.handled,
         summary.archived,
         summary.dropped,
-        summary.reconnects,
+        counted(summary.reconnects, "reconnect"),
     )

@@ -7,7 +7,7 @@ import logging
 
 import click
 
-from ..config import check_queue_name
+from ..config import check_queue_name, counted
 from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from ..partitions import DEFAULT_JOBS_PER_LEASE
 from ..queue import Queue
@@ -186,15 +186,14 @@ def run(
             return  # enough workers on this host already
         summary = Worker(queue, options).run()
     logging.getLogger("batchq").info(
-        "processed %d jobs (%d ok, %d errors), %d put back for a newer task version; "
-        "%d lock conflicts retried, %d reconnects, %d stale finishes",
-        summary.processed,
+        "processed %s (%d ok, %s), %d put back for a newer task version; %s retried, %s, %s",
+        n_jobs(summary.processed),
         summary.succeeded,
-        summary.errors,
+        counted(summary.errors, "error"),
         summary.version_waits,
-        queue.backend.transient_retries,
-        summary.reconnects,
-        summary.stale_finishes,
+        counted(queue.backend.transient_retries, "lock conflict"),
+        counted(summary.reconnects, "reconnect"),
+        counted(summary.stale_finishes, "stale finish", "stale finishes"),
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Blueprint, redirect, request
 
-from ..config import check_queue_name
+from ..config import check_queue_name, counted
 from ..errors import ConfigError
 from ..registry import request_stop
 from ..sweeps import gc_error
@@ -52,14 +52,17 @@ def requeue_group() -> str:
     group = request.form.get("fingerprint", "")
     done = gc_error(current().queue, "requeue", groups=[group])
     held = [job for job in done if job.key_held_by is not None]
-    note = f"requeued {len(done) - len(held)} jobs of failure group {group}"
-    return note + (f"; {len(held)} left failed: their unique key is held" if held else "")
+    note = f"requeued {counted(len(done) - len(held), 'job')} of failure group {group}"
+    whose = "its" if len(held) == 1 else "their"
+    kept = f"; {counted(len(held), 'job')} left failed: {whose} unique key is held"
+    return note + (kept if held else "")
 
 
 @action("/actions/delete-group")
 def delete_group() -> str:
     group = request.form.get("fingerprint", "")
-    return f"deleted {len(gc_error(current().queue, 'delete', groups=[group]))} failed jobs of group {group}"
+    deleted = len(gc_error(current().queue, "delete", groups=[group]))
+    return f"deleted {counted(deleted, 'failed job')} of group {group}"
 
 
 @action("/actions/stop-worker")
@@ -67,7 +70,7 @@ def stop_worker() -> str:
     name = request.form.get("name", "")
     if request_stop(current().backend, name=name):
         return f"asked worker {name} to finish its job and exit"
-    return f"worker {name} is not registered: it has exited"
+    return f"worker {name} was not asked: it is no longer running (it exited, or died)"
 
 
 @action("/actions/cancel")

@@ -57,7 +57,7 @@ def test_configure_run_history_prune(queue: Queue, db_url: str) -> None:
     assert (pruned.returncode, pruned.stdout, pruned.stderr) == (0, "", "")  # quiet, for cron
     assert [r["id"] for r in json.loads(run_batchq(db_url, "history", "--json").stdout)] == [failed]
     pruned = run_batchq(db_url, "-v", "prune", "--older-than", "0s")
-    assert pruned.stderr == "batchq: pruned 1 history records\n"
+    assert pruned.stderr == "batchq: pruned 1 history record\n"
     assert_one_line_error(run_batchq(db_url, "prune", "--queue", "default"), "has no keep_for", status=2)
 
 

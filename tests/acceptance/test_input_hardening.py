@@ -268,7 +268,7 @@ def test_purge_without_a_terminal_needs_yes(queue: Queue, db_url: str) -> None:
     assert_one_line_error(result, "--yes", status=2)
     assert "Aborted" not in result.stderr + result.stdout
     assert len(job_rows(queue)) == 1
-    assert run_batchq(db_url, "purge", "default", "--yes").stdout == "deleted 1 jobs\n"
+    assert run_batchq(db_url, "purge", "default", "--yes").stdout == "deleted 1 job\n"
 
 
 SUBCOMMANDS = [
@@ -298,5 +298,5 @@ def test_url_and_verbose_after_the_subcommand(db_url: str, args: list[str]) -> N
 def test_verbose_after_run(queue: Queue, db_url: str) -> None:
     queue.enqueue("jobs:noop")
     result = run_batchq(db_url, "run", "-v")
-    assert result.returncode == 0 and "processed 1 jobs (1 ok, 0 errors)" in result.stderr
+    assert result.returncode == 0 and "processed 1 job (1 ok, 0 errors)" in result.stderr
     assert run_batchq(db_url, "run").stderr == ""

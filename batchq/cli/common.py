@@ -186,6 +186,8 @@ def fail_batchq(exc: BatchqError) -> NoReturn:
 def fail_click(exc: click.ClickException) -> NoReturn:
     """click's own errors (unknown option, bad value, missing argument) in batchq's style: one
     line that points to the command's help, instead of click's usage banner and `Error:`."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `batchq schedule` alone (click >= 8.2): its help
+        raise exc
     message = exc.format_message().strip().rstrip(".")
     if message[1:2].islower():  # "No such option" -> "no such option"; "JSON ..." stays
         message = message[0].lower() + message[1:]

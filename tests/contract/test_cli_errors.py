@@ -77,6 +77,12 @@ CASES: list[tuple[tuple[str, ...], int, str]] = [
 ]
 
 
+@pytest.mark.parametrize("group", [(), ("schedule",), ("mq",)])
+def test_a_group_alone_shows_its_help(group: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(cli, list(group), prog_name="batchq")
+    assert "Commands:" in result.output and "batchq: error" not in result.output, result.output
+
+
 @pytest.mark.parametrize(("args", "status", "needle"), CASES, ids=[" ".join(c[0]) for c in CASES])
 def test_a_mistake_is_one_line_and_its_kinds_status(
     db_url: str, queue: Queue, tmp_path: Path, args: tuple[str, ...], status: int, needle: str

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from .common import common_options, fail, open_queue
+from .common import common_options, fail, open_queue, usage_error
 
 INSTALL_HINT = "pip install 'batchq[dashboard]'"
 
@@ -35,7 +35,7 @@ def dashboard(ctx: click.Context, host: str, port: int, read_only: bool, refresh
     try:
         from ..dashboard import TOKEN_ENV, Guard, is_loopback, make_server, urls
     except ImportError as exc:
-        fail(f"the dashboard needs {exc.name}: {INSTALL_HINT}")
+        usage_error(f"the dashboard needs {exc.name}: {INSTALL_HINT}")  # as a driver the URL needs
     token = os.environ.get(TOKEN_ENV) or None
     guard = Guard(token, read_only)
     queue = open_queue(ctx)

@@ -232,7 +232,7 @@ def test_without_the_extra_it_says_how_to_install_it(db_url: str) -> None:
         capture_output=True,
         text=True,
     )
-    assert_one_line_error(result, "the dashboard needs flask", "pip install 'batchq[dashboard]'")
+    assert_one_line_error(result, "the dashboard needs flask", "pip install 'batchq[dashboard]'", status=2)
 
 
 def test_listening_beyond_this_host_without_a_token_warns(db_url: str) -> None:

@@ -179,7 +179,7 @@ class _Facts:
     def tries(self) -> str:
         count = "?" if self.error_count is None else str(self.error_count)
         most = "?" if self.max_errors is None else str(self.max_errors)
-        return f"{count} of {most}"
+        return f"{count} of {most} {'try' if most == '1' else 'tries'}"
 
 
 def _waiting(backend: Backend, facts: _Facts) -> Explanation:
@@ -199,7 +199,7 @@ def _waiting(backend: Backend, facts: _Facts) -> Explanation:
     if facts.status == "scheduled":
         details.append("its delay has passed: a worker makes it ready within a second of looking")
     if facts.error_count:
-        details.append(f"a retry: it has failed {facts.tries()} tries; last error: {_first_line(facts)}")
+        details.append(f"a retry: it has failed {facts.tries()}; last error: {_first_line(facts)}")
     return Explanation(
         state="waiting", summary=summary, details=tuple(details), jobs_ahead=ahead, **facts.common()
     )
@@ -328,7 +328,7 @@ def _failed(facts: _Facts) -> Explanation:
     error = facts.last_error if facts.last_error is not None else "(none recorded)"
     return Explanation(
         state="failed",
-        summary=f"job {facts.id}: failed after {facts.tries()} tries; no worker will run it again",
+        summary=f"job {facts.id}: failed after {facts.tries()}; no worker will run it again",
         details=(
             _about(facts),
             "last error:",
@@ -368,7 +368,7 @@ def _about(facts: _Facts) -> str:
     version = f" (version {facts.task_version})" if facts.task_version not in (1, None) else ""
     return (
         f"queue {facts.queue}, task {facts.task}{version}, priority {priority}, "
-        f"created {format_time(facts.created_at)}, {facts.tries()} tries used"
+        f"created {format_time(facts.created_at)}, {facts.tries()} used"
     )
 
 

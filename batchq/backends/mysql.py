@@ -381,8 +381,8 @@ class MySQLBackend(Backend):
         *_, (_, [(undeleted,)]) = self._multi("jobs_claim_mark_none_checked", claim)
         if undeleted:
             raise TransientError(
-                f"the claim's commit did not happen ({undeleted} finished jobs left): a replicated "
-                "write aborted it"
+                f"the claim's commit did not happen ({counted(undeleted, 'finished job')} left): "
+                "a replicated write aborted it"
             )
 
     def _delete_keeping(self, jobs: Sequence[Job], kept: Sequence[Kept]) -> int:

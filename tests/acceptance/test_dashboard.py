@@ -307,3 +307,13 @@ def test_workers_page_tells_a_live_worker(queue: Queue, db_url: str, tmp_path: P
     finally:
         worker.kill()
         worker.communicate()
+
+
+def test_a_count_of_one_reads_as_one(queue: Queue, db_url: str) -> None:
+    queue.enqueue("jobs:fail", 1, max_errors=1)
+    run_all(queue)
+    queue.set_partitions(1)
+    with dashboard(db_url) as board:
+        board.sign_in()
+        assert "Delete the 1 failed job of this group?" in html.unescape(board.get("/failures").body)
+        assert "1 partition," in board.get("/").body

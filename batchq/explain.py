@@ -104,6 +104,15 @@ def _by_state(backend: Backend, facts: _Facts) -> Explanation:
     return _unrunnable(facts)
 
 
+def why_not_cancelled(found: Explanation) -> str:
+    """Why Queue.cancel left job ``found.id``, read after its DELETE found nothing to delete."""
+    if found.state == "running":
+        return f"it is being run by {found.worker or 'a worker'}"
+    if not found.exists:
+        return "no job has that id (it may have finished, or been cancelled or purged)"
+    return f"it is {found.state} now"  # it changed between the DELETE and this read
+
+
 def _possible(job_id: int) -> bool:
     return JOB_ID_RANGE[0] <= job_id <= JOB_ID_RANGE[1]
 

@@ -8,6 +8,7 @@ import logging
 import click
 
 from ..config import check_queue_name, counted
+from ..explain import why_not_cancelled
 from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from ..partitions import DEFAULT_JOBS_PER_LEASE
 from ..queue import Queue
@@ -294,10 +295,6 @@ def cancel(
 
 
 def _why_not_cancelled(queue: Queue, job_id: int) -> str:
-    """Read after the DELETE found nothing to delete: the job is running, or there is none."""
     found = queue.explain(job_id)
-    if found.state == "running":
-        return f"it is being run by {found.worker or 'a worker'} (see `batchq explain {job_id}`)"
-    if not found.exists:
-        return "no job has that id (it may have finished, or been cancelled or purged)"
-    return f"it is {found.state} now (see `batchq explain {job_id}`)"  # it changed in between
+    see = f" (see `batchq explain {job_id}`)" if found.exists else ""
+    return why_not_cancelled(found) + see

@@ -10,6 +10,7 @@ from flask import Blueprint, redirect, request
 
 from ..config import check_queue_name, counted
 from ..errors import ConfigError
+from ..explain import why_not_cancelled
 from ..registry import request_stop
 from ..sweeps import gc_error
 from .context import current
@@ -78,7 +79,7 @@ def cancel() -> str:
     job_id = _job_id(request.form.get("id", ""))
     if current().queue.cancel(job_id):
         return f"cancelled job {job_id}"
-    return f"job {job_id} was not cancelled: it is running, or gone"
+    return f"job {job_id} was not cancelled: {why_not_cancelled(current().queue.explain(job_id))}"
 
 
 def _job_id(text: str) -> int:

@@ -317,3 +317,14 @@ def test_a_count_of_one_reads_as_one(queue: Queue, db_url: str) -> None:
         board.sign_in()
         assert "Delete the 1 failed job of this group?" in html.unescape(board.get("/failures").body)
         assert "1 partition," in board.get("/").body
+
+
+def test_a_cancel_that_cannot_be_done_says_why(queue: Queue, db_url: str) -> None:
+    running = write_row(queue, **processing(queue, "host-a:4242:abc"))
+    with dashboard(db_url) as board:
+        csrf = board.sign_in()
+        for job_id, why in ((running, "it is being run by host-a:4242:abc"), (424242, "no job has that id")):
+            reply = board.post("/actions/cancel", {"id": str(job_id), "csrf": csrf, "back": "/"})
+            note = html.unescape(board.get(reply.headers["Location"]).body)
+            assert f"job {job_id} was not cancelled: {why}" in note
+    assert [row["id"] for row in job_rows(queue)] == [running]

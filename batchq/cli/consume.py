@@ -23,7 +23,12 @@ from .common import DURATION, common_options
     metavar="S",
     help="Only the handlers of this subscriber (repeat).",
 )
-@click.option("--max-messages", type=click.IntRange(min=1), help="Exit after this many messages.")
+@click.option(
+    "--max-messages",
+    type=click.IntRange(min=1),
+    help="Exit after this many messages taken: handler calls (a retried message counts each time) "
+    "and messages archived unread.",
+)
 @click.option("--max-seconds", type=DURATION, help="Exit after this long (the message at hand finishes).")
 @click.option(
     "--wait",

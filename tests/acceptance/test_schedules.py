@@ -231,6 +231,8 @@ def test_schedule_command_errors(queue: Queue, db_url: str) -> None:
     run_query(queue, "schedule_set_next_exec", {"name": "bad", "at": int(queue.schedules.server_now()) - 1})
     result = run_batchq(db_url, "tick", BATCHQ_TASK_MODULES="other")  # this host does not allow jobs
     assert result.returncode == 1 and "schedule bad:" in result.stderr and "Traceback" not in result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last == "batchq: error: 1 schedule could not enqueue (bad): the next tick tries again"
     assert job_rows(queue) == []
     assert run_batchq(db_url, "tick").returncode == 0  # retried by the next tick
     assert len(job_rows(queue)) == 1

@@ -344,6 +344,11 @@ def format_time(value: datetime | str | None) -> str:
     return repr(value)
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """A count with its noun in the right number: 1 job, 2 jobs, 0 jobs (plural: when not +s)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def format_duration(seconds: float) -> str:
     """A duration as people read it: 45s, 3m12s, 2h05m, 3d04h (never negative)."""
     whole = max(0, int(seconds))

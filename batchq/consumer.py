@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 
 from .backends.liveness import owner_name
-from .config import format_duration
+from .config import counted, format_duration
 from .errors import BackendError, BackendUnavailable, QueueNotFound
 from .mq import Message, MessageQueue
 from .pubsub import AT_MOST_ONCE, Handler, Subscription, archive_failed
@@ -54,8 +54,20 @@ class ConsumeSummary:
 
     @property
     def processed(self) -> int:
-        """Messages taken: every call, and the messages archived without one."""
+        """Messages taken (--max-messages): every call, and the messages archived without one.
+        A message tried three times counts three."""
         return self.handled + self.failed + self.skipped
+
+    @property
+    def calls(self) -> int:
+        """Handler calls: a message retried after a failure is called again."""
+        return self.handled + self.failed
+
+    @property
+    def finished(self) -> int:
+        """Messages this consumer is done with, each once: handled, archived (after its last try,
+        or read too often) or dropped (at_most_once)."""
+        return self.handled + self.archived + self.dropped
 
 
 class Consumer:
@@ -249,8 +261,9 @@ class Consumer:
         if archive_failed(self.mq, sub.queue, message, error):
             self.summary.archived += 1
             log.error(
-                "%s/%s: message %d archived after %d tries: %s",
-                sub.topic, sub.subscriber, message.msg_id, message.read_ct, _first_line(error),
+                "%s/%s: message %d archived after %s: %s",
+                sub.topic, sub.subscriber, message.msg_id, counted(message.read_ct, "try", "tries"),
+                _first_line(error),
             )  # fmt: skip
 
     def _call(self, sub: Subscription, message: Message) -> None:

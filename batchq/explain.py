@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from .backends import Backend, Row, stored_seconds, stored_text, stored_time
-from .config import format_duration, format_time
+from .config import counted, format_duration, format_time
 from .errors import BackendUnavailable, BatchqError, ConfigError
 from .job import JOB_ID_RANGE
 
@@ -104,6 +104,15 @@ def _by_state(backend: Backend, facts: _Facts) -> Explanation:
     return _unrunnable(facts)
 
 
+def why_not_cancelled(found: Explanation) -> str:
+    """Why Queue.cancel left job ``found.id``, read after its DELETE found nothing to delete."""
+    if found.state == "running":
+        return f"it is being run by {found.worker or 'a worker'}"
+    if not found.exists:
+        return "no job has that id (it may have finished, or been cancelled or purged)"
+    return f"it is {found.state} now"  # it changed between the DELETE and this read
+
+
 def _possible(job_id: int) -> bool:
     return JOB_ID_RANGE[0] <= job_id <= JOB_ID_RANGE[1]
 
@@ -179,7 +188,7 @@ class _Facts:
     def tries(self) -> str:
         count = "?" if self.error_count is None else str(self.error_count)
         most = "?" if self.max_errors is None else str(self.max_errors)
-        return f"{count} of {most}"
+        return f"{count} of {most} {'try' if most == '1' else 'tries'}"
 
 
 def _waiting(backend: Backend, facts: _Facts) -> Explanation:
@@ -199,7 +208,7 @@ def _waiting(backend: Backend, facts: _Facts) -> Explanation:
     if facts.status == "scheduled":
         details.append("its delay has passed: a worker makes it ready within a second of looking")
     if facts.error_count:
-        details.append(f"a retry: it has failed {facts.tries()} tries; last error: {_first_line(facts)}")
+        details.append(f"a retry: it has failed {facts.tries()}; last error: {_first_line(facts)}")
     return Explanation(
         state="waiting", summary=summary, details=tuple(details), jobs_ahead=ahead, **facts.common()
     )
@@ -207,7 +216,7 @@ def _waiting(backend: Backend, facts: _Facts) -> Explanation:
 
 def _blocked(backend: Backend, facts: _Facts) -> Explanation:
     limit = 1 if facts.concurrency_limit is None else facts.concurrency_limit
-    slots = f"{facts.key_active} of its {limit} slots taken"
+    slots = f"{facts.key_active} of its {counted(limit, 'slot')} taken"
     if facts.key_active >= limit:
         why = f"{slots} (ready or running): it becomes ready when one of those ends"
     else:
@@ -328,7 +337,7 @@ def _failed(facts: _Facts) -> Explanation:
     error = facts.last_error if facts.last_error is not None else "(none recorded)"
     return Explanation(
         state="failed",
-        summary=f"job {facts.id}: failed after {facts.tries()} tries; no worker will run it again",
+        summary=f"job {facts.id}: failed after {facts.tries()}; no worker will run it again",
         details=(
             _about(facts),
             "last error:",
@@ -368,7 +377,7 @@ def _about(facts: _Facts) -> str:
     version = f" (version {facts.task_version})" if facts.task_version not in (1, None) else ""
     return (
         f"queue {facts.queue}, task {facts.task}{version}, priority {priority}, "
-        f"created {format_time(facts.created_at)}, {facts.tries()} tries used"
+        f"created {format_time(facts.created_at)}, {facts.tries()} used"
     )
 
 
@@ -397,4 +406,4 @@ def _for(seconds: float | None) -> str:
 
 
 def _n_jobs(n: int) -> str:
-    return "1 job" if n == 1 else f"{n} jobs"
+    return counted(n, "job")

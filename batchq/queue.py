@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .backends import OnDatabase
 from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
-from .config import Duration, check_queue_name, parse_duration, parse_timeout
+from .config import Duration, check_queue_name, counted, parse_duration, parse_timeout
 from .errors import BackendError, ConfigError, PayloadError
 from .explain import Explanation, explain
 from .history import HistoryEntry, prune, read_history
@@ -707,7 +707,8 @@ def _set_unique_keys(rows: list[dict[str, Any]], keys: list[str | None]) -> None
     """enqueue_many's unique_keys: one per payload, each checked before anything is written."""
     if len(keys) != len(rows):
         raise ConfigError(
-            f"unique_keys has {len(keys)} keys for {len(rows)} payloads: give one key (or None) per payload"
+            f"unique_keys has {counted(len(keys), 'key')} for {counted(len(rows), 'payload')}: "
+            "give one key (or None) per payload"
         )
     for row, key in zip(rows, keys):
         row["unique_key"] = None if key is None else _check_unique_key(key)

@@ -17,6 +17,7 @@ import os
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .backends.base import stored_count, stored_seconds, stored_text
@@ -92,9 +93,14 @@ def request_stop(
     backend: Backend, *, host: str | None = None, queue: str | None = None, name: str | None = None
 ) -> int:
     """Ask the matching workers (every one without a filter) to finish the job at hand and
-    exit; they see it within about a second of their next tick. Returns how many were asked."""
+    exit; they see it within about a second of their next tick. Returns how many were asked:
+    a worker whose liveness says it died is not (its row stays until gc-processing prunes it)."""
     params = {"host": host, "queue": None if queue is None else check_queue_name(queue), "name": name}
-    return backend.retrying(lambda: backend.execute("workers_stop", params))
+    names = [stored_text(row["name"]) for row in backend.fetchall("workers_matching", params)]
+    there = [name for name in names if backend.liveness.is_alive(name) is not False]  # None: another host
+    # Counted by rows found (FOUND_ROWS on MySQL): a worker asked twice is counted; one that
+    # exited since it was listed is not.
+    return sum(backend.retrying(partial(backend.execute, "worker_stop", {"name": name})) for name in there)
 
 
 def prune_gone(backend: Backend, older_than: float = PRUNE_AFTER_SECONDS) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 
 from .backends import Backend, stored_count, stored_seconds
 from .backends.liveness import owner_name
-from .config import parse_timeout
+from .config import counted, parse_timeout
 from .errors import BackendError, BackendUnavailable
 from .failures import fingerprint, fingerprint_of, timeout_fingerprint
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
@@ -499,10 +499,14 @@ class Worker:
     def _stale(self, count: int, jobs: list[Job]) -> None:
         self.summary.stale_finishes += count
         log.warning(
-            "%d of jobs %s were taken back by gc-processing while they ran (this worker's "
-            "database session was lost); their outcome was not recorded",
+            "%d of %s (%s) %s taken back by gc-processing while %s ran (this worker's database "
+            "session was lost); %s outcome was not recorded",
             count,
+            counted(len(jobs), "job"),
             ", ".join(str(job.id) for job in jobs),
+            "was" if count == 1 else "were",
+            "it" if count == 1 else "they",
+            "its" if count == 1 else "their",
         )
 
     # -- task versions ----------------------------------------------------------------

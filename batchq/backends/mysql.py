@@ -14,7 +14,7 @@ from typing import Any
 import pymysql
 from pymysql.constants import CLIENT, SERVER_STATUS
 
-from ..config import DEFAULT_PORTS
+from ..config import DEFAULT_PORTS, counted
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
 from ..job import Claim, Job, Kept, kept_document
 from .base import Backend, DuplicateKey, TransientError, done_params
@@ -366,8 +366,8 @@ class MySQLBackend(Backend):
         *_, (_, [(marked, undeleted)]) = self._multi("jobs_claim_mark_checked", checked)
         if marked != len(ids) or undeleted:
             raise TransientError(
-                f"the claim's commit did not happen ({marked} of {len(ids)} jobs marked, "
-                f"{undeleted} finished jobs left): a replicated write aborted it"
+                f"the claim's commit did not happen ({marked} of {counted(len(ids), 'job')} marked, "
+                f"{counted(undeleted, 'finished job')} left): a replicated write aborted it"
             )
 
     def _commit_without_jobs(self, claim: dict[str, Any]) -> None:
@@ -381,8 +381,8 @@ class MySQLBackend(Backend):
         *_, (_, [(undeleted,)]) = self._multi("jobs_claim_mark_none_checked", claim)
         if undeleted:
             raise TransientError(
-                f"the claim's commit did not happen ({undeleted} finished jobs left): a replicated "
-                "write aborted it"
+                f"the claim's commit did not happen ({counted(undeleted, 'finished job')} left): "
+                "a replicated write aborted it"
             )
 
     def _delete_keeping(self, jobs: Sequence[Job], kept: Sequence[Kept]) -> int:

@@ -1,7 +1,8 @@
 """The `batchq` command. Quiet when all is well: cron mails whatever it prints.
 
-Exit statuses: 0 all well; 1 an error (bad URL, unreachable database, missing
-schema); 2 a usage error; 3 a sweep found something a human should look at.
+Exit statuses (decided in common.py): 0 all well; 1 the command could not do its work
+(unreachable database, missing schema, nothing by that name); 2 a mistake in the command or its
+configuration (bad option, value or URL); 3 a sweep found something a human should look at.
 One module per group of commands; this one makes the group and adds them.
 """
 
@@ -14,7 +15,7 @@ import click
 
 from ..config import URL_ENV
 from ..errors import BatchqError
-from .common import URL_HELP, VERBOSE_HELP, set_verbosity
+from .common import URL_HELP, VERBOSE_HELP, fail_batchq, fail_click, set_verbosity
 
 # Each command's module and attribute, imported only when the command runs (or --help lists it):
 # `batchq run`, started once a minute by cron and timed from its spawn in bench/, then loads no
@@ -48,8 +49,8 @@ COMMANDS = {
 
 
 class BatchqGroup(click.Group):
-    """Turns batchq's own errors into one line on stderr and exit status 1; loads each command's
-    module on first use (COMMANDS)."""
+    """Turns every error, batchq's and click's, into one line on stderr and its exit status
+    (common.fail_batchq, common.fail_click); loads each command's module on first use (COMMANDS)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*COMMANDS, *(name for name in super().list_commands(ctx) if name not in COMMANDS)]
@@ -60,12 +61,21 @@ class BatchqGroup(click.Group):
             self.add_command(getattr(importlib.import_module(f"{__name__}.{module}"), attr), cmd_name)
         return super().get_command(ctx, cmd_name)
 
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        try:  # the group's own options: `batchq --nosuch run`
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            fail_click(exc)
+
     def invoke(self, ctx: click.Context) -> Any:
-        try:
+        try:  # the subcommand's parsing (and a sub-group's), then its work
             return super().invoke(ctx)
+        except click.ClickException as exc:
+            fail_click(exc)
         except BatchqError as exc:
-            click.echo(f"batchq: error: {exc}", err=True)
-            ctx.exit(1)
+            fail_batchq(exc)
 
 
 @click.group(cls=BatchqGroup, context_settings={"help_option_names": ["-h", "--help"]})

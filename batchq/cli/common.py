@@ -1,4 +1,14 @@
-"""What every batchq command shares: options, opening the queue, output, exit statuses."""
+"""What every batchq command shares: options, opening the queue, output, exit statuses.
+
+Exit statuses, the one place they are decided (README "Exit statuses"):
+0 all well; 1 the command could not do its work (the database is unreachable, refused it or
+has no schema; the job, lock or schedule named is not in a state for it; a file or port);
+2 a mistake in the command or its configuration (an unknown option, a bad value, a bad URL,
+a missing --force or --yes): nothing was done; 3 a sweep found something (report_found);
+4 run's watchdog. Every error is one line on stderr, `batchq: error: ...`, naming the problem
+and its fix: raise a ConfigError (or click.UsageError) for a user's mistake and a BatchqError
+for a failure, or call fail() / usage_error(); BatchqGroup turns all of them into that line.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +21,17 @@ from typing import Any, NoReturn
 import click
 
 from ..backends import OnDatabase
-from ..config import format_duration, parse_duration, parse_timeout
-from ..errors import BatchqError
+from ..config import counted, format_duration, parse_duration, parse_timeout
+from ..errors import BatchqError, ConfigError, PayloadError, TaskError
 from ..queue import Queue
 
+EXIT_ERROR = 1
+EXIT_USAGE = 2
 EXIT_FOUND = 3
+
+# The errors batchq raises for what a user gave it (an option, an argument, the URL, a file it
+# names): exit 2, as click's own usage errors; any other BatchqError is a failure, exit 1.
+USER_MISTAKES: tuple[type[BatchqError], ...] = (ConfigError, TaskError, PayloadError)
 
 
 class Duration(click.ParamType):
@@ -36,8 +52,7 @@ def timeout_value(ctx: click.Context, param: click.Parameter, value: str | None)
     try:
         return parse_timeout(value, f"{param.opts[0]} value")
     except BatchqError as exc:
-        click.echo(f"batchq: error: {exc}", err=True)
-        exit_with(2)
+        usage_error(str(exc))
 
 
 URL_HELP = (
@@ -97,7 +112,7 @@ def existing_only(on: OnDatabase) -> None:
 
 
 def n_jobs(n: int) -> str:
-    return f"{n} job" if n == 1 else f"{n} jobs"
+    return counted(n, "job")
 
 
 def age(seconds: float | None) -> str:
@@ -152,3 +167,43 @@ def one_line(exc: BaseException) -> str:
 
 def exit_with(code: int) -> NoReturn:
     raise click.exceptions.Exit(code)
+
+
+# -- errors: one line on stderr, one status per kind ---------------------------------
+
+
+def fail(message: str, status: int = EXIT_ERROR) -> NoReturn:
+    """End the command with `batchq: error: MESSAGE` (one line) and ``status``."""
+    click.echo(f"batchq: error: {_single_line(message)}", err=True)
+    exit_with(status)
+
+
+def usage_error(message: str) -> NoReturn:
+    """A user's mistake, found before anything was written: say what to change; exit 2."""
+    fail(message, EXIT_USAGE)
+
+
+def status_of(exc: BatchqError) -> int:
+    return EXIT_USAGE if isinstance(exc, USER_MISTAKES) else EXIT_ERROR
+
+
+def fail_batchq(exc: BatchqError) -> NoReturn:
+    fail(str(exc), status_of(exc))
+
+
+def fail_click(exc: click.ClickException) -> NoReturn:
+    """click's own errors (unknown option, bad value, missing argument) in batchq's style: one
+    line that points to the command's help, instead of click's usage banner and `Error:`."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `batchq schedule` alone (click >= 8.2): its help
+        raise exc
+    message = exc.format_message().strip().rstrip(".")
+    if message[1:2].islower():  # "No such option" -> "no such option"; "JSON ..." stays
+        message = message[0].lower() + message[1:]
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        message += f" (see `{ctx.command_path} --help`)"
+    fail(message, exc.exit_code)
+
+
+def _single_line(text: str) -> str:
+    return " ".join(line.strip() for line in text.strip().splitlines() if line.strip())

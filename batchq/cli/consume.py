@@ -6,6 +6,7 @@ import logging
 
 import click
 
+from ..config import counted
 from ..tasks import TASK_MODULES_ENV, Resolver, modules_from_env, split_modules
 from .common import DURATION, common_options, existing_only
 
@@ -22,7 +23,12 @@ from .common import DURATION, common_options, existing_only
     metavar="S",
     help="Only the handlers of this subscriber (repeat).",
 )
-@click.option("--max-messages", type=click.IntRange(min=1), help="Exit after this many messages.")
+@click.option(
+    "--max-messages",
+    type=click.IntRange(min=1),
+    help="Exit after this many messages taken: handler calls (a retried message counts each time) "
+    "and messages archived unread.",
+)
 @click.option("--max-seconds", type=DURATION, help="Exit after this long (the message at hand finishes).")
 @click.option(
     "--wait",
@@ -76,11 +82,13 @@ def consume(
     )
     summary = Consumer(mq, handlers, options).run()
     logging.getLogger("batchq").info(
-        "consumed %d messages (%d ok, %d errors: %d archived, %d dropped), %d reconnects",
-        summary.processed,
+        "%s (%d ok, %d failed); %s done: %d handled, %d archived, %d dropped; %s",
+        counted(summary.calls, "handler call"),
         summary.handled,
-        summary.failed + summary.skipped,
+        summary.failed,
+        counted(summary.finished, "message"),
+        summary.handled,
         summary.archived,
         summary.dropped,
-        summary.reconnects,
+        counted(summary.reconnects, "reconnect"),
     )

@@ -8,7 +8,7 @@ import os
 import click
 
 from ..errors import ConfigError
-from .common import common_options, open_queue
+from .common import common_options, fail, open_queue, usage_error
 
 INSTALL_HINT = "pip install 'batchq[dashboard]'"
 
@@ -63,19 +63,16 @@ def dashboard(
             urls,
         )
     except ImportError as exc:
-        click.echo(f"batchq: error: the dashboard needs {exc.name}: {INSTALL_HINT}", err=True)
-        ctx.exit(1)
+        usage_error(f"the dashboard needs {exc.name}: {INSTALL_HINT}")  # as a driver the URL needs
     try:
         allowed = tuple(allowed_host_option(name) for name in allowed_hosts)
     except ConfigError as exc:
-        click.echo(f"batchq: error: {exc}", err=True)
-        ctx.exit(2)
+        usage_error(str(exc))
     try:
         listen_addresses(host, port)  # before connecting, and before warning about the host
     except OSError as exc:
         hint = "--host takes an IP address of this host or a name that resolves to one"
-        click.echo(f"batchq: error: cannot listen on {host}:{port}: {exc.strerror or exc}: {hint}", err=True)
-        ctx.exit(1)
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}: {hint}")
     token = os.environ.get(TOKEN_ENV) or None
     guard = Guard(token, read_only)
     queue = open_queue(ctx)
@@ -88,8 +85,7 @@ def dashboard(
     try:
         server = make_server(queue, guard, host, port, refresh, allowed)
     except OSError as exc:
-        click.echo(f"batchq: error: cannot listen on {host}:{port}: {exc.strerror or exc}", err=True)
-        ctx.exit(1)
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
     state = "actions need the token" if guard.mode.actions else guard.mode.why_read_only
     click.echo(f"batchq dashboard on {' and '.join(urls(server))} ({state}); Ctrl-C stops it", err=True)
     try:

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import click
 
-from .common import common_options, exit_with, open_queue, print_json
+from .common import common_options, fail, open_queue, print_json
 
 
 @click.command()
@@ -30,8 +30,7 @@ def explain(ctx: click.Context, job_id: int, as_json: bool) -> None:
         for line in (*found.details, *found.notes):
             click.echo("  " + _shown(line))
     if not found.exists:
-        click.echo(f"batchq: error: {found.summary}", err=True)
-        exit_with(1)
+        fail(found.summary)
 
 
 def _shown(line: str) -> str:

@@ -7,7 +7,7 @@ import logging
 
 import click
 
-from ..config import check_queue_name, format_duration, format_time
+from ..config import check_queue_name, counted, format_duration, format_time
 from ..history import HistoryEntry, format_seconds
 from ..queue import HISTORY_LIMIT_RANGE
 from .common import DURATION, common_options, open_queue, print_json
@@ -103,12 +103,12 @@ def prune(ctx: click.Context, older_than: float | None, queue: str | None) -> No
     Quiet (for cron); -v logs how many were deleted.
     """
     deleted = open_queue(ctx).prune(older_than, queue=queue)
-    logging.getLogger("batchq").info("pruned %d history records", deleted)
+    logging.getLogger("batchq").info("pruned %s", counted(deleted, "history record"))
 
 
 @click.command()
 @common_options
-@click.argument("queue_name")
+@click.argument("queue_name", metavar="QUEUE")
 @click.option(
     "--keep-for",
     metavar="DURATION|off",

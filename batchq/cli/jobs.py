@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
-from ..config import check_queue_name
+from ..config import check_queue_name, counted
 from ..errors import TaskError
+from ..explain import why_not_cancelled
 from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from ..partitions import DEFAULT_JOBS_PER_LEASE
 from ..queue import Queue
@@ -18,7 +19,7 @@ from ..slots import host_slot
 from ..tasks import TASK_MODULES_ENV
 from ..timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS
 from ..worker import BACKOFF_BASE_SECONDS, RunOptions, Worker
-from .common import DURATION, common_options, exit_with, n_jobs, open_queue, timeout_value
+from .common import DURATION, common_options, fail, n_jobs, open_queue, timeout_value, usage_error
 
 
 @click.command("init-db")
@@ -189,15 +190,14 @@ def run(
             return  # enough workers on this host already
         summary = Worker(queue, options).run()
     logging.getLogger("batchq").info(
-        "processed %d jobs (%d ok, %d errors), %d put back for a newer task version; "
-        "%d lock conflicts retried, %d reconnects, %d stale finishes",
-        summary.processed,
+        "processed %s (%d ok, %s), %d put back for a newer task version; %s retried, %s, %s",
+        n_jobs(summary.processed),
         summary.succeeded,
-        summary.errors,
+        counted(summary.errors, "error"),
         summary.version_waits,
-        queue.backend.transient_retries,
-        summary.reconnects,
-        summary.stale_finishes,
+        counted(queue.backend.transient_retries, "lock conflict"),
+        counted(summary.reconnects, "reconnect"),
+        counted(summary.stale_finishes, "stale finish", "stale finishes"),
     )
 
 
@@ -280,7 +280,7 @@ def enqueue(
 
 @click.command()
 @common_options
-@click.argument("job_id", type=int, required=False)
+@click.argument("job_id", metavar="ID", type=int, required=False)
 @click.option("--queue", "queue_name", metavar="Q", help="Cancel every waiting job of this queue.")
 @click.option("--task", metavar="TASK", help="With --queue: only jobs of this task.")
 @click.option(
@@ -290,18 +290,23 @@ def enqueue(
 def cancel(
     ctx: click.Context, job_id: int | None, queue_name: str | None, task: str | None, older_than: float
 ) -> None:
-    """Delete a job nobody is running (exit 1 if it is being run or gone); or, with --queue,
-    every waiting job that matches (never a running or failed one), printing how many."""
+    """Delete a job nobody is running (exit 1, saying why, if it is being run or there is no such
+    job); or, with --queue, every waiting job that matches (never a running or failed one),
+    printing how many."""
     if job_id is not None:
         if queue_name or task or older_than:
-            raise click.UsageError("give a job id, or --queue with its filters, not both")
-        if not open_queue(ctx).cancel(job_id):
-            click.echo(
-                f"batchq: job {job_id} was not cancelled: it is being run, or no longer exists", err=True
-            )
-            exit_with(1)
+            usage_error("give a job id, or --queue with its filters, not both")
+        queue = open_queue(ctx)
+        if not queue.cancel(job_id):
+            fail(f"job {job_id} was not cancelled: {_why_not_cancelled(queue, job_id)}")
         return
     if queue_name is None:
-        raise click.UsageError("give a job id, or --queue Q (with --task, --older-than) to cancel by filter")
+        usage_error("give a job id, or --queue Q (with --task, --older-than) to cancel by filter")
     cancelled = open_queue(ctx).cancel_where(queue_name, task=task, older_than=older_than)
     click.echo(f"{n_jobs(cancelled)} cancelled")
+
+
+def _why_not_cancelled(queue: Queue, job_id: int) -> str:
+    found = queue.explain(job_id)
+    see = f" (see `batchq explain {job_id}`)" if found.exists else ""
+    return why_not_cancelled(found) + see

@@ -7,7 +7,7 @@ from dataclasses import asdict
 import click
 
 from ..locks import LockInfo, check_lock_name, force_release, list_locks
-from .common import age, common_options, exit_with, open_queue, print_json
+from .common import age, common_options, fail, open_queue, print_json, usage_error
 
 
 @click.group("locks", invoke_without_command=True)
@@ -45,13 +45,12 @@ def release(ctx: click.Context, name: str, force: bool) -> None:
     working, so fence what they write with the lock's token. Exit 1 when nothing was held.
     """
     if not force:
-        raise click.UsageError("releasing another's lock needs --force (it learns only when it renews)")
+        usage_error("releasing a lock others hold needs --force: add it (they learn at their next renew)")
     check_lock_name(name)
     queue = open_queue(ctx)
     holdings = list_locks(queue.database, name=name)
     if force_release(queue.database, name) == 0:
-        click.echo(f"batchq: lock {name!r} is not held: nothing released", err=True)
-        exit_with(1)
+        fail(f"lock {name!r} is not held: nothing released (see `batchq locks --all`)")
     for info in holdings:
         holder = f"held by {_holder(info)}" if info.held else f"expired, last held by {_last(info)}"
         click.echo(f"released {name} slot {info.slot} (token {info.token}, {holder})")

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..metrics import DEFAULT_HISTORY_WINDOW_SECONDS, render, write_textfile
-from .common import DURATION, common_options, exit_with, open_queue
+from .common import DURATION, common_options, fail, open_queue, usage_error
 
 
 def _textfile(value: str | None) -> Path | None:
@@ -16,12 +16,10 @@ def _textfile(value: str | None) -> Path | None:
     if value is None:
         return None
     if not value.strip():
-        click.echo(
-            "batchq: error: --textfile is empty: give the file to write, such as "
-            "/var/lib/node_exporter/textfile_collector/batchq.prom",
-            err=True,
+        usage_error(
+            "--textfile is empty: give the file to write, such as "
+            "/var/lib/node_exporter/textfile_collector/batchq.prom"
         )
-        exit_with(2)
     return Path(value)
 
 
@@ -44,7 +42,7 @@ def _textfile(value: str | None) -> Path | None:
 )
 @click.pass_context
 def metrics(ctx: click.Context, textfile: Path | None, history_window: float) -> None:
-    """Per queue: jobs ready, delayed, processing and failed, whether it is paused, the age of
+    """Per queue: jobs ready, delayed, blocked, processing and failed, whether it is paused, the age of
     its oldest due job and of its oldest claim; the locks held; and where history is kept, the
     jobs done and failed per task in the last --history-window, with their wall and CPU times.
     Prometheus text format."""
@@ -55,5 +53,4 @@ def metrics(ctx: click.Context, textfile: Path | None, history_window: float) ->
     try:
         write_textfile(queue.backend, textfile, history_window)
     except OSError as exc:
-        click.echo(f"batchq: error: cannot write {textfile}: {exc.strerror or exc}", err=True)
-        ctx.exit(1)
+        fail(f"cannot write {textfile}: {exc.strerror or exc}")

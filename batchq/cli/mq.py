@@ -6,6 +6,7 @@ import logging
 
 import click
 
+from ..config import counted
 from ..mq import MessageQueue
 from ..mq.archive import PRUNE_BATCH
 from .common import DURATION, common_options, existing_only
@@ -44,4 +45,4 @@ def prune(ctx: click.Context, older_than: float, queue_name: str | None, batch: 
     existing_only(queues)
     ctx.call_on_close(queues.close)
     pruned = queues.prune_archive(older_than, queue=queue_name, batch=batch)
-    log.info("pruned %d archived message%s", pruned, "" if pruned == 1 else "s")
+    log.info("pruned %s", counted(pruned, "archived message"))

@@ -7,7 +7,8 @@ from dataclasses import asdict
 
 import click
 
-from .common import age, common_options, exit_with, open_queue, print_json
+from ..config import counted
+from .common import age, common_options, n_jobs, open_queue, print_json, usage_error
 
 
 @click.command()
@@ -37,7 +38,8 @@ def stats(ctx: click.Context, as_json: bool) -> None:
     click.echo(queue.backend.liveness.describe())
     if parts:
         click.echo(
-            f"partitioned claims (run --claim partition): {len(parts)} partitions, {leased} leased now"
+            f"partitioned claims (run --claim partition): {counted(len(parts), 'partition')}, "
+            f"{leased} leased now"
         )
     header = (
         f"{'queue':<20} {'ready':>8} {'delayed':>8} {'blocked':>8} {'processing':>10} {'oldest':>8} "
@@ -53,16 +55,18 @@ def stats(ctx: click.Context, as_json: bool) -> None:
         )
     for r in rows:
         if r.waiting_for_version:
+            one = r.waiting_for_version == 1
             click.echo(
-                f"queue {r.queue}: {r.waiting_for_version} jobs wait for a worker that knows a newer "
-                "version of their task (outdated workers put them back): deploy the new code to "
-                "every worker; `batchq explain ID` names the worker"
+                f"queue {r.queue}: {n_jobs(r.waiting_for_version)} {'waits' if one else 'wait'} for a "
+                f"worker that knows a newer version of {'its' if one else 'their'} task (outdated "
+                f"workers put {'it' if one else 'them'} back): deploy the new code to every worker; "
+                "`batchq explain ID` names the worker"
             )
 
 
 @click.command()
 @common_options
-@click.argument("queue_name")
+@click.argument("queue_name", metavar="QUEUE")
 @click.pass_context
 def pause(ctx: click.Context, queue_name: str) -> None:
     """Stop workers claiming from a queue (enqueue goes on)."""
@@ -71,7 +75,7 @@ def pause(ctx: click.Context, queue_name: str) -> None:
 
 @click.command()
 @common_options
-@click.argument("queue_name")
+@click.argument("queue_name", metavar="QUEUE")
 @click.pass_context
 def resume(ctx: click.Context, queue_name: str) -> None:
     """Let workers claim from a paused queue again."""
@@ -80,16 +84,13 @@ def resume(ctx: click.Context, queue_name: str) -> None:
 
 @click.command()
 @common_options
-@click.argument("queue_name")
+@click.argument("queue_name", metavar="QUEUE")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
 def purge(ctx: click.Context, queue_name: str, yes: bool) -> None:
     """Delete a queue's ready and failed jobs (jobs being run are left alone)."""
     if not yes and not sys.stdin.isatty():
-        click.echo(
-            "batchq: error: purge asks for confirmation: add --yes when there is no terminal", err=True
-        )
-        exit_with(2)
+        usage_error("purge asks for confirmation: add --yes when there is no terminal")
     if not yes:
         click.confirm(f"Delete every ready and failed job of queue {queue_name!r}?", abort=True)
-    click.echo(f"deleted {open_queue(ctx).purge(queue_name)} jobs")
+    click.echo(f"deleted {n_jobs(open_queue(ctx).purge(queue_name))}")

@@ -13,11 +13,12 @@ from typing import Any
 
 import click
 
+from ..config import counted
 from ..cron import CATCH_UP_POLICIES
 from ..queue import Queue
 from ..schedules import Schedule, TickReport
 from ..tasks import TASK_MODULES_ENV
-from .common import common_options, exit_with, open_queue, print_json
+from .common import common_options, fail, open_queue, print_json
 
 log = logging.getLogger("batchq")
 
@@ -50,8 +51,10 @@ def tick(ctx: click.Context, task_modules: str | None) -> None:
     Quiet and exit 0 when all is well; a schedule whose job cannot be written is reported on
     stderr (exit 1) and tried again at the next tick.
     """
-    if tick_once(open_queue(ctx, task_modules)).failed:
-        exit_with(1)
+    failed = tick_once(open_queue(ctx, task_modules)).failed
+    if failed:  # each logged above with its reason
+        names = ", ".join(name for name, _ in failed)
+        fail(f"{counted(len(failed), 'schedule')} could not enqueue ({names}): the next tick tries again")
 
 
 @click.group()
@@ -192,8 +195,7 @@ def sync(ctx: click.Context, path: str, prune: bool, task_modules: str | None) -
 
 def _found(done: bool, name: str) -> None:
     if not done:
-        click.echo(f"batchq: error: no schedule named {name!r} (see `batchq schedule list`)", err=True)
-        exit_with(1)
+        fail(f"no schedule named {name!r} (see `batchq schedule list`)")
 
 
 def _json_object(text: str | None) -> dict[str, Any] | None:

@@ -10,12 +10,11 @@ import click
 
 from .. import sweeps
 from ..config import format_time
-from ..errors import ConfigError
 from ..failures import FailureGroup, group_failures
 from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from ..history import format_usage
 from ..tasks import load_trusted
-from .common import DURATION, age, common_options, exit_with, n_jobs, open_queue, report_found
+from .common import DURATION, age, common_options, n_jobs, open_queue, report_found, usage_error
 
 JOBS_SHOWN_PER_GROUP = 3  # gc-error's text report: a few jobs of each group, then a count
 
@@ -60,11 +59,7 @@ def gc_processing(
 
     Quiet and exit 0 when nothing is stuck; a report and exit 3 otherwise.
     """
-    try:
-        sweeps.check_ghost_after(ghost_after, worker_heartbeat)
-    except ConfigError as exc:
-        click.echo(f"batchq: error: {exc}", err=True)
-        exit_with(2)
+    sweeps.check_ghost_after(ghost_after, worker_heartbeat)  # a ConfigError: exit 2, one line
     hook_fn = load_trusted(hook) if hook else None
     report = sweeps.gc_processing(open_queue(ctx), older_than, ghost_after, worker_heartbeat)
     jobs = [job.as_dict() for job in report.jobs]
@@ -102,7 +97,7 @@ def gc_error(
     Quiet and exit 0 when there are none; a report and exit 3 otherwise.
     """
     if requeue and delete:
-        raise click.UsageError("--requeue and --delete cannot be used together")
+        usage_error("--requeue and --delete cannot be used together: give one of them")
     action = "requeue" if requeue else "delete" if delete else None
     hook_fn = load_trusted(hook) if hook else None
     jobs = sweeps.gc_error(open_queue(ctx), action, queues, ids, groups)

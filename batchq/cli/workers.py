@@ -6,6 +6,7 @@ from dataclasses import asdict
 
 import click
 
+from ..config import counted
 from ..registry import WorkerInfo, list_workers, request_stop
 from .common import age, common_options, open_queue, print_json
 
@@ -46,9 +47,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
 def stop(ctx: click.Context, host: str | None, queue_name: str | None, name: str | None) -> None:
     """Ask workers (every one, without a filter) to finish the job at hand and exit 0. They see
     it within about a second, or when their current job ends; `batchq status` shows them
-    stopping meanwhile. Prints how many were asked."""
+    stopping meanwhile. Prints how many were asked: not those gone (dead, not yet pruned)."""
     asked = request_stop(open_queue(ctx).backend, host=host, queue=queue_name, name=name)
-    click.echo(f"asked {asked} worker{'' if asked == 1 else 's'} to stop")
+    click.echo(f"asked {counted(asked, 'worker')} to stop")
 
 
 def _job(info: WorkerInfo) -> str:

@@ -8,8 +8,9 @@ from typing import Any
 
 from flask import Blueprint, redirect, request
 
-from ..config import check_queue_name
+from ..config import check_queue_name, counted
 from ..errors import ConfigError
+from ..explain import why_not_cancelled
 from ..job import JOB_ID_RANGE
 from ..registry import request_stop
 from ..sweeps import gc_error
@@ -54,15 +55,17 @@ def requeue_group() -> str:
     group, name = _group_in_queue()
     done = gc_error(current().queue, "requeue", queues=[name], groups=[group])
     held = [job for job in done if job.key_held_by is not None]
-    note = f"requeued {len(done) - len(held)} jobs of failure group {group} in queue {name}"
-    return note + (f"; {len(held)} left failed: their unique key is held" if held else "")
+    note = f"requeued {counted(len(done) - len(held), 'job')} of failure group {group} in queue {name}"
+    whose = "its" if len(held) == 1 else "their"
+    kept = f"; {counted(len(held), 'job')} left failed: {whose} unique key is held"
+    return note + (kept if held else "")
 
 
 @action("/actions/delete-group")
 def delete_group() -> str:
     group, name = _group_in_queue()
-    deleted = gc_error(current().queue, "delete", queues=[name], groups=[group])
-    return f"deleted {len(deleted)} failed jobs of group {group} in queue {name}"
+    deleted = len(gc_error(current().queue, "delete", queues=[name], groups=[group]))
+    return f"deleted {counted(deleted, 'failed job')} of group {group} in queue {name}"
 
 
 def _group_in_queue() -> tuple[str, str]:
@@ -79,7 +82,7 @@ def stop_worker() -> str:
     name = request.form.get("name", "")
     if request_stop(current().backend, name=name):
         return f"asked worker {name} to finish its job and exit"
-    return f"worker {name} is not registered: it has exited"
+    return f"worker {name} was not asked: it is no longer running (it exited, or died)"
 
 
 @action("/actions/cancel")
@@ -87,7 +90,7 @@ def cancel() -> str:
     job_id = _job_id(request.form.get("id", ""))
     if current().queue.cancel(job_id):
         return f"cancelled job {job_id}"
-    return f"job {job_id} was not cancelled: it is running, or gone"
+    return f"job {job_id} was not cancelled: {why_not_cancelled(current().queue.explain(job_id))}"
 
 
 def _job_id(text: str) -> int:

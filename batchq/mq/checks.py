@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..config import parse_duration
+from ..config import counted, parse_duration
 from ..errors import ConfigError, PayloadError
 from ..serializers import dumps
 from ..typed import QueueType
@@ -47,7 +47,8 @@ def _headers_per_message(
         raise ConfigError(f"bad headers {headers!r}: use a dict, or a list of one dict (or None) per message")
     if len(headers) != count:
         raise ConfigError(
-            f"headers has {len(headers)} entries for {count} messages: give one dict (or None) per message"
+            f"headers has {counted(len(headers), 'entry', 'entries')} for {counted(count, 'message')}: "
+            "give one dict (or None) per message"
         )
     return [None if head is None else _json_text(_header_dict(head), "headers") for head in headers]
 

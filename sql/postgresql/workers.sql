@@ -38,9 +38,13 @@ LEFT JOIN (
 ) j ON j.locked_by = w.name
 ORDER BY w.host, w.started_at, w.name;
 
--- name: workers_stop
--- Ask the matching workers (every one when no filter is given) to finish their job and exit.
-UPDATE batchq_worker SET stop_requested = true
+-- name: workers_matching
+-- The workers a `batchq stop` filter matches (every one when no filter is given).
+SELECT name FROM batchq_worker
 WHERE (%(host)s::text IS NULL OR host = %(host)s::text)
   AND (%(queue)s::text IS NULL OR %(queue)s::text = ANY(string_to_array(serves, ',')))
   AND (%(name)s::text IS NULL OR name = %(name)s::text);
+
+-- name: worker_stop
+-- Ask one worker, found alive by workers_matching, to finish its job and exit.
+UPDATE batchq_worker SET stop_requested = true WHERE name = %(name)s::text;

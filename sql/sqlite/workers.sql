@@ -39,9 +39,13 @@ LEFT JOIN (
 ) j ON j.locked_by = w.name
 ORDER BY w.host, w.started_at, w.name;
 
--- name: workers_stop
--- Ask the matching workers (every one when no filter is given) to finish their job and exit.
-UPDATE batchq_worker SET stop_requested = 1
+-- name: workers_matching
+-- The workers a `batchq stop` filter matches (every one when no filter is given).
+SELECT name FROM batchq_worker
 WHERE (:host IS NULL OR host = :host)
   AND (:queue IS NULL OR instr(',' || serves || ',', ',' || :queue || ',') > 0)
   AND (:name IS NULL OR name = :name);
+
+-- name: worker_stop
+-- Ask one worker, found alive by workers_matching, to finish its job and exit.
+UPDATE batchq_worker SET stop_requested = 1 WHERE name = :name;

@@ -14,7 +14,7 @@ from tests.support.processes import assert_one_line_error, run_batchq
 
 @pytest.mark.parametrize("url", ["nosuch://x", "mysql://", "sqlite://relative.db", "mysql://h:99999/db"])
 def test_bad_url(url: str) -> None:
-    assert_one_line_error(run_batchq(url, "stats"), "bad")
+    assert_one_line_error(run_batchq(url, "stats"), "bad", status=2)
 
 
 def test_unreachable_server_hides_the_password() -> None:
@@ -79,7 +79,7 @@ def test_enqueue_run_and_stats_from_the_shell(queue: Queue, db_url: str, tmp_pat
 
 def test_enqueue_refuses_bad_input(db_url: str, queue: Queue) -> None:
     assert run_batchq(db_url, "enqueue", "jobs:noop", "{not json").returncode == 2
-    assert_one_line_error(run_batchq(db_url, "enqueue", "os:system", '"id"'), "not allowed")
+    assert_one_line_error(run_batchq(db_url, "enqueue", "os:system", '"id"'), "not allowed", status=2)
     assert job_rows(queue) == []
 
 
@@ -119,7 +119,7 @@ def test_handler_is_held_to_the_task_modules(queue: Queue, db_url: str, tmp_path
     marker = tmp_path / "ran"
     job_id = queue.enqueue("jobs:noop", f"touch {marker}")
     refused = run_batchq(db_url, "run", "--handler", "os:system")
-    assert_one_line_error(refused, "--handler 'os:system' refused", "BATCHQ_TASK_MODULES")
+    assert_one_line_error(refused, "--handler 'os:system' refused", "BATCHQ_TASK_MODULES", status=2)
     assert not marker.exists()
     assert [(row["id"], row["status"]) for row in job_rows(queue)] == [(job_id, "ready")]
     assert_one_line_error(run_batchq(db_url, "run", "--handler", "jobs:_private"), "not allowed")

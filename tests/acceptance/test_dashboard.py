@@ -159,7 +159,7 @@ def test_actions_change_the_database(queue: Queue, db_url: str) -> None:
         assert sorted(statuses[i] for i in big.job_ids) == ["ready"] * 3
         form = {"fingerprint": small.fingerprint, "queue": "default", "csrf": csrf}
         reply = board.post("/actions/delete-group", form)
-        assert "deleted+1+failed+jobs" in reply.headers["Location"]
+        assert "deleted+1+failed+job+of" in reply.headers["Location"]
         assert small.job_ids[0] not in {row["id"] for row in job_rows(queue)}
         assert (
             "cancelled+job"
@@ -183,13 +183,13 @@ def test_a_failure_group_is_shown_and_acted_on_per_queue(queue: Queue, db_url: s
         page = board.get("/failures").body
         assert len(re.findall(rf'<tr data-group="{fp}"', page)) == 3
         assert 'data-confirm="Delete the 3 failed jobs of this group in queue mail?"' in page
-        assert 'data-confirm="Delete the 1 failed jobs of this group in queue sms?"' in page
+        assert 'data-confirm="Delete the 1 failed job of this group in queue sms?"' in page
         assert board.post("/actions/delete-group", {"fingerprint": fp, "csrf": csrf}).status == 400
         assert len(failed := [r for r in job_rows(queue) if r["status"] == "failed"]) == 5, failed
         reply = board.post("/actions/delete-group", {"fingerprint": fp, "queue": "mail", "csrf": csrf})
         assert f"deleted+3+failed+jobs+of+group+{fp}+in+queue+mail" in reply.headers["Location"]
         reply = board.post("/actions/requeue-group", {"fingerprint": fp, "queue": "sms", "csrf": csrf})
-        assert f"requeued+1+jobs+of+failure+group+{fp}+in+queue+sms" in reply.headers["Location"]
+        assert f"requeued+1+job+of+failure+group+{fp}+in+queue+sms" in reply.headers["Location"]
     statuses = {row["id"]: row["status"] for row in job_rows(queue)}
     assert statuses == {ids["sms"][0]: "ready", ids["push"][0]: "failed"}
 
@@ -275,7 +275,7 @@ def test_without_the_extra_it_says_how_to_install_it(db_url: str) -> None:
         capture_output=True,
         text=True,
     )
-    assert_one_line_error(result, "the dashboard needs flask", "pip install 'batchq[dashboard]'")
+    assert_one_line_error(result, "the dashboard needs flask", "pip install 'batchq[dashboard]'", status=2)
 
 
 def test_listening_beyond_this_host_without_a_token_warns(db_url: str) -> None:
@@ -291,7 +291,7 @@ def test_refresh_is_a_finite_number_of_seconds(db_url: str) -> None:
     """nan passed FloatRange (it compares false both ways) and the dashboard served with it."""
     for refresh in ("nan", "NaN", "inf", "-1"):
         result = run_batchq(db_url, "dashboard", "--port", "0", "--refresh", refresh, timeout=30)
-        assert result.returncode == 2 and "Invalid value for '--refresh'" in result.stderr, result.stderr
+        assert result.returncode == 2 and "invalid value for '--refresh'" in result.stderr, result.stderr
         assert "Traceback" not in result.stderr and "batchq dashboard on" not in result.stderr
 
 
@@ -335,7 +335,7 @@ def test_workers_page_lists_the_registry_and_stops_a_worker(
             assert worker.returncode == 0, err
             assert queue.backend.fetchall("queue_stats") == []  # the job ran to its end
             gone = board.post("/actions/stop-worker", {"name": name, "csrf": csrf, "back": "/workers"})
-            assert "is not registered" in board.get(gone.headers["Location"]).body
+            assert "is no longer running" in board.get(gone.headers["Location"]).body
             assert 'id="no-registered"' in board.get("/workers").body
     finally:
         if worker.poll() is None:
@@ -358,3 +358,26 @@ def test_workers_page_tells_a_live_worker(queue: Queue, db_url: str, tmp_path: P
     finally:
         worker.kill()
         worker.communicate()
+
+
+def test_a_count_of_one_reads_as_one(queue: Queue, db_url: str) -> None:
+    queue.enqueue("jobs:fail", 1, max_errors=1)
+    run_all(queue)
+    queue.set_partitions(1)
+    with dashboard(db_url) as board:
+        board.sign_in()
+        assert "Delete the 1 failed job of this group in queue default?" in html.unescape(
+            board.get("/failures").body
+        )
+        assert "1 partition," in board.get("/").body
+
+
+def test_a_cancel_that_cannot_be_done_says_why(queue: Queue, db_url: str) -> None:
+    running = write_row(queue, **processing(queue, "host-a:4242:abc"))
+    with dashboard(db_url) as board:
+        csrf = board.sign_in()
+        for job_id, why in ((running, "it is being run by host-a:4242:abc"), (424242, "no job has that id")):
+            reply = board.post("/actions/cancel", {"id": str(job_id), "csrf": csrf, "back": "/"})
+            note = html.unescape(board.get(reply.headers["Location"]).body)
+            assert f"job {job_id} was not cancelled: {why}" in note
+    assert [row["id"] for row in job_rows(queue)] == [running]

@@ -150,7 +150,7 @@ def test_click_through_every_page(
         statuses = {row["id"]: row["status"] for row in job_rows(queue)}
         assert [statuses[i] for i in big.job_ids] == ["ready"] * 4
         click_and_confirm(browser, f"delete-{small.fingerprint}-billing")
-        wait_for_text(browser, "#note", "deleted 1 failed jobs")
+        wait_for_text(browser, "#note", "deleted 1 failed job of group")
         assert not set(small.job_ids) & {row["id"] for row in job_rows(queue)}
 
         live = Queue(db_url)  # a live, registered worker beside the dead one holding a job

@@ -18,7 +18,7 @@ MODULES = "jobs,history_jobs"
 def test_configure_run_history_prune(queue: Queue, db_url: str) -> None:
     assert run_batchq(db_url, "configure", "mail", "--keep-for", "7d").returncode == 0
     assert run_batchq(db_url, "configure", "mail").stdout == "mail: keep_for 7d00h\n"
-    assert_one_line_error(run_batchq(db_url, "configure", "mail", "--keep-for", "soon"), "keep_for")
+    assert_one_line_error(run_batchq(db_url, "configure", "mail", "--keep-for", "soon"), "keep_for", status=2)
     done = queue.enqueue("jobs:echo", {"n": 1}, queue="mail")
     failed = queue.enqueue("jobs:fail", "x", queue="mail", max_errors=1)
     ran = run_batchq(db_url, "run", "--queue", "mail", BATCHQ_TASK_MODULES=MODULES)
@@ -57,13 +57,13 @@ def test_configure_run_history_prune(queue: Queue, db_url: str) -> None:
     assert (pruned.returncode, pruned.stdout, pruned.stderr) == (0, "", "")  # quiet, for cron
     assert [r["id"] for r in json.loads(run_batchq(db_url, "history", "--json").stdout)] == [failed]
     pruned = run_batchq(db_url, "-v", "prune", "--older-than", "0s")
-    assert pruned.stderr == "batchq: pruned 1 history records\n"
-    assert_one_line_error(run_batchq(db_url, "prune", "--queue", "default"), "has no keep_for")
+    assert pruned.stderr == "batchq: pruned 1 history record\n"
+    assert_one_line_error(run_batchq(db_url, "prune", "--queue", "default"), "has no keep_for", status=2)
 
 
 def test_configure_refuses_a_bad_queue_name_when_printing_too(queue: Queue, db_url: str) -> None:
     for name in ("", "no spaces"):
-        assert_one_line_error(run_batchq(db_url, "configure", name), f"bad queue name {name!r}")
+        assert_one_line_error(run_batchq(db_url, "configure", name), f"bad queue name {name!r}", status=2)
 
 
 def test_four_workers_keep_every_job_exactly_once(queue: Queue, db_url: str) -> None:

@@ -139,30 +139,30 @@ def test_malformed_url_is_refused_without_the_password(url: str, secret: str) ->
     message = str(info.value)
     assert secret not in message
     assert "percent-encode special characters in the password" in message
-    assert_one_line_error(run_batchq(url, "stats"), "percent-encode")
+    assert_one_line_error(run_batchq(url, "stats"), "percent-encode", status=2)
 
 
-# -- item 12: one line and exit 1, never a traceback -------------------------------------------
+# -- item 12: one line (exit 2 for a bad URL, 1 for one that cannot be used), never a traceback
 
 
 @pytest.mark.parametrize(
-    "url, needle",
+    "url, needle, status",
     [
-        ("sqlite:////etc/passwd/x.db", "/etc/passwd"),
-        ("mysql://root@127.0.0.1:3306/x?connect_timeout=abc", "connect_timeout"),
-        ("postgresql://postgres@127.0.0.1:5432/x?connect_timeout=abc", "connect_timeout"),
-        ("mysql://root@127.0.0.1:3306/x?connect_timeout=-1", "connect_timeout"),
-        ("mysql://root@127.0.0.1:3306/x?connect_timeout=0", "connect_timeout"),
-        ("mysql://root@127.0.0.1:3306/x?sslmod=require", "sslmod"),
-        ("mysql://root@a..b/db", "a..b"),
-        ("postgresql://postgres@a..b/db", "a..b"),
-        ("postgresql://postgres@127.0.0.1:5432/x?password=pw", ""),
+        ("sqlite:////etc/passwd/x.db", "/etc/passwd", 1),  # a good URL that cannot be opened
+        ("mysql://root@127.0.0.1:3306/x?connect_timeout=abc", "connect_timeout", 2),
+        ("postgresql://postgres@127.0.0.1:5432/x?connect_timeout=abc", "connect_timeout", 2),
+        ("mysql://root@127.0.0.1:3306/x?connect_timeout=-1", "connect_timeout", 2),
+        ("mysql://root@127.0.0.1:3306/x?connect_timeout=0", "connect_timeout", 2),
+        ("mysql://root@127.0.0.1:3306/x?sslmod=require", "sslmod", 2),
+        ("mysql://root@a..b/db", "a..b", 2),
+        ("postgresql://postgres@a..b/db", "a..b", 2),
+        ("postgresql://postgres@127.0.0.1:5432/x?password=pw", "", 1),  # no database x
     ],
 )
 @pytest.mark.parametrize("command", ["stats", "run", "init-db"])
-def test_bad_urls_are_one_line_errors(url: str, needle: str, command: str) -> None:
+def test_bad_urls_are_one_line_errors(url: str, needle: str, status: int, command: str) -> None:
     result = run_batchq(url, command)
-    assert_one_line_error(result, needle)
+    assert_one_line_error(result, needle, status=status)
     assert "=pw" not in result.stderr
 
 
@@ -230,9 +230,9 @@ def test_huge_delay_is_a_config_error(queue: Queue, db_url: str) -> None:
 
 
 def test_cli_refuses_a_queue_name_with_a_newline(db_url: str) -> None:
-    assert_one_line_error(run_batchq(db_url, "run", "--queue", "default\n"), "bad queue name")
+    assert_one_line_error(run_batchq(db_url, "run", "--queue", "default\n"), "bad queue name", status=2)
     assert_one_line_error(
-        run_batchq(db_url, "enqueue", "jobs:noop", "--queue", "default\n"), "bad queue name"
+        run_batchq(db_url, "enqueue", "jobs:noop", "--queue", "default\n"), "bad queue name", status=2
     )
 
 
@@ -268,7 +268,7 @@ def test_purge_without_a_terminal_needs_yes(queue: Queue, db_url: str) -> None:
     assert_one_line_error(result, "--yes", status=2)
     assert "Aborted" not in result.stderr + result.stdout
     assert len(job_rows(queue)) == 1
-    assert run_batchq(db_url, "purge", "default", "--yes").stdout == "deleted 1 jobs\n"
+    assert run_batchq(db_url, "purge", "default", "--yes").stdout == "deleted 1 job\n"
 
 
 SUBCOMMANDS = [
@@ -289,7 +289,7 @@ SUBCOMMANDS = [
 def test_url_and_verbose_after_the_subcommand(db_url: str, args: list[str]) -> None:
     """Accepted on every subcommand, as rq does; the subcommand's value wins over the group's."""
     result = run_batchq(db_url, *args, "-v", "--url", "nosuch://x")
-    assert_one_line_error(result, "bad database URL")
+    assert_one_line_error(result, "bad database URL", status=2)
     result = run_batchq("nosuch://x", "--url", "nosuch://y", *args, "--url", db_url, "-v")
     assert result.returncode in (0, 1, 3) and "bad database URL" not in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
@@ -298,5 +298,5 @@ def test_url_and_verbose_after_the_subcommand(db_url: str, args: list[str]) -> N
 def test_verbose_after_run(queue: Queue, db_url: str) -> None:
     queue.enqueue("jobs:noop")
     result = run_batchq(db_url, "run", "-v")
-    assert result.returncode == 0 and "processed 1 jobs (1 ok, 0 errors)" in result.stderr
+    assert result.returncode == 0 and "processed 1 job (1 ok, 0 errors)" in result.stderr
     assert run_batchq(db_url, "run").stderr == ""

@@ -77,11 +77,13 @@ def test_force_release(queue: Queue, db_url: str) -> None:
 def test_force_release_of_a_free_or_unknown_lock_exits_1(queue: Queue, db_url: str) -> None:
     result = run_batchq(db_url, "locks", "release", "nobody-has-it", "--force")
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr == "batchq: lock 'nobody-has-it' is not held: nothing released\n"
+    assert result.stderr == (
+        "batchq: error: lock 'nobody-has-it' is not held: nothing released (see `batchq locks --all`)\n"
+    )
 
 
 def test_force_release_of_a_bad_name_is_one_line(queue: Queue, db_url: str) -> None:
-    assert_one_line_error(run_batchq(db_url, "locks", "release", "a b", "--force"), "bad lock name")
+    assert_one_line_error(run_batchq(db_url, "locks", "release", "a b", "--force"), "bad lock name", status=2)
 
 
 def test_rows_written_by_hand_print_on_one_line_each(queue: Queue, db_url: str) -> None:

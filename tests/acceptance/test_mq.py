@@ -208,4 +208,4 @@ def test_mq_prune_deletes_what_is_older_and_is_quiet(db_url: str, mq: MessageQue
     assert told.returncode == 0 and "pruned 1 archived message" in told.stderr
 
     bad = run_batchq(db_url, "mq", "prune", "--older-than", "1d", "--queue", "no spaces")
-    assert_one_line_error(bad, "bad queue name")
+    assert_one_line_error(bad, "bad queue name", status=2)

@@ -58,6 +58,7 @@ def test_mistakes_are_one_line_errors(queue: Queue, db_url: str) -> None:
         run_batchq(db_url, "run", "--claim", "partition"),
         "partitioned claims are not set up",
         "partitions set 16",
+        status=2,
     )
     assert len(job_rows(queue)) == 1
     result = run_batchq(db_url, "partitions", "set", "5000")

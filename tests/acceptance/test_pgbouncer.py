@@ -129,8 +129,12 @@ def test_random_sigkills_through_pgbouncer_lose_nothing(pooled_queue: Queue, poo
 
 def test_a_pooler_the_url_does_not_name_is_refused(pooled_url: str) -> None:
     unnamed = pooled_url.replace("?pgbouncer=transaction", "")
-    assert_one_line_error(run_batchq(unnamed, "stats"), "connection pooler", "?pgbouncer=transaction")
+    assert_one_line_error(
+        run_batchq(unnamed, "stats"), "connection pooler", "?pgbouncer=transaction", status=2
+    )
 
 
 def test_init_db_through_pgbouncer_says_to_go_straight_to_the_server(pooled_url: str) -> None:
-    assert_one_line_error(run_batchq(pooled_url, "init-db"), "PgBouncer in transaction mode", "straight to")
+    assert_one_line_error(
+        run_batchq(pooled_url, "init-db"), "PgBouncer in transaction mode", "straight to", status=2
+    )

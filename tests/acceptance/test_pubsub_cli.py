@@ -49,7 +49,7 @@ def test_consume_drains_and_each_subscriber_gets_every_message(db_url: str, orde
         orders.publish("orders", {"n": n})
     result = consume(db_url, "--topic", "orders", "--wait", "0", "-v")
     assert result.returncode == 0, result.stderr
-    assert "consumed 40 messages (40 ok, 0 errors" in result.stderr
+    assert "40 handler calls (40 ok, 0 failed); 40 messages done: 40 handled" in result.stderr
     assert sorted(n for n, _ in ledger(db_url)) == list(range(20)) + [SHIPPING + n for n in range(20)]
 
 
@@ -163,9 +163,11 @@ def test_a_publish_wakes_a_waiting_consumer_at_once(db_url: str, orders: Message
 
 
 def test_consume_mistakes_are_one_line_errors(db_url: str) -> None:
-    assert_one_line_error(run_batchq(db_url, "consume", BATCHQ_TASK_MODULES=""), "no handler modules")
-    assert_one_line_error(consume(db_url, "--topic", "a:b"), "bad topic name")
-    assert_one_line_error(consume(db_url, "--topic", "nothing"), "no @batchq.subscriber handler")
+    assert_one_line_error(
+        run_batchq(db_url, "consume", BATCHQ_TASK_MODULES=""), "no handler modules", status=2
+    )
+    assert_one_line_error(consume(db_url, "--topic", "a:b"), "bad topic name", status=2)
+    assert_one_line_error(consume(db_url, "--topic", "nothing"), "no @batchq.subscriber handler", status=2)
 
 
 def test_status_counts_an_at_most_once_failure_once(db_url: str, orders: MessageQueue) -> None:

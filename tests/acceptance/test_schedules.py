@@ -214,13 +214,16 @@ def test_schedule_commands(queue: Queue, db_url: str, tmp_path: Any) -> None:
 
 def test_schedule_command_errors(queue: Queue, db_url: str) -> None:
     assert_one_line_error(
-        run_batchq(db_url, "schedule", "add", "s", "0 7 * *", "jobs:noop"), "bad cron expression"
+        run_batchq(db_url, "schedule", "add", "s", "0 7 * *", "jobs:noop"), "bad cron expression", status=2
     )
     assert_one_line_error(
         run_batchq(db_url, "schedule", "add", "s", "@daily", "jobs:noop", "--tz", "Moon/Base"),
         "unknown time zone",
+        status=2,
     )
-    assert_one_line_error(run_batchq(db_url, "schedule", "add", "s", "@daily", "os:system"), "not allowed")
+    assert_one_line_error(
+        run_batchq(db_url, "schedule", "add", "s", "@daily", "os:system"), "not allowed", status=2
+    )
     assert_one_line_error(run_batchq(db_url, "schedule", "remove", "nope"), "no schedule named 'nope'")
     assert_one_line_error(run_batchq(db_url, "schedule", "resume", "nope"), "no schedule named 'nope'")
     assert queue.schedules.list() == []
@@ -228,6 +231,8 @@ def test_schedule_command_errors(queue: Queue, db_url: str) -> None:
     run_query(queue, "schedule_set_next_exec", {"name": "bad", "at": int(queue.schedules.server_now()) - 1})
     result = run_batchq(db_url, "tick", BATCHQ_TASK_MODULES="other")  # this host does not allow jobs
     assert result.returncode == 1 and "schedule bad:" in result.stderr and "Traceback" not in result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last == "batchq: error: 1 schedule could not enqueue (bad): the next tick tries again"
     assert job_rows(queue) == []
     assert run_batchq(db_url, "tick").returncode == 0  # retried by the next tick
     assert len(job_rows(queue)) == 1

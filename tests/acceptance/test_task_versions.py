@@ -110,5 +110,5 @@ def test_enqueue_from_the_shell_takes_a_backoff(queue: Queue, db_url: str) -> No
     job_id = int(done.stdout)
     assert run_query(queue, "job_version_columns", {"id": job_id})[0][:2] == (1, 90.0)
     refused = run_batchq(db_url, "enqueue", "jobs:fail", "--backoff", "soon")
-    assert refused.returncode == 2 and "Invalid value for '--backoff': bad duration 'soon'" in refused.stderr
+    assert refused.returncode == 2 and "invalid value for '--backoff': bad duration 'soon'" in refused.stderr
     assert "Traceback" not in refused.stderr and len(job_rows(queue)) == 1

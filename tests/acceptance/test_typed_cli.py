@@ -12,7 +12,7 @@ QTY = {"type": "object", "properties": {"qty": {"type": "integer", "minimum": 1}
 def test_enqueue_of_a_bad_payload_is_one_line(db_url: str, queue: Queue) -> None:
     queue.create_queue("orders", schema=QTY)
     result = run_batchq(db_url, "enqueue", "--queue", "orders", "jobs:noop", '{"qty": -1}')
-    assert_one_line_error(result, "$.qty: -1 is less than the minimum of 1", "queue 'orders'")
+    assert_one_line_error(result, "$.qty: -1 is less than the minimum of 1", "queue 'orders'", status=2)
     assert job_rows(queue) == []
     assert run_batchq(db_url, "enqueue", "--queue", "orders", "jobs:noop", '{"qty": 2}').returncode == 0
     assert len(job_rows(queue)) == 1

@@ -54,7 +54,7 @@ def test_cli_enqueue_with_a_unique_key_prints_the_holders_id(db_url: str) -> Non
     job_id = first.stdout.strip()
     assert again.stderr == f"batchq: job {job_id} holds unique key 'report:daily': nothing enqueued\n"
     bad = run_batchq(db_url, "enqueue", "jobs:noop", "--unique-key", "")
-    assert bad.returncode == 1 and "bad unique_key ''" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "bad unique_key ''" in bad.stderr and "Traceback" not in bad.stderr
     queue = Queue(db_url, task_modules=["jobs"])
     assert [row["id"] for row in job_rows(queue)] == [int(job_id)]
     queue.close()

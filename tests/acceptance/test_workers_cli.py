@@ -77,12 +77,17 @@ def test_a_killed_worker_shows_gone_and_a_live_one_stopping(queue: Queue, db_url
         killed.communicate()
         gone = wait_for(lambda: [w for w in workers(db_url) if w["state"] == "gone"], timeout=15)
         assert [w["pid"] for w in gone] == [killed.pid]
-        run_batchq(db_url, "stop", "--queue", "x")
+        # The gone one is not there to be asked, and is not counted as asked.
+        alone = run_batchq(db_url, "stop", "--worker", gone[0]["name"])
+        assert (alone.returncode, alone.stdout) == (0, "asked 0 workers to stop\n")
+        stopped = run_batchq(db_url, "stop")
+        assert (stopped.returncode, stopped.stdout) == (0, "asked 1 worker to stop\n")
         assert {w["pid"]: w["state"] for w in workers(db_url)}.get(other.pid) in ("stopping", None)
         other.communicate(timeout=30)
         assert other.returncode == 0
         time.sleep(0.1)
-        assert [w["pid"] for w in workers(db_url)] == [killed.pid]  # the gone one, until pruned
+        left = [(w["pid"], w["stop_requested"]) for w in workers(db_url)]
+        assert left == [(killed.pid, False)]  # the gone one, until pruned
     finally:
         for proc in (killed, other):
             if proc.poll() is None:
@@ -91,5 +96,5 @@ def test_a_killed_worker_shows_gone_and_a_live_one_stopping(queue: Queue, db_url
 
 
 def test_stop_mistakes_are_one_line_errors(queue: Queue, db_url: str) -> None:
-    assert_one_line_error(run_batchq(db_url, "stop", "--queue", "a,b"), "bad queue name 'a,b'")
+    assert_one_line_error(run_batchq(db_url, "stop", "--queue", "a,b"), "bad queue name 'a,b'", status=2)
     assert run_batchq(db_url, "stop", "--host", "nowhere").stdout == "asked 0 workers to stop\n"

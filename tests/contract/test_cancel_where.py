@@ -78,4 +78,4 @@ def test_the_cli_cancels_by_filter_and_says_how_many(queue: Queue, db_url: str) 
     assert run_batchq(db_url, "cancel", "7", "--queue", "mail").returncode == 2  # both forms
     bad = run_batchq(db_url, "cancel", "--queue", "mail", "--older-than", "soon")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "soon" in bad.stderr
-    assert_one_line_error(run_batchq(db_url, "cancel", "--queue", "bad queue"), "bad queue name")
+    assert_one_line_error(run_batchq(db_url, "cancel", "--queue", "bad queue"), "bad queue name", status=2)

@@ -86,7 +86,7 @@ def test_explain_names_the_key_and_its_slots(queue: Queue) -> None:
     queue.backend.unblock_due()
     waiting = queue.explain(second)
     assert (waiting.state, waiting.concurrency_key, waiting.key_active) == ("blocked", "report:eu", 1)
-    assert "waiting for a slot of concurrency key 'report:eu', 1 of its 1 slots taken" in waiting.summary
+    assert "waiting for a slot of concurrency key 'report:eu', 1 of its 1 slot taken" in waiting.summary
     assert waiting.key_holders == (first,)
     assert f"its key's slots are held by job {first} (ready, not yet claimed)" in waiting.details
     assert queue.explain(first).state == "waiting"

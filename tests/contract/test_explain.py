@@ -86,7 +86,7 @@ def test_failed_after_n_tries_with_the_last_error(queue: Queue) -> None:
     run_worker(queue)
     found = queue.explain(job)
     assert (found.state, found.error_count, found.max_errors) == ("failed", 1, 1)
-    assert found.summary == f"job {job}: failed after 1 of 1 tries; no worker will run it again"
+    assert found.summary == f"job {job}: failed after 1 of 1 try; no worker will run it again"
     assert any(line.strip().startswith("ValueError: boom: 'y'") for line in found.details)
     assert any(f"batchq gc-error --id {job} --requeue" in line for line in found.details)
 

@@ -62,19 +62,42 @@ def test_a_worker_run_leaves_no_row(queue: Queue) -> None:
     assert list_workers(queue.backend) == []
 
 
-def test_stop_is_asked_by_host_queue_or_name(queue: Queue) -> None:
+def test_stop_is_asked_by_host_queue_or_name(queue: Queue, db_url: str) -> None:
     names = [f"{socket.gethostname()}:{os.getpid()}:0000000{i}" for i in range(3)]
     serves = [["default"], ["mail", "default"], ["mail"]]
-    registrations = [Registration(queue.backend, n, s) for n, s in zip(names, serves)]
-    for registration in registrations:
-        registration.register()
-    assert request_stop(queue.backend, queue="mail") == 2
-    assert [r.seen(0, 0) for r in registrations] == [False, True, True]
-    assert request_stop(queue.backend, name=names[0]) == 1
-    assert registrations[0].seen(0, 0) is True
-    assert request_stop(queue.backend, host="another-host") == 0
-    assert request_stop(queue.backend) == 3  # no filter: every worker
-    assert all(info.stop_requested for info in list_workers(queue.backend))
+    lives = [Queue(db_url) for _ in names]  # each worker's session, holding its liveness
+    try:
+        for live, name in zip(lives, names):
+            live.backend.liveness.hold(name)
+        registrations = [Registration(queue.backend, n, s) for n, s in zip(names, serves)]
+        for registration in registrations:
+            registration.register()
+        assert request_stop(queue.backend, queue="mail") == 2
+        assert [r.seen(0, 0) for r in registrations] == [False, True, True]
+        assert request_stop(queue.backend, name=names[0]) == 1
+        assert registrations[0].seen(0, 0) is True
+        assert request_stop(queue.backend, host="another-host") == 0
+        assert request_stop(queue.backend) == 3  # no filter: every worker
+        assert all(info.stop_requested for info in list_workers(queue.backend))
+    finally:
+        for live in lives:
+            live.close()
+
+
+def test_stop_neither_asks_nor_counts_a_gone_worker(queue: Queue, db_url: str) -> None:
+    name, pid = dead_worker()
+    by_hand(queue, name, pid)
+    live = Queue(db_url)
+    try:
+        alive = f"{socket.gethostname()}:{os.getpid()}:feed0002"
+        live.backend.liveness.hold(alive)
+        Registration(queue.backend, alive, ["default"]).register()
+        assert request_stop(queue.backend, name=name) == 0
+        assert request_stop(queue.backend) == 1
+        asked = {info.name: (info.state, info.stop_requested) for info in list_workers(queue.backend)}
+        assert asked == {name: ("gone", False), alive: ("stopping", True)}
+    finally:
+        live.close()
 
 
 def test_a_queue_filter_matches_whole_names(queue: Queue) -> None:
@@ -88,7 +111,7 @@ def test_a_worker_asked_to_stop_claims_nothing_more(queue: Queue) -> None:
     queue.enqueue_many("jobs:noop", [{"i": i} for i in range(3)])
     worker = Worker(queue, RunOptions())
     Registration(queue.backend, worker.name, ["default"]).register()
-    request_stop(queue.backend, name=worker.name)
+    queue.backend.execute("worker_stop", {"name": worker.name})  # as request_stop asks a live one
     assert worker.run().processed == 0  # its first tick reads the request
     assert len(job_rows(queue)) == 3
     assert list_workers(queue.backend) == []  # and it removed its row on the way out

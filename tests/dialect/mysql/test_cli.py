@@ -13,9 +13,13 @@ def test_mysql_sslmode_in_the_url(queue: Queue, db_url: str) -> None:
     """libpq's sslmode names on MySQL too: disable skips TLS, require insists on it."""
     separator = "&" if "?" in db_url else "?"
     assert run_batchq(f"{db_url}{separator}sslmode=disable", "stats").returncode == 0
-    assert_one_line_error(run_batchq(f"{db_url}{separator}sslmode=bogus", "stats"), "bad sslmode 'bogus'")
+    assert_one_line_error(
+        run_batchq(f"{db_url}{separator}sslmode=bogus", "stats"), "bad sslmode 'bogus'", status=2
+    )
     missing_ca = f"{db_url}{separator}sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem"
-    assert_one_line_error(run_batchq(missing_ca, "stats"), "cannot read sslrootcert '/nonexistent/ca.pem'")
+    assert_one_line_error(
+        run_batchq(missing_ca, "stats"), "cannot read sslrootcert '/nonexistent/ca.pem'", status=2
+    )
     with queue.backend.conn.cursor() as cur:
         cur.execute("SELECT @@have_ssl")
         (have_ssl,) = cur.fetchone()
@@ -31,7 +35,7 @@ def test_mysql_skip_locked_off_in_the_url(queue: Queue, db_url: str) -> None:
     """skip_locked=off claims as servers without SKIP LOCKED do, and stats says why."""
     separator = "&" if "?" in db_url else "?"
     assert_one_line_error(
-        run_batchq(f"{db_url}{separator}skip_locked=never", "stats"), "bad skip_locked 'never'"
+        run_batchq(f"{db_url}{separator}skip_locked=never", "stats"), "bad skip_locked 'never'", status=2
     )
     stats = run_batchq(f"{db_url}{separator}skip_locked=off", "stats")
     assert "FOR UPDATE (no SKIP LOCKED by the URL's skip_locked=off" in stats.stdout

@@ -23,7 +23,14 @@ from .partitions import (
     set_partition_count,
 )
 from .serializers import dumps, secret_from_env
-from .tasks import Resolver, check_task_name, modules_from_env, split_modules, task_policy, task_version
+from .tasks import (
+    Resolver,
+    check_task_name,
+    checked_task_version,
+    modules_from_env,
+    split_modules,
+    task_policy,
+)
 from .typed import QueueType, SchemaSpec, TypeCache, count_mismatched, refuse_pickle, schema_text
 
 if TYPE_CHECKING:
@@ -365,7 +372,7 @@ class Queue(OnDatabase):
             "concurrency_limit": concurrency_limit,
             "unique_key": None,
             "timeout": timeout_seconds,
-            "task_version": task_version(func),
+            "task_version": checked_task_version(func, name),
             "backoff": backoff_seconds,
             "partitions": self._partitions(conn),  # last: the only part that may read the database
         }

@@ -151,7 +151,10 @@ class QueueLifecycle(MessageQueueCore):
         """Delete a queue with its messages, archive and counter; False when there was none.
         A subscription's queue is refused (ConfigError, nothing dropped): unsubscribe drops it,
         else publishes would go on counting copies into a queue that is gone."""
-        check_queue_name(queue)
+        try:
+            check_queue_name(queue)
+        except ConfigError:  # a name registered by plain SQL: dropped too, when it exists
+            self._existing(queue, conn)
         return self._on(conn, lambda conn: self._drop(queue, conn, subscribed=False))
 
     def _drop(self, queue: str, conn: Any, *, subscribed: bool) -> bool:
@@ -170,7 +173,7 @@ class QueueLifecycle(MessageQueueCore):
 
     def purge_queue(self, queue: str, *, conn: Any = None) -> int:
         """Delete every message of a queue, held or not; returns how many."""
-        params = {"queue": check_queue_name(queue)}
+        params = {"queue": queue}
 
         def purge(conn: Any) -> int:
             self._existing(queue, conn)

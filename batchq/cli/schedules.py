@@ -48,9 +48,11 @@ def tick(ctx: click.Context, task_modules: str | None) -> None:
     """Enqueue one job for each due slot of every schedule (run it from cron on every host).
 
     Quiet and exit 0 when all is well; a schedule whose job cannot be written is reported on
-    stderr (exit 1) and tried again at the next tick.
+    stderr (exit 1) and tried again at the next tick; slots a full bounded queue refuses
+    (overflow reject) are reported too (exit 1), and not tried again.
     """
-    if tick_once(open_queue(ctx, task_modules)).failed:
+    report = tick_once(open_queue(ctx, task_modules))
+    if report.failed or report.refused:
         exit_with(1)
 
 

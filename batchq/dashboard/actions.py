@@ -52,8 +52,10 @@ def requeue_group() -> str:
     group = request.form.get("fingerprint", "")
     done = gc_error(current().queue, "requeue", groups=[group])
     held = [job for job in done if job.key_held_by is not None]
-    note = f"requeued {len(done) - len(held)} jobs of failure group {group}"
-    return note + (f"; {len(held)} left failed: their unique key is held" if held else "")
+    full = [job for job in done if job.queue_full is not None]
+    note = f"requeued {len(done) - len(held) - len(full)} jobs of failure group {group}"
+    note += f"; {len(held)} left failed: their unique key is held" if held else ""
+    return note + (f"; {len(full)} left failed: their queue is full (overflow reject)" if full else "")
 
 
 @action("/actions/delete-group")

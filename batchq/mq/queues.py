@@ -161,10 +161,12 @@ class QueueLifecycle(MessageQueueCore):
         """drop_queue's statements; ``subscribed``: unsubscribe's, which removed the subscription."""
         params = {"queue": queue}
         backend = self.backend
-        # The counter first: its row locks wait out sends in flight (and a subscribe creating
-        # this queue) and make later sends fail, so no message lands after the messages are deleted.
+        if not subscribed:  # before anything is written (with conn=, the caller's transaction)
+            _refuse_subscribed(queue, backend.fetchone("pubsub_subscription_of_queue", params, conn))
+        # The counter first: its row locks wait out sends in flight and make later sends fail,
+        # so no message lands after the messages are deleted.
         backend.execute("mq_queue_drop_sent", params, conn)
-        if not subscribed:
+        if not subscribed:  # and again: a subscribe that created this queue meanwhile committed
             _refuse_subscribed(queue, backend.fetchone("pubsub_subscription_of_queue", params, conn))
         existed = backend.execute("mq_queue_drop_meta", params, conn) == 1
         backend.execute("mq_queue_drop_messages", params, conn)

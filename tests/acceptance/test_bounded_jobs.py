@@ -8,6 +8,7 @@ import json
 import signal
 import subprocess
 import sys
+import urllib.parse
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 import pytest
 
 from batchq import Queue
+from batchq.sweeps import failure_groups
+from tests.support.dashboard import dashboard
 from tests.support.db import ledger, run_query, sql
 from tests.support.processes import APPS_DIR, batchq_env, run_batchq, start_batchq, wait_for
 
@@ -197,4 +200,19 @@ def test_tick_and_gc_error_report_a_full_reject_queue(db_url: str, queue: Queue)
         "0 jobs requeued, 1 cause; 1 job not requeued: their queue is full (overflow reject)" in result.stdout
     )
     assert "not requeued, queue 'bounded' is full (max_length 1 waiting jobs" in result.stdout
+    assert sorted(row[0] for row in sql(queue, "SELECT status FROM batchq_job")) == ["failed", "ready"]
+
+
+def test_the_dashboards_requeue_respects_the_bound(db_url: str, queue: Queue) -> None:
+    queue.configure(Q, max_length=1, overflow="reject")
+    failed = queue.enqueue("jobs:noop", queue=Q)
+    sql(queue, f"UPDATE batchq_job SET status = 'failed', error_count = 10 WHERE id = {failed}")
+    queue.enqueue("jobs:noop", queue=Q)  # full now
+    [group] = failure_groups(queue, [Q])
+    with dashboard(db_url) as board:
+        csrf = board.sign_in()
+        reply = board.post("/actions/requeue-group", {"fingerprint": group.fingerprint, "csrf": csrf})
+    note = urllib.parse.unquote_plus(reply.headers["Location"])
+    assert "requeued 0 jobs of failure group" in note
+    assert "1 left failed: their queue is full (overflow reject)" in note
     assert sorted(row[0] for row in sql(queue, "SELECT status FROM batchq_job")) == ["failed", "ready"]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .backends import Backend, stored_count, stored_seconds
+from .backends import Backend, TransientError, stored_count, stored_seconds
 from .backends.liveness import owner_name
 from .config import parse_timeout
 from .errors import BackendError, BackendUnavailable, ConfigError
@@ -354,8 +354,8 @@ class Worker:
             try:
                 token = os.urandom(16).hex()
                 return self.backend.claim(queue_name, self.name, token, limit, done, partition=partition)
-            except BackendUnavailable:
-                raise  # the connection: _with_reconnect's to handle
+            except (BackendUnavailable, TransientError):
+                raise  # the connection, a deadlock: _with_reconnect and retrying handle those
             except BackendError as exc:
                 if not self._partitions_on():
                     log.debug("partition claim failed as partitions were switched off: %s", exc)

@@ -106,6 +106,31 @@ def make_room(backend: Backend, queue: str, bound: Bound, count: int, conn: Any)
         _drop_oldest(backend, queue, bound, excess, conn)
 
 
+def fitting(backend: Backend, queue: str, bound: Bound, count: int, conn: Any) -> int:
+    """After take_turn, for a producer that may write fewer jobs than it has (a cron tick): how
+    many of ``count`` to write. reject: as many as there is room for (the rest are refused);
+    drop_oldest: all of them, trim() failing the oldest waiting jobs afterwards."""
+    if bound.overflow != "reject":
+        return count
+    return max(0, min(count, bound.max_length - _waiting(backend, queue, conn)))
+
+
+def trim(backend: Backend, queue: str, bound: Bound, conn: Any) -> int:
+    """After a drop_oldest write of more jobs than there was room for: fail the oldest waiting
+    jobs beyond the bound (the write's own oldest among them when it wrote more than the bound)."""
+    if bound.overflow == "reject":
+        return 0
+    return _drop_oldest(backend, queue, bound, _waiting(backend, queue, conn) - bound.max_length, conn)
+
+
+def full_reason(queue: str, bound: Bound) -> str:
+    """Why a job was not written into a full reject queue."""
+    return (
+        f"queue {queue!r} is full (max_length {bound.max_length} waiting jobs, overflow='reject'): "
+        "let workers drain it, or raise its bound with Queue.configure()"
+    )
+
+
 def _waiting(backend: Backend, queue: str, conn: Any) -> int:
     row = backend.fetchone("queue_waiting_count", {"queue": queue}, conn)
     return 0 if row is None else int(row["waiting"])

@@ -6,6 +6,7 @@ import ipaddress
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -432,3 +433,23 @@ def check_queue_name(name: str) -> str:
             "starting with a letter or digit"
         )
     return name
+
+
+def existing_queue_name(name: str, exists: Callable[[str], bool]) -> str:
+    """A queue name for a clean-up path (purge, cancel, drop): today's rules, or else any text
+    a queue of that name in the tables has (``exists``), written by plain SQL, so that batchq,
+    not only SQL, can clear it. A name that is neither raises check_queue_name's error."""
+    try:
+        return check_queue_name(name)
+    except ConfigError:
+        if isinstance(name, str) and name and "\x00" not in name and _encodable(name) and exists(name):
+            return name
+        raise
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -191,7 +191,7 @@ def unsubscribe(mq: MessageQueue, topic: str, subscriber: str) -> bool:
             backend.fetchall("pubsub_topic_lock_all", params)  # no publish is half way through
             if backend.execute("pubsub_subscription_delete", params) != 1:
                 return False
-            mq.drop_queue(queue)
+            mq._drop(queue, None, subscribed=True)
             return True
 
     return backend.retrying(remove)

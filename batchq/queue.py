@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .backends import OnDatabase
 from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
-from .config import Duration, check_queue_name, counted, parse_duration, parse_timeout
+from .config import Duration, check_queue_name, counted, existing_queue_name, parse_duration, parse_timeout
 from .errors import BackendError, ConfigError, PayloadError
 from .explain import Explanation, explain
 from .history import HistoryEntry, prune, read_history
@@ -23,7 +23,14 @@ from .partitions import (
     set_partition_count,
 )
 from .serializers import dumps, secret_from_env
-from .tasks import Resolver, check_task_name, modules_from_env, split_modules, task_policy, task_version
+from .tasks import (
+    Resolver,
+    check_task_name,
+    checked_task_version,
+    modules_from_env,
+    split_modules,
+    task_policy,
+)
 from .typed import QueueType, SchemaSpec, TypeCache, count_mismatched, refuse_pickle, schema_text
 
 if TYPE_CHECKING:
@@ -365,7 +372,7 @@ class Queue(OnDatabase):
             "concurrency_limit": concurrency_limit,
             "unique_key": None,
             "timeout": timeout_seconds,
-            "task_version": task_version(func),
+            "task_version": checked_task_version(func, name),
             "backoff": backoff_seconds,
             "partitions": self._partitions(conn),  # last: the only part that may read the database
         }
@@ -439,7 +446,7 @@ class Queue(OnDatabase):
         failed job (gc-error deals with those). In statements of CANCEL_BATCH rows, each its own
         transaction: a job enqueued meanwhile may be cancelled too. Returns how many."""
         params = {
-            "queue": check_queue_name(queue),
+            "queue": self._existing_name(queue),
             "task": None if task is None else self._stored_task_name(task),
             "older_than": parse_duration(older_than, "older_than"),
             "batch": CANCEL_BATCH,
@@ -613,8 +620,18 @@ class Queue(OnDatabase):
         return prune(self.backend, sorted(limits.items()))
 
     def purge(self, queue: str) -> int:
-        """Delete a queue's ready and failed jobs; jobs being run are left alone."""
-        return self.backend.execute("queue_purge", {"queue": check_queue_name(queue)})
+        """Delete a queue's ready and failed jobs; jobs being run are left alone. A queue whose
+        name (written by plain SQL) today's rules refuse is purged too, when it exists."""
+        return self.backend.execute("queue_purge", {"queue": self._existing_name(queue)})
+
+    def _existing_name(self, queue: str) -> str:
+        """A clean-up path's queue name: a valid one, or one a job queue in the tables has."""
+
+        def exists(name: str) -> bool:
+            row = self.backend.fetchone("queue_exists", {"queue": name})
+            return bool(row and row["present"])
+
+        return existing_queue_name(queue, exists)
 
     # -- locks and semaphores (batchq.locks) ----------------------------------------------
 

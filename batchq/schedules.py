@@ -21,7 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .backends import Row
+from .backends import Backend, Row
+from .bounds import fitting, full_reason, take_turn, trim
 from .cron import CATCH_UP_POLICIES, parse_cron, plan
 from .errors import BatchqError, ConfigError, PayloadError
 from .serializers import loads
@@ -89,6 +90,9 @@ class TickReport:
     skipped: list[str] = field(default_factory=list)  # catch_up="none": the due slot was missed
     taken: int = 0  # due schedules another ticker advanced first
     failed: list[tuple[str, str]] = field(default_factory=list)  # (schedule, why): retried next tick
+    # (schedule, why): slots not enqueued, their queue being full under overflow="reject"; the
+    # schedule moved on past them (they are not retried, as a refused enqueue is not)
+    refused: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -346,23 +350,41 @@ class Schedules:
         ]
         advance = {"name": row["name"], "seen": seen, "next_exec": todo.next_exec, "exec_by": exec_by}
 
-        def advance_and_enqueue() -> list[int] | None:
+        def advance_and_enqueue() -> tuple[list[int], str | None] | None:
             with self.backend.transaction():
                 if self.backend.execute("schedule_advance", advance) != 1:
                     return None  # another ticker advanced it first: the slot is its to enqueue
-                ids = [self.backend.insert("enqueue", job) for _, job in jobs]
+                ids, refused = _write_jobs(self.backend, row["queue"], [job for _, job in jobs])
                 if ids:
-                    last = {"name": row["name"], "slot": jobs[-1][0], "job_id": ids[-1]}
+                    last = {"name": row["name"], "slot": jobs[len(ids) - 1][0], "job_id": ids[-1]}
                     self.backend.execute("schedule_ran", last)
-                return ids
+                return ids, refused
 
-        ids = self.backend.retrying(advance_and_enqueue)
-        if ids is None:
+        done = self.backend.retrying(advance_and_enqueue)
+        if done is None:
             report.taken += 1
             return
+        ids, refused = done
         report.enqueued += [ScheduledJob(row["name"], cron.local(s), i) for (s, _), i in zip(jobs, ids)]
+        if refused is not None:
+            why = f"{len(jobs) - len(ids)} of {len(jobs)} due slots not enqueued: {refused}"
+            log.warning("schedule %s: %s", row["name"], why)
+            report.refused.append((row["name"], why))
         if not jobs:
             report.skipped.append(row["name"])
+
+
+def _write_jobs(backend: Backend, queue: str, jobs: Sequence[dict[str, Any]]) -> tuple[list[int], str | None]:
+    """A tick's INSERTs, in its transaction, within the queue's bound (batchq.bounds): under
+    reject only the oldest slots there is room for are written (and why the others were not is
+    returned); under drop_oldest all are, then the oldest waiting jobs beyond the bound fail."""
+    bound = take_turn(backend, queue, None) if jobs else None  # ticks into one queue take turns
+    if bound is None:
+        return [backend.insert("enqueue", job) for job in jobs], None
+    count = fitting(backend, queue, bound, len(jobs), None)
+    ids = [backend.insert("enqueue", job) for job in jobs[:count]]
+    trim(backend, queue, bound, None)
+    return ids, None if count == len(jobs) else full_reason(queue, bound)
 
 
 def job_payload(payload: Mapping[str, Any] | None, name: str, slot: datetime) -> dict[str, Any]:

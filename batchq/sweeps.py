@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 from .backends import Backend, DuplicateKey, Row, stored_count, stored_seconds, stored_time
-from .bounds import DROPPED_FINGERPRINT
+from .bounds import DROPPED_FINGERPRINT, fitting, full_reason, make_room, take_turn
 from .config import format_duration
 from .errors import BackendError, BackendUnavailable, ConfigError
 from .failures import FailureGroup, fingerprint_of, fingerprint_of_text, group_failures
@@ -72,6 +72,8 @@ class FailedJob:
     unique_key: str | None = None
     # --requeue: not requeued, because this job (waiting or running) holds its unique key now
     key_held_by: int | None = None
+    # --requeue: not requeued, because its queue is bounded, full and refuses (overflow reject)
+    queue_full: str | None = None
     # Its last try as its worker measured it (batchq.history.Usage; None before schema 011).
     last_worker: str | None = None
     last_started_at: datetime | str | None = None
@@ -260,10 +262,14 @@ def _execute(backend: Backend, query: str, job_id: int) -> int:
 
 
 def _requeue_failed(backend: Backend, job: FailedJob) -> FailedJob | None:
-    """The job requeued, or still failed because its unique key is held; None if it is gone."""
+    """The job requeued, or still failed because its unique key is held or its bounded queue
+    is full (reject); None if it is gone."""
     for attempt in range(UNIQUE_ATTEMPTS):
         try:
-            return _requeued(job) if _execute(backend, "job_requeue_failed", job.id) == 1 else None
+            outcome = backend.retrying(partial(_requeue_in_bound, backend, job))
+            if isinstance(outcome, str):
+                return replace(job, queue_full=outcome)
+            return _requeued(job) if outcome == 1 else None
         except DuplicateKey:
             holder = backend.unique_holder(job.unique_key) if job.unique_key is not None else None
             if holder is not None:
@@ -271,6 +277,19 @@ def _requeue_failed(backend: Backend, job: FailedJob) -> FailedJob | None:
             if attempt == UNIQUE_ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def _requeue_in_bound(backend: Backend, job: FailedJob) -> int | str:
+    """Requeue one failed job as an enqueue writes one (batchq.bounds): in its bounded queue's
+    turn, refused when full under reject (why, as text), room made under drop_oldest; else the
+    rows the requeue changed (0: gone)."""
+    with backend.transaction():
+        bound = take_turn(backend, job.queue, None)
+        if bound is not None and not fitting(backend, job.queue, bound, 1, None):
+            return full_reason(job.queue, bound)
+        if bound is not None:  # drop_oldest: the oldest other waiting jobs, before it waits again
+            make_room(backend, job.queue, bound, 1, None)
+        return backend.execute("job_requeue_failed", {"id": job.id})
 
 
 def failure_groups(queue: Queue, queues: Iterable[str] = (), per_queue: bool = False) -> list[FailureGroup]:

@@ -509,6 +509,19 @@ def task_version(func: Callable[..., Any] | None) -> int:
     return version if isinstance(version, int) else 1
 
 
+def checked_task_version(func: Callable[..., Any] | None, name: str) -> int:
+    """task_version(func), for a job about to be written: one range on every backend (the
+    servers' columns refuse more; SQLite would store it, and no worker could ever run it)."""
+    version = getattr(func, "batchq_version", 1)
+    low, high = VERSION_RANGE
+    if isinstance(version, int) and not isinstance(version, bool) and not low <= version <= high:
+        raise ConfigError(
+            f"task {name!r} declares version {version!r}: a task's version is a whole number from "
+            f"{low} to {high}; declare it with @task(version=...)"
+        )
+    return task_version(func)
+
+
 def declares_version(func: Callable[..., Any] | None) -> bool:
     """Whether a callable was declared with @task (and so has a version, 1 by default)."""
     return hasattr(func, "batchq_version")
@@ -516,15 +529,18 @@ def declares_version(func: Callable[..., Any] | None) -> bool:
 
 def stored_version(value: Any) -> int:
     """A job row's task_version: NULL (a row from before schema 013, or written by hand) is 1.
-    Anything but a whole number from 1 raises PayloadError: the job fails with that reason."""
+    Anything but a whole number from 1 to 65535 (a row written by hand: SQLite's column takes
+    any number) raises PayloadError: the job fails with that reason, rather than wait forever
+    for a worker that knows a version no task can declare."""
     if value is None:
         return 1
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < VERSION_RANGE[0]:
+    low, high = VERSION_RANGE
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise PayloadError(
-            f"the job's stored task_version {value!r} is not a version (a whole number from 1): "
-            "fix the row or delete it"
+            f"the job's stored task_version {value!r} is not a version (a whole number from {low} "
+            f"to {high}): fix the row or delete it"
         )
     return value
 

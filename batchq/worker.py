@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from .backends import Backend, stored_count, stored_seconds
+from .backends import Backend, TransientError, stored_count, stored_seconds
 from .backends.liveness import owner_name
 from .config import counted, parse_timeout
-from .errors import BackendError, BackendUnavailable
+from .errors import BackendError, BackendUnavailable, ConfigError
 from .failures import fingerprint, fingerprint_of, timeout_fingerprint
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
 from .history import KEPT_STATEMENT_BYTES, Meter, Usage
-from .job import Job, Kept
+from .job import Claim, Job, Kept
 from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
 from .queue import Queue, payload_mismatch
 from .registry import Registration
@@ -303,6 +303,10 @@ class Worker:
         queues = self._active_queues()
         if self._lease is not None:
             return self._claim_in_partitions(queues, limit, done)
+        return self._claim_by_row(queues, limit, done)
+
+    def _claim_by_row(self, queues: list[str], limit: int, done: list[Job]) -> tuple[int, list[Job]]:
+        """The row claim (the default): the first of ``queues`` with a due job."""
         deleted = 0
         for queue_name in queues:
             kept = self._kept_of(done)
@@ -327,17 +331,61 @@ class Worker:
             if partition is None:
                 break
             for queue_name in queues:
-                token = os.urandom(16).hex()
-                claim = self.backend.claim(queue_name, self.name, token, limit, done, partition=partition)
+                claim = self._partition_claim(queue_name, limit, done, partition)
+                if claim is None:  # switched off: nothing of that claim happened, `done` included
+                    return self._by_row_from_now(queues, limit, done, deleted)
                 deleted, done = deleted + claim.deleted, []
                 if claim.jobs:
                     lease.claimed(len(claim.jobs))
                     return deleted, claim.jobs
             partition = lease.exhausted(queues)
+        if partition is None and queues and not self._partitions_on():
+            return self._by_row_from_now(queues, limit, done, deleted)  # no partition left to lease
         if done:
             deleted += self._delete_done(done)
         self._waiting_for_partition = lease.work_elsewhere(queues)
         return deleted, []
+
+    def _partition_claim(self, queue_name: str, limit: int, done: list[Job], partition: int) -> Claim | None:
+        """One claim within ``partition``; None when it failed because `batchq partitions set 0`
+        switched partitioned claims off (its index is gone: SQLite's INDEXED BY and MySQL's FORCE
+        INDEX refuse to run). The failed claim rolled back whole, its finished jobs' DELETE too."""
+        for attempt in range(2):
+            try:
+                token = os.urandom(16).hex()
+                return self.backend.claim(queue_name, self.name, token, limit, done, partition=partition)
+            except (BackendUnavailable, TransientError):
+                raise  # the connection, a deadlock: _with_reconnect and retrying handle those
+            except BackendError as exc:
+                if not self._partitions_on():
+                    log.debug("partition claim failed as partitions were switched off: %s", exc)
+                    return None
+                if attempt:
+                    raise
+                # Set up again: `partitions set 0` then `set N` rebuilt the index in between.
+        raise AssertionError("unreachable")
+
+    def _partitions_on(self) -> bool:
+        """Are partitioned claims still set up (partitions, and the index their claims walk)?"""
+        try:
+            check_partitions_ready(self.backend)
+        except ConfigError:
+            return False
+        return True
+
+    def _by_row_from_now(
+        self, queues: list[str], limit: int, done: list[Job], deleted: int
+    ) -> tuple[int, list[Job]]:
+        """Partitioned claims were switched off under this worker: it gives its lease up and
+        claims by row from now on (what every worker does when partitions are off), so that it
+        finishes its jobs and drains the queue rather than fail mid-job or idle out."""
+        log.warning("partitioned claims were switched off (`batchq partitions set 0`): claiming by row")
+        lease, self._lease = self._lease, None
+        self._waiting_for_partition = False
+        if lease is not None:
+            lease.partition = None  # its row went with the partitions: nothing to release
+        more, jobs = self._claim_by_row(queues, limit, done)
+        return deleted + more, jobs
 
     # -- history ------------------------------------------------------------------
 

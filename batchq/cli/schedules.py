@@ -49,12 +49,18 @@ def tick(ctx: click.Context, task_modules: str | None) -> None:
     """Enqueue one job for each due slot of every schedule (run it from cron on every host).
 
     Quiet and exit 0 when all is well; a schedule whose job cannot be written is reported on
-    stderr (exit 1) and tried again at the next tick.
+    stderr (exit 1) and tried again at the next tick; slots a full bounded queue refuses
+    (overflow reject) are reported too (exit 1), and not tried again.
     """
-    failed = tick_once(open_queue(ctx, task_modules)).failed
-    if failed:  # each logged above with its reason
-        names = ", ".join(name for name, _ in failed)
-        fail(f"{counted(len(failed), 'schedule')} could not enqueue ({names}): the next tick tries again")
+    report = tick_once(open_queue(ctx, task_modules))
+    if report.failed:  # each logged above with its reason
+        names = ", ".join(name for name, _ in report.failed)
+        count = counted(len(report.failed), "schedule")
+        fail(f"{count} could not enqueue ({names}): the next tick tries again")
+    if report.refused:  # each logged above: a full bounded queue (overflow reject)
+        fail(
+            f"{counted(len(report.refused), 'schedule')} had due slots a full queue refused: not tried again"
+        )
 
 
 @click.group()

@@ -151,10 +151,13 @@ def _failed_report(jobs: list[sweeps.FailedJob], action: str | None, by_id: bool
     those jobs only: ``by_id`` when the listing was limited to some jobs by id)."""
     groups = group_failures(jobs)
     causes = "1 cause" if len(groups) == 1 else f"{len(groups)} causes"
-    kept = sum(job.key_held_by is not None for job in jobs)  # --requeue: their unique key is taken
-    lines = [f"batchq gc-error: {_counted(jobs, action, kept)}, {causes}"]
-    if kept:
-        lines[0] += f"; {n_jobs(kept)} not requeued: another job holds its unique key"
+    held = sum(job.key_held_by is not None for job in jobs)  # --requeue: their unique key is taken
+    full = sum(job.queue_full is not None for job in jobs)  # --requeue: their queue is full
+    lines = [f"batchq gc-error: {_counted(jobs, action, held + full)}, {causes}"]
+    if held:
+        lines[0] += f"; {n_jobs(held)} not requeued: another job holds its unique key"
+    if full:
+        lines[0] += f"; {n_jobs(full)} not requeued: their queue is full (overflow reject)"
     jobs_by_id = {job.id: job for job in jobs}
     for group in groups:
         lines.append(
@@ -201,6 +204,8 @@ def _failed_line(job: sweeps.FailedJob) -> str:
         if job.key_held_by is None
         else f"not requeued, job {job.key_held_by} holds its unique key {job.unique_key!r}; "
     )
+    if job.queue_full is not None:
+        kept = f"not requeued, {job.queue_full}; "
     line = f"{_named(job)} ({errors}): {kept}{first_line[0][:200]}"
     if job.last_wall_seconds is None:
         return line

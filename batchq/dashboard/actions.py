@@ -55,10 +55,14 @@ def requeue_group() -> str:
     group, name = _group_in_queue()
     done = gc_error(current().queue, "requeue", queues=[name], groups=[group])
     held = [job for job in done if job.key_held_by is not None]
-    note = f"requeued {counted(len(done) - len(held), 'job')} of failure group {group} in queue {name}"
+    full = [job for job in done if job.queue_full is not None]
+    requeued = counted(len(done) - len(held) - len(full), "job")
+    note = f"requeued {requeued} of failure group {group} in queue {name}"
     whose = "its" if len(held) == 1 else "their"
-    kept = f"; {counted(len(held), 'job')} left failed: {whose} unique key is held"
-    return note + (kept if held else "")
+    note += f"; {counted(len(held), 'job')} left failed: {whose} unique key is held" if held else ""
+    return note + (
+        f"; {counted(len(full), 'job')} left failed: the queue is full (overflow reject)" if full else ""
+    )
 
 
 @action("/actions/delete-group")

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..backends import OnDatabase, Row
-from ..config import Duration, check_queue_name
+from ..config import Duration, check_queue_name, existing_queue_name
 from ..errors import ConfigError, QueueNotFound
 from ..typed import QueueType, TypeCache
 
@@ -40,8 +40,13 @@ class MessageQueueCore(OnDatabase):
         return self._types.learn(queue, row["payload_schema"])
 
     def _existing(self, queue: str, conn: Any = None) -> str:
-        check_queue_name(queue)
-        if self.backend.fetchone("mq_queue_get", {"queue": queue}, conn) is None:
+        """A queue that exists, by its name: a valid one, or one that a queue registered by plain
+        SQL has (today's rules refuse it; batchq can still read, purge and drop it)."""
+
+        def found(name: str) -> bool:
+            return self.backend.fetchone("mq_queue_get", {"queue": name}, conn) is not None
+
+        if not found(existing_queue_name(queue, found)):
             raise _missing(queue)
         return queue
 

@@ -148,24 +148,34 @@ class QueueLifecycle(MessageQueueCore):
         )
 
     def drop_queue(self, queue: str, *, conn: Any = None) -> bool:
-        """Delete a queue with its messages, archive and counter; False when there was none."""
-        params = {"queue": check_queue_name(queue)}
+        """Delete a queue with its messages, archive and counter; False when there was none.
+        A subscription's queue is refused (ConfigError, nothing dropped): unsubscribe drops it,
+        else publishes would go on counting copies into a queue that is gone."""
+        try:
+            check_queue_name(queue)
+        except ConfigError:  # a name registered by plain SQL: dropped too, when it exists
+            self._existing(queue, conn)
+        return self._on(conn, lambda conn: self._drop(queue, conn, subscribed=False))
+
+    def _drop(self, queue: str, conn: Any, *, subscribed: bool) -> bool:
+        """drop_queue's statements; ``subscribed``: unsubscribe's, which removed the subscription."""
+        params = {"queue": queue}
         backend = self.backend
-
-        def drop(conn: Any) -> bool:
-            # The counter first: its row locks wait out sends in flight and make later sends
-            # fail, so no message lands after the messages are deleted.
-            backend.execute("mq_queue_drop_sent", params, conn)
-            existed = backend.execute("mq_queue_drop_meta", params, conn) == 1
-            backend.execute("mq_queue_drop_messages", params, conn)
-            backend.execute("mq_queue_drop_archive", params, conn)
-            return existed
-
-        return self._on(conn, drop)
+        if not subscribed:  # before anything is written (with conn=, the caller's transaction)
+            _refuse_subscribed(queue, backend.fetchone("pubsub_subscription_of_queue", params, conn))
+        # The counter first: its row locks wait out sends in flight and make later sends fail,
+        # so no message lands after the messages are deleted.
+        backend.execute("mq_queue_drop_sent", params, conn)
+        if not subscribed:  # and again: a subscribe that created this queue meanwhile committed
+            _refuse_subscribed(queue, backend.fetchone("pubsub_subscription_of_queue", params, conn))
+        existed = backend.execute("mq_queue_drop_meta", params, conn) == 1
+        backend.execute("mq_queue_drop_messages", params, conn)
+        backend.execute("mq_queue_drop_archive", params, conn)
+        return existed
 
     def purge_queue(self, queue: str, *, conn: Any = None) -> int:
         """Delete every message of a queue, held or not; returns how many."""
-        params = {"queue": check_queue_name(queue)}
+        params = {"queue": queue}
 
         def purge(conn: Any) -> int:
             self._existing(queue, conn)
@@ -206,6 +216,16 @@ def _settings(queue: str, max_length: int | None, overflow: str | None, durable:
     if not isinstance(durable, bool):
         raise ConfigError(f"bad durable {durable!r}: use True or False")
     return {"queue": queue, "max_length": max_length, "overflow": policy, "durable": durable}
+
+
+def _refuse_subscribed(queue: str, row: Row | None) -> None:
+    if row is not None:
+        topic, subscriber = row["topic"], row["subscriber"]
+        raise ConfigError(
+            f"message queue {queue!r} is the queue of subscriber {subscriber!r} to topic {topic!r}: "
+            f"nothing was dropped; unsubscribe instead (mq.unsubscribe({topic!r}, {subscriber!r})), "
+            "which drops the queue with the subscription"
+        )
 
 
 def _check_same_settings(queue: str, wanted: dict[str, Any], row: Row | None) -> None:

@@ -31,6 +31,10 @@ VALUES (%(topic)s, %(subscriber)s, %(queue)s, %(policy)s, %(max_tries)s, %(vt)s,
 UPDATE batchq_mq_subscription SET policy = %(policy)s, max_tries = %(max_tries)s, vt_seconds = %(vt)s
 WHERE topic = %(topic)s AND subscriber = %(subscriber)s;
 
+-- name: pubsub_subscription_of_queue
+-- drop_queue: the subscription whose queue this is, if any (such a queue goes with unsubscribe).
+SELECT topic, subscriber FROM batchq_mq_subscription WHERE queue = %(queue)s;
+
 -- name: pubsub_subscription_delete
 -- unsubscribe, under the topic's locks; 0 rows when there was none.
 DELETE FROM batchq_mq_subscription WHERE topic = %(topic)s AND subscriber = %(subscriber)s;

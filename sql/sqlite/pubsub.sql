@@ -30,6 +30,10 @@ VALUES (:topic, :subscriber, :queue, :policy, :max_tries, :vt, strftime('%Y-%m-%
 UPDATE batchq_mq_subscription SET policy = :policy, max_tries = :max_tries, vt_seconds = :vt
 WHERE topic = :topic AND subscriber = :subscriber;
 
+-- name: pubsub_subscription_of_queue
+-- drop_queue: the subscription whose queue this is, if any (such a queue goes with unsubscribe).
+SELECT topic, subscriber FROM batchq_mq_subscription WHERE queue = :queue;
+
 -- name: pubsub_subscription_delete
 -- unsubscribe; 0 rows when there was none.
 DELETE FROM batchq_mq_subscription WHERE topic = :topic AND subscriber = :subscriber;

@@ -295,6 +295,12 @@ SELECT name, keep_for FROM batchq_queue WHERE keep_for IS NOT NULL ORDER BY name
 -- Names of paused queues.
 SELECT name FROM batchq_queue WHERE paused = 1 ORDER BY name;
 
+-- name: queue_exists
+-- Clean-up paths: does a job queue of this name exist (jobs, or its settings row)? A name that
+-- today's rules refuse, written by plain SQL, may still be cleared when it does.
+SELECT (EXISTS (SELECT 1 FROM batchq_job WHERE queue = :queue)
+        OR EXISTS (SELECT 1 FROM batchq_queue WHERE name = :queue)) AS present;
+
 -- name: queue_purge
 -- Delete a queue's jobs that nobody is running.
 DELETE FROM batchq_job WHERE queue = :queue AND status IN ('ready', 'scheduled', 'blocked', 'failed');

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from batchq import Queue
-from tests.support.db import job_rows, run_query
-from tests.support.processes import assert_one_line_error, run_batchq
+from tests.support.db import job_rows, ledger, run_query
+from tests.support.processes import assert_one_line_error, run_batchq, start_batchq, wait_for
 
 
 def test_set_list_and_switch_off(queue: Queue, db_url: str) -> None:
@@ -65,3 +67,55 @@ def test_mistakes_are_one_line_errors(queue: Queue, db_url: str) -> None:
     assert result.returncode == 2 and "Traceback" not in result.stderr  # click's usage error: the range
     result = run_batchq(db_url, "run", "--claim", "blocks")
     assert result.returncode == 2 and "'row', 'partition'" in result.stderr
+
+
+JOBS = 120
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("counts", [("0",), ("2",), ("6", "0", "3")], ids=["off", "fewer", "more-off-on"])
+def test_partitions_set_while_partition_workers_run(
+    queue: Queue, db_url: str, counts: tuple[str, ...]
+) -> None:
+    """`batchq partitions set` (0: off, or another count) while two `run --claim partition`
+    workers drain: they finish every job and go on (by row once partitions are off), exit 0
+    without a traceback; every job ran exactly once, none is left processing, and gc-processing
+    finds nothing to put back."""
+    queue.enqueue_many("jobs:record", [{"n": n, "sleep": 0.02} for n in range(JOBS)])
+    assert run_batchq(db_url, "partitions", "set", "4").returncode == 0
+    workers = [
+        start_batchq(
+            db_url,
+            "run",
+            "--claim",
+            "partition",
+            "--jobs-per-lease",
+            "3",
+            "--wait",
+            "2",
+            "--poll-interval",
+            "0.05",
+        )
+        for _ in range(2)
+    ]
+    try:
+        for step, count in enumerate(counts):
+            wait_for(lambda step=step: len(ledger(queue)) >= 10 + 25 * step, timeout=60)
+            result = run_batchq(db_url, "partitions", "set", count)
+            assert (result.returncode, result.stderr) == (0, ""), result.stderr
+        outcomes = [worker.communicate(timeout=120) for worker in workers]
+    finally:  # no worker outlives its test
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.communicate()
+        run_batchq(db_url, "partitions", "set", "0")
+    for worker, (_, err) in zip(workers, outcomes):
+        assert worker.returncode == 0 and "Traceback" not in err, err
+    assert [row["status"] for row in job_rows(queue)] == [], "a job left behind (processing?)"
+    swept = run_batchq(db_url, "gc-processing")
+    assert (swept.returncode, swept.stdout) == (0, "")
+    ran = ledger(queue)
+    assert ran == list(range(JOBS)), (
+        f"lost {sorted(set(range(JOBS)) - set(ran))}, twice {[n for n in set(ran) if ran.count(n) > 1]}"
+    )

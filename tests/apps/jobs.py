@@ -36,6 +36,15 @@ def record_slot(payload: dict[str, Any]) -> None:
     record({"n": int(datetime.fromisoformat(payload["batchq_slot"]).timestamp())})
 
 
+def record_tagged_slot(payload: dict[str, Any]) -> None:
+    """A job of schedule sK: write (slot mod 100000) * 10 + K into test_ledger, so that the
+    slots of several schedules stay apart (the column is an INT)."""
+    from datetime import datetime
+
+    slot = int(datetime.fromisoformat(payload["batchq_slot"]).timestamp())
+    record({"n": slot % 100_000 * 10 + int(payload["batchq_schedule"][1:])})
+
+
 def slow(payload: dict[str, Any]) -> None:
     """Touch payload['started'], sleep payload['seconds'] (or less, once the file
     payload['until'] exists), then touch payload['done']."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from batchq import ConfigError, Queue, QueueFull
 from batchq.sweeps import failure_groups, gc_error
 from batchq.worker import RunOptions, Worker
-from tests.support.db import app_connection, job_rows, sql
+from tests.support.db import app_connection, job_rows, run_query, sql
 from tests.support.processes import run_batchq
 
 Q = "bounded"
@@ -132,3 +133,75 @@ def test_bounds_written_by_hand_are_read_safely(queue: Queue) -> None:
     sql(queue, "UPDATE batchq_queue SET max_length = 0")
     with pytest.raises(QueueFull, match="max_length 0"):
         queue.enqueue("jobs:noop", queue=Q)
+
+
+# -- the bound applies to every way a job is written: cron ticks, gc-error --requeue ----------
+
+EVERY_SECOND = "* * * * * *"
+
+
+def _due_for(queue: Queue, seconds: int) -> int:
+    """An every-second, catch-up-all schedule into Q whose next slot was ``seconds`` ago."""
+    queue.schedule("pulse", EVERY_SECOND, "jobs:noop", queue=Q, catch_up="all")
+    at = int(queue.schedules.server_now()) - seconds
+    run_query(queue, "schedule_set_next_exec", {"name": "pulse", "at": at})
+    return at
+
+
+def _waiting(queue: Queue) -> list[dict[str, object]]:
+    return [row for row in job_rows(queue) if row["status"] in ("ready", "scheduled", "blocked")]
+
+
+def test_a_tick_into_a_full_reject_queue_writes_what_fits_and_reports_the_rest(queue: Queue) -> None:
+    queue.configure(Q, max_length=3, overflow="reject")
+    due = _due_for(queue, 59)  # 60 due slots, or a few more by the time the tick reads the clock
+    report = queue.tick()
+    assert [int(job.slot.timestamp()) for job in report.enqueued] == [due, due + 1, due + 2]  # the oldest
+    [(name, why)] = report.refused
+    assert name == "pulse"
+    refused, total = map(int, re.match(r"(\d+) of (\d+) ", why).groups())  # type: ignore[union-attr]
+    assert total >= 60 and refused == total - 3
+    assert (
+        "due slots not enqueued: queue 'bounded' is full (max_length 3 waiting jobs, overflow='reject')"
+        in why
+    )
+    assert len(_waiting(queue)) == 3
+    schedule = queue.schedules.get("pulse")
+    assert schedule is not None and schedule.next_exec is not None
+    assert schedule.next_exec.timestamp() > due + 59  # moved on: refused slots are not retried
+    assert schedule.last_job_id == report.enqueued[-1].job_id
+    with pytest.raises(QueueFull):
+        queue.enqueue("jobs:noop", queue=Q)
+    time.sleep(1.1)  # the next slot comes due: still refused, the queue still full
+    assert queue.tick().refused and len(_waiting(queue)) == 3
+
+
+def test_a_tick_into_a_drop_oldest_queue_keeps_the_newest_and_fails_the_rest(queue: Queue) -> None:
+    queue.configure(Q, max_length=2)
+    before = queue.enqueue("jobs:noop", queue=Q)
+    due = _due_for(queue, 9)  # 10 due slots (or a few more)
+    report = queue.tick()
+    assert not report.refused and len(report.enqueued) >= 10
+    waiting = _waiting(queue)
+    assert [row["id"] for row in waiting] == [job.job_id for job in report.enqueued[-2:]]  # the newest two
+    failed = {row["id"]: row["last_error"] for row in job_rows(queue) if row["status"] == "failed"}
+    assert sorted(failed) == sorted([before] + [job.job_id for job in report.enqueued[:-2]])
+    assert all("dropped to make room: queue 'bounded' holds at most 2" in str(e) for e in failed.values())
+    assert int(report.enqueued[0].slot.timestamp()) == due
+
+
+def test_gc_error_requeue_respects_the_bound(queue: Queue) -> None:
+    queue.configure(Q, max_length=1, overflow="reject")
+    failed = queue.enqueue("jobs:noop", queue=Q)
+    sql(queue, f"UPDATE batchq_job SET status = 'failed', error_count = 10 WHERE id = {failed}")
+    waiting = queue.enqueue("jobs:noop", queue=Q)
+    [refused] = gc_error(queue, "requeue", queues=[Q])  # full: it stays failed, and says why
+    assert (refused.id, refused.status) == (failed, "failed")
+    assert refused.queue_full is not None and "queue 'bounded' is full" in refused.queue_full
+    assert {row["id"]: row["status"] for row in job_rows(queue)} == {failed: "failed", waiting: "ready"}
+
+    queue.configure(Q, max_length=1, overflow="drop_oldest")  # room made as an enqueue makes it
+    [requeued] = gc_error(queue, "requeue", ids=[failed])
+    assert (requeued.status, requeued.queue_full) == ("ready", None)
+    statuses = {row["id"]: row["status"] for row in job_rows(queue)}
+    assert statuses == {failed: "ready", waiting: "failed"}

@@ -24,6 +24,8 @@ from tests.support.db import (
     sibling_database_url,
     sql,
 )
+from tests.support.processes import run_batchq
+from tests.support.rows import write_row
 
 
 def run_worker(queue: Queue, **options: object) -> Worker:
@@ -198,6 +200,25 @@ def test_purge_leaves_running_jobs(queue: Queue) -> None:
     assert queue.purge("default") == 1
     assert [(row["id"], row["queue"]) for row in job_rows(queue)][0] == (running, "default")
     assert len(job_rows(queue)) == 2
+
+
+def test_a_hand_written_queue_name_can_be_cleared_without_sql(queue: Queue, db_url: str) -> None:
+    """A queue name written by plain SQL that today's rules refuse: purge, cancel_where and
+    `batchq purge` clear it; a name no queue has is still refused."""
+    name = "night batch"  # a space: check_queue_name refuses it
+    for status in ("ready", "failed", "ready"):
+        write_row(queue, queue=name, status=status)
+    running = write_row(queue, queue=name, status="processing", locked_by="elsewhere:1")
+    assert queue.cancel_where(name) == 2  # the waiting ones
+    assert queue.purge(name) == 1  # the failed one; the running one is left alone
+    assert [row["id"] for row in job_rows(queue)] == [running]
+    write_row(queue, queue=name)
+    result = run_batchq(db_url, "purge", name, "--yes")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "deleted 1 job\n", "")
+    for unknown in ("no such queue", ""):
+        with pytest.raises(ConfigError, match="bad queue name"):
+            queue.purge(unknown)
+    assert [row["id"] for row in job_rows(queue)] == [running]
 
 
 def test_enqueue_many(queue: Queue) -> None:

@@ -561,6 +561,25 @@ def test_a_settings_row_written_by_hand_is_read_safely(mq: MessageQueue) -> None
     assert mq.list_queues()[0].overflow == "drop_oldest"
 
 
+def test_a_queue_registered_by_hand_under_a_refused_name_can_be_cleared(mq: MessageQueue) -> None:
+    """A queue written by plain SQL under a name today's rules refuse: metrics, purge_queue and
+    drop_queue still work on it (as SQL does); a name no queue has is still refused."""
+    mq.create_queue("hand")
+    mq.send_batch("hand", ["a", "b"])
+    name = "hand made"
+    for table in ("batchq_mq_meta", "batchq_mq_sent", "batchq_message"):
+        raw(mq.backend, f"UPDATE {table} SET queue = '{name}' WHERE queue = 'hand'", {})
+    assert name in [info.queue_name for info in mq.list_queues()]
+    assert mq.metrics(name).queue_length == 2
+    assert name in [m.queue_name for m in mq.metrics_all()]
+    assert mq.purge_queue(name) == 2
+    assert mq.drop_queue(name) is True
+    assert name not in [info.queue_name for info in mq.list_queues()]
+    for call in (mq.purge_queue, mq.drop_queue):
+        with pytest.raises(ConfigError, match="bad queue name"):
+            call(name)
+
+
 # -- the archive -----------------------------------------------------------------------
 
 

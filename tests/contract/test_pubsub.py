@@ -156,6 +156,30 @@ def test_a_subscription_never_takes_over_a_queue_of_its_name(mq: MessageQueue) -
     assert bodies(mq, "orders:billing") == ["mine"]
 
 
+def test_drop_queue_refuses_a_subscriptions_queue_and_names_the_way_out(
+    db_url: str, mq: MessageQueue
+) -> None:
+    mq.subscribe("orders", "billing")
+    mq.publish("orders", {"n": 1})
+    needle = r"'orders:billing' is the queue of subscriber 'billing' to topic 'orders'.*unsubscribe"
+    with pytest.raises(ConfigError, match=needle):
+        mq.drop_queue("orders:billing")
+    conn = app_connection(db_url)
+    try:
+        with pytest.raises(ConfigError, match=needle):
+            mq.drop_queue("orders:billing", conn=conn)
+        conn.commit()  # nothing was written in the caller's transaction: the queue still takes sends
+    finally:
+        conn.close()
+    assert "orders:billing" in [info.queue_name for info in mq.list_queues()]
+    assert mq.publish("orders", {"n": 2}) == 1
+    mq.send("orders:billing", {"n": "sent"})
+    assert bodies(mq, "orders:billing") == [{"n": 1}, {"n": 2}, {"n": "sent"}]
+    assert mq.unsubscribe("orders", "billing")  # the way out the error names
+    assert "orders:billing" not in [info.queue_name for info in mq.list_queues()]
+    assert mq.publish("orders", {"n": 3}) == 0
+
+
 def test_bad_publishes_are_refused(mq: MessageQueue) -> None:
     mq.subscribe("orders", "billing")
     with pytest.raises(PayloadError):

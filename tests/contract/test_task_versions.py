@@ -228,6 +228,31 @@ def test_a_hand_written_version_that_is_no_version_fails_the_job_with_the_reason
     assert row["last_error"].startswith("PayloadError: the job's stored task_version 0 is not a version")
 
 
+def test_a_version_out_of_the_columns_range_is_refused_before_anything_is_written(
+    vqueue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Set by hand on the function (@task(version=...) refuses it already).
+    monkeypatch.setattr(versioned_jobs.greet, "batchq_version", 65536)
+    with pytest.raises(ConfigError, match=r"'versioned_jobs:greet' declares version 65536: .*1 to 65535"):
+        vqueue.enqueue(GREET, {"name": "kim", "lang": "en"})
+    with pytest.raises(ConfigError, match="declares version 65536"):
+        vqueue.enqueue_many(GREET, [{"name": "kim", "lang": "en"}])
+    assert job_rows(vqueue) == []
+
+
+@pytest.mark.backends("sqlite")  # the servers' columns refuse 65536 (SMALLINT UNSIGNED; CHECK)
+def test_a_hand_written_version_above_the_range_fails_the_job_rather_than_wait(vqueue: Queue) -> None:
+    job_id = vqueue.enqueue(GREET, {"name": "kim", "lang": "en"}, max_errors=1)
+    run_query(vqueue, "job_set_task_version", {"id": job_id, "version": 65536})
+    summary = run(vqueue)
+    assert (summary.errors, summary.version_waits) == (1, 0)
+    [row] = job_rows(vqueue)
+    assert row["status"] == "failed"
+    assert row["last_error"].startswith(
+        "PayloadError: the job's stored task_version 65536 is not a version (a whole number from 1 to 65535)"
+    )
+
+
 # -- backoff: enqueue's, over the task's, over the run's ---------------------------------------
 
 

@@ -33,7 +33,7 @@ JOB_COLUMNS: dict[str, Any] = {
 }
 
 
-def write_row(queue: Queue, **values: Any) -> int:
+def write_row(queue: Queue, /, **values: Any) -> int:
     """INSERT a job row by plain SQL (test query job_insert); returns its id."""
     if unknown := values.keys() - JOB_COLUMNS.keys():
         raise TypeError(f"write_row sets no column {sorted(unknown)}")

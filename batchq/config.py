@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, unquote
@@ -343,6 +343,17 @@ def format_time(value: datetime | str | None) -> str:
     if value is None:
         return "an unknown time"
     return repr(value)
+
+
+def parse_utc_time(value: str, what: str) -> datetime:
+    """An ISO 8601 time (``2026-11-27T12:19:20.123456+00:00``; without an offset: UTC), aware."""
+    try:
+        when = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ConfigError(
+            f"bad {what} {_brief(value)}: give an ISO 8601 time such as 2026-11-27T12:19:20+00:00"
+        ) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
 
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:

@@ -96,6 +96,12 @@ class FailureGroup:
     sample: str  # one job's last error, first line
     job_ids: tuple[int, ...]
 
+    @property
+    def failed_by(self) -> datetime | None:
+        """The group's latest failure as a time, if it is one: acting on the group as listed means
+        on its jobs that had failed by then (gc-error --failed-by), not on those failing since."""
+        return self.last_seen if isinstance(self.last_seen, datetime) else None
+
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 

@@ -231,9 +231,12 @@ def gc_error(
     queues: Iterable[str] = (),
     ids: Iterable[int] = (),
     groups: Iterable[str] = (),
+    failed_by: datetime | None = None,
 ) -> list[FailedJob]:
     """List failed jobs (filtered by queue, id and failure group, each filter given meaning 'one
-    of these'); ``action`` 'requeue' or 'delete' acts on them.
+    of these'; and by ``failed_by``: only jobs whose last failure came no later, so that acting
+    on a group as it was listed leaves alone the jobs that failed since); ``action`` 'requeue'
+    or 'delete' acts on them.
 
     Returns the jobs listed, or with an action the jobs it acted on; requeued ones as they are
     now (ready, or blocked for a slot of their concurrency key; no errors), with the count they
@@ -248,6 +251,7 @@ def gc_error(
         if (not wanted_queues or job.queue in wanted_queues)
         and (not wanted_ids or job.id in wanted_ids)
         and (not wanted_groups or job.fingerprint in wanted_groups)
+        and (failed_by is None or _failed_by(job, failed_by))
     ]
     if action is None:
         return jobs
@@ -255,6 +259,12 @@ def gc_error(
     if action == "requeue":
         return [requeued for job in jobs if (requeued := _requeue_failed(backend, job)) is not None]
     return [job for job in jobs if _execute(backend, "job_delete_failed", job.id) == 1]
+
+
+def _failed_by(job: FailedJob, bound: datetime) -> bool:
+    """Whether the job last failed no later than ``bound`` (a time written by hand, that is no
+    time, is not known to: the job is left alone)."""
+    return isinstance(job.last_error_at, datetime) and job.last_error_at <= bound
 
 
 def _execute(backend: Backend, query: str, job_id: int) -> int:

@@ -9,7 +9,7 @@ from functools import partial
 import click
 
 from .. import sweeps
-from ..config import format_time
+from ..config import format_time, parse_utc_time
 from ..failures import FailureGroup, group_failures
 from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from ..history import format_usage
@@ -77,6 +77,13 @@ def gc_processing(
     metavar="FP",
     help="Only this failure group, by fingerprint (repeatable).",
 )
+@click.option(
+    "--failed-by",
+    metavar="TIME",
+    callback=lambda ctx, param, value: None if value is None else parse_utc_time(value, "--failed-by"),
+    help="Only jobs whose last failure came no later than TIME (ISO 8601, UTC without an offset): "
+    "the hint under a listing gives it, so that acting on a group leaves alone jobs that failed since.",
+)
 @click.option("--requeue", is_flag=True, help="Give the failed jobs a fresh set of tries, due now.")
 @click.option("--delete", is_flag=True, help="Delete the failed jobs.")
 @click.option("--hook", metavar="PATH", help="Call pkg.mod:func with the affected jobs (a list of dicts).")
@@ -87,6 +94,7 @@ def gc_error(
     queues: tuple[str, ...],
     ids: tuple[int, ...],
     groups: tuple[str, ...],
+    failed_by: datetime | None,
     requeue: bool,
     delete: bool,
     hook: str | None,
@@ -100,7 +108,7 @@ def gc_error(
         usage_error("--requeue and --delete cannot be used together: give one of them")
     action = "requeue" if requeue else "delete" if delete else None
     hook_fn = load_trusted(hook) if hook else None
-    jobs = sweeps.gc_error(open_queue(ctx), action, queues, ids, groups)
+    jobs = sweeps.gc_error(open_queue(ctx), action, queues, ids, groups, failed_by)
     report = partial(_failed_report, jobs, action, bool(ids))
     report_found([job.as_dict() for job in jobs], hook_fn, as_json, report)
 
@@ -175,13 +183,16 @@ def _failed_report(jobs: list[sweeps.FailedJob], action: str | None, by_id: bool
 
 def _act_on(group: FailureGroup, by_id: bool) -> str:
     """The command that acts on the group as it was listed: its queues (and its jobs, when the
-    listing was by id), never the cause's failed jobs in queues the report did not show."""
+    listing was by id), and only jobs that had failed by then: never the cause's failed jobs in
+    queues the report did not show, nor those that failed after it."""
     words = ["batchq", "gc-error"]
     for name in group.queues:
         words += ["--queue", name]
     for job_id in group.job_ids if by_id else ():
         words += ["--id", str(job_id)]
     words += ["--group", group.fingerprint]
+    if group.failed_by is not None:
+        words += ["--failed-by", group.failed_by.isoformat()]
     return shlex.join(words)
 
 

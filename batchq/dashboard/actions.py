@@ -4,11 +4,12 @@ its CSRF token (posts.check_action), then redirect back (the page reloads with a
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, redirect, request
 
-from ..config import check_queue_name, counted
+from ..config import check_queue_name, counted, parse_utc_time
 from ..errors import ConfigError
 from ..explain import why_not_cancelled
 from ..job import JOB_ID_RANGE
@@ -52,8 +53,8 @@ def resume() -> str:
 
 @action("/actions/requeue-group")
 def requeue_group() -> str:
-    group, name = _group_in_queue()
-    done = gc_error(current().queue, "requeue", queues=[name], groups=[group])
+    group, name, failed_by = _group_in_queue()
+    done = gc_error(current().queue, "requeue", queues=[name], groups=[group], failed_by=failed_by)
     held = [job for job in done if job.key_held_by is not None]
     full = [job for job in done if job.queue_full is not None]
     requeued = counted(len(done) - len(held) - len(full), "job")
@@ -67,18 +68,21 @@ def requeue_group() -> str:
 
 @action("/actions/delete-group")
 def delete_group() -> str:
-    group, name = _group_in_queue()
-    deleted = len(gc_error(current().queue, "delete", queues=[name], groups=[group]))
+    group, name, failed_by = _group_in_queue()
+    deleted = len(gc_error(current().queue, "delete", queues=[name], groups=[group], failed_by=failed_by))
     return f"deleted {counted(deleted, 'failed job')} of group {group} in queue {name}"
 
 
-def _group_in_queue() -> tuple[str, str]:
-    """A failure group's row on the Failures page is one cause in one queue: both are needed,
-    so that a group action never reaches the cause's jobs in queues that row did not show."""
+def _group_in_queue() -> tuple[str, str, datetime | None]:
+    """A failure group's row on the Failures page is one cause in one queue, as it was when the
+    page was drawn: its cause and queue are needed, and its latest failure bounds the action, so
+    that it never reaches the cause's jobs in other queues nor those that failed since."""
     group, name = request.form.get("fingerprint", ""), request.form.get("queue", "")
     if not group or not name:
         raise ConfigError("which failure group, in which queue? act from the Failures page's rows")
-    return group, name  # the queue as stored: rows written by hand may hold any name
+    failed_by = request.form.get("failed_by", "")
+    # the queue as stored: rows written by hand may hold any name
+    return group, name, parse_utc_time(failed_by, "failed_by") if failed_by else None
 
 
 @action("/actions/stop-worker")

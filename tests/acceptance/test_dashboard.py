@@ -194,6 +194,29 @@ def test_a_failure_group_is_shown_and_acted_on_per_queue(queue: Queue, db_url: s
     assert statuses == {ids["sms"][0]: "ready", ids["push"][0]: "failed"}
 
 
+def test_a_failure_groups_action_leaves_alone_jobs_that_failed_after_the_page(
+    queue: Queue, db_url: str
+) -> None:
+    """A row's buttons carry the group's latest failure as the page showed it: a job of the
+    same cause and queue that fails after the page was drawn is not deleted with the row."""
+    shown = queue.enqueue("jobs:fail", 1, queue="mail", max_errors=1)
+    Worker(queue, RunOptions(backoff_base=0, queues=("mail",))).run()
+    with dashboard(db_url) as board:
+        csrf = board.sign_in()
+        page = board.get("/failures").body
+        [failed_by] = set(re.findall(r'name="failed_by" value="([^"]+)"', page))
+        later = queue.enqueue("jobs:fail", 2, queue="mail", max_errors=1)
+        Worker(queue, RunOptions(backoff_base=0, queues=("mail",))).run()
+        [group] = failure_groups(queue)
+        form = {"fingerprint": group.fingerprint, "queue": "mail", "failed_by": failed_by, "csrf": csrf}
+        reply = board.post("/actions/delete-group", form)
+        assert f"deleted+1+failed+job+of+group+{group.fingerprint}+in+queue+mail" in reply.headers["Location"]
+        bad = board.post("/actions/delete-group", {**form, "failed_by": "yesterday"})
+        assert bad.status == 400
+    assert [(row["id"], row["status"]) for row in job_rows(queue)] == [(later, "failed")]
+    assert shown != later
+
+
 def test_a_pickled_payload_is_shown_by_its_size_never_unpickled(
     queue: Queue, db_url: str, tmp_path: Path
 ) -> None:

@@ -73,7 +73,9 @@ def test_the_cli_prints_one_block_per_cause(queue: Queue, db_url: str) -> None:
         f"  group {group.fingerprint}: 5 jobs, queue default, task jobs:fail, last failed "
     )
     assert lines[-2] == "    ... and 2 jobs more"
-    hint = f"batchq gc-error --queue default --group {group.fingerprint}"
+    assert group.failed_by is not None
+    bound = group.failed_by.isoformat()
+    hint = f"batchq gc-error --queue default --group {group.fingerprint} --failed-by {bound}"
     assert lines[-1] == f"    act on it: {hint} --requeue (or --delete)"
     done = run_batchq(db_url, *shlex.split(hint)[1:], "--delete")
     assert done.returncode == 3 and done.stdout.startswith("batchq gc-error: 5 jobs deleted, 1 cause")
@@ -85,6 +87,13 @@ def hinted(report: str) -> list[list[str]]:
     prefix, suffix = "act on it: batchq ", " --requeue (or --delete)"
     hints = [line.strip() for line in report.splitlines() if line.strip().startswith(prefix)]
     return [shlex.split(hint[len(prefix) : -len(suffix)]) for hint in hints]
+
+
+def scope(hint: list[str]) -> list[str]:
+    """A hint's words but its --failed-by TIME, which every hint ends with (the group's latest
+    failure, so that the command leaves alone jobs that fail after the listing)."""
+    assert hint[-2] == "--failed-by", hint
+    return hint[:-2]
 
 
 def failed_ids(queue: Queue) -> list[int]:
@@ -100,14 +109,37 @@ def test_the_hint_acts_only_on_the_jobs_it_was_printed_for(queue: Queue, db_url:
     Worker(queue, RunOptions(backoff_base=0, queues=("g34", "a", "b"))).run()
     [group] = failure_groups(queue)  # one cause in three queues
     [by_id] = hinted(run_batchq(db_url, "gc-error", "--id", str(shown)).stdout)
-    assert by_id == ["gc-error", "--queue", "g34", "--id", str(shown), "--group", group.fingerprint]
+    assert scope(by_id) == ["gc-error", "--queue", "g34", "--id", str(shown), "--group", group.fingerprint]
     deleted = run_batchq(db_url, *by_id, "--delete")
     assert deleted.stdout.startswith("batchq gc-error: 1 job deleted, 1 cause"), deleted.stdout
     assert failed_ids(queue) == sorted([*elsewhere, beside])
 
     [in_g34] = hinted(run_batchq(db_url, "gc-error", "--queue", "g34").stdout)
-    assert in_g34 == ["gc-error", "--queue", "g34", "--group", group.fingerprint]
+    assert scope(in_g34) == ["gc-error", "--queue", "g34", "--group", group.fingerprint]
     assert run_batchq(db_url, *in_g34, "--requeue").returncode == 3
     assert failed_ids(queue) == sorted(elsewhere)
     [everywhere] = hinted(run_batchq(db_url, "gc-error").stdout)  # every queue it showed
-    assert everywhere == ["gc-error", "--queue", "a", "--queue", "b", "--group", group.fingerprint]
+    assert scope(everywhere) == ["gc-error", "--queue", "a", "--queue", "b", "--group", group.fingerprint]
+
+
+def test_the_hint_leaves_alone_a_job_that_failed_after_the_listing(queue: Queue, db_url: str) -> None:
+    shown = queue.enqueue("jobs:fail", 1, queue="g34", max_errors=1)
+    Worker(queue, RunOptions(backoff_base=0, queues=("g34",))).run()
+    [hint] = hinted(run_batchq(db_url, "gc-error", "--queue", "g34").stdout)
+    later = queue.enqueue("jobs:fail", 2, queue="g34", max_errors=1)  # same cause, same queue
+    Worker(queue, RunOptions(backoff_base=0, queues=("g34",))).run()
+    assert [group.count for group in failure_groups(queue)] == [2]
+    requeued = run_batchq(db_url, *hint, "--requeue")
+    assert requeued.stdout.startswith("batchq gc-error: 1 job requeued, 1 cause"), requeued.stdout
+    assert failed_ids(queue) == [later]
+    assert shown not in failed_ids(queue)
+
+
+def test_a_bad_failed_by_is_one_line_and_writes_nothing(queue: Queue, db_url: str) -> None:
+    job = queue.enqueue("jobs:fail", 1, max_errors=1)
+    run_all(queue)
+    refused = run_batchq(db_url, "gc-error", "--failed-by", "yesterday", "--delete")
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith("batchq: error: bad --failed-by 'yesterday': give an ISO 8601 time")
+    assert len(refused.stderr.splitlines()) == 1
+    assert failed_ids(queue) == [job]

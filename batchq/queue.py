@@ -22,7 +22,7 @@ from .partitions import (
     partition_count,
     set_partition_count,
 )
-from .serializers import dumps, secret_from_env
+from .serializers import dumps, numbered, secret_from_env, which_of
 from .tasks import Resolver, check_task_name, modules_from_env, split_modules, task_policy, task_version
 from .typed import QueueType, SchemaSpec, TypeCache, count_mismatched, refuse_pickle, schema_text
 
@@ -413,12 +413,17 @@ class Queue(OnDatabase):
             known = None  # untyped: nothing to check a payload against
         limit = self.backend.payload_limit()
         stored: list[bytes | None] = []
-        for index, payload in enumerate(payloads):
-            data = dumps(payload, serializer, secret)
-            if data is not None and len(data) > limit:
-                raise _too_big(len(data), limit)
+        given = payloads if isinstance(payloads, (list, tuple)) else list(payloads)
+        count = len(given)  # a batch's errors say which payload: "job 2 of 3"
+        for index, payload in enumerate(given):
+            try:
+                data = dumps(payload, serializer, secret)
+                if data is not None and len(data) > limit:
+                    raise _too_big(len(data), limit)
+            except PayloadError as exc:
+                raise numbered(exc, "job", index, count) from None
             if known is not None:
-                where = "payload" if single else f"payload {index}"
+                where = "payload" if count == 1 else which_of("job", index, count)
                 known.check(data, f"{where} does not match the type of queue {queue!r}: ")
             stored.append(data)
         return stored

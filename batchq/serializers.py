@@ -68,6 +68,19 @@ def dumps(payload: Any, serializer: str, secret: bytes | None) -> bytes | None:
     raise ConfigError(f"unknown serializer {serializer!r}: use 'json' or 'pickle'")
 
 
+def which_of(noun: str, index: int, count: int) -> str:
+    """How an error names one payload of a batch, counting from 1 ("job 2 of 3"); alone, the noun."""
+    return noun if count == 1 else f"{noun} {index + 1} of {count}"
+
+
+def numbered(error: PayloadError, noun: str, index: int, count: int) -> PayloadError:
+    """A batch's payload error, saying which payload ("job 2 of 3: payload ..."), of the same type."""
+    if count == 1:
+        return error
+    error.args = (f"{which_of(noun, index, count)}: {error}",)
+    return error
+
+
 def check_json_text(text: str) -> None:
     """PayloadError unless the encoder's JSON text keeps batchq's rule (MAX_JSON_DEPTH, no NUL).
     enqueue's hot path: small payloads cost three scans in C (counts and a find), no parse."""

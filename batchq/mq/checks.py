@@ -9,7 +9,7 @@ from typing import Any
 
 from ..config import parse_duration
 from ..errors import ConfigError, PayloadError
-from ..serializers import dumps
+from ..serializers import dumps, numbered, which_of
 from ..typed import QueueType
 from .core import When
 
@@ -24,14 +24,25 @@ def _json_text(value: Any, what: str) -> str:
     return data.decode("utf-8")
 
 
+def _json_texts(values: list[Any]) -> list[str]:
+    """send_batch's messages as JSON text; an error says which message ("message 2 of 3")."""
+    texts = []
+    for index, value in enumerate(values):
+        try:
+            texts.append(_json_text(value, "message"))
+        except PayloadError as exc:
+            raise numbered(exc, "message", index, len(values)) from None
+    return texts
+
+
 def _check_sizes(rows: list[dict[str, Any]], limit: int) -> None:
     """Refuse a message larger than batchq stores, before sending anything."""
-    for row in rows:
+    for index, row in enumerate(rows):
         size = len(row["message"].encode("utf-8"))
         if size > limit:
             raise PayloadError(
-                f"message is {size:,} bytes of JSON, more than this database accepts "
-                f"({limit:,} bytes): store large data elsewhere and send a reference to it"
+                f"{which_of('message', index, len(rows))} is {size:,} bytes of JSON, more than this "
+                f"database accepts ({limit:,} bytes): store large data elsewhere and send a reference to it"
             )
 
 
@@ -63,7 +74,7 @@ def _check_type(known: QueueType, queue: str, rows: list[dict[str, Any]]) -> Non
     if known.text is None or (len(rows) > 1 and known.fits_all([row["message"] for row in rows])):
         return
     for index, row in enumerate(rows):
-        which = "message" if len(rows) == 1 else f"message {index} of {len(rows)}"
+        which = which_of("message", index, len(rows))
         known.check(row["message"], f"{which} does not match the type of queue {queue!r}: ")
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .backends import OnDatabase
 from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
-from .config import Duration, check_queue_name, parse_duration, parse_timeout
+from .config import Duration, check_queue_name, parse_duration, parse_timeout, parse_when
 from .errors import BackendError, ConfigError, PayloadError
 from .explain import Explanation, explain
 from .history import HistoryEntry, prune, read_history
@@ -102,7 +103,7 @@ class Queue(OnDatabase):
         payload: Any = None,
         *,
         queue: str = "default",
-        delay: Delay = None,
+        delay: Delay | datetime = None,
         priority: int = 0,
         max_errors: int | None = None,
         serializer: str = "json",
@@ -186,7 +187,7 @@ class Queue(OnDatabase):
         payloads: Iterable[Any],
         *,
         queue: str = "default",
-        delay: Delay = None,
+        delay: Delay | datetime = None,
         priority: int = 0,
         max_errors: int | None = None,
         serializer: str = "json",
@@ -329,7 +330,7 @@ class Queue(OnDatabase):
         self,
         task: Task,
         queue: str,
-        delay: Delay,
+        delay: Delay | datetime,
         priority: int,
         max_errors: int | None,
         serializer: str,
@@ -350,7 +351,7 @@ class Queue(OnDatabase):
             max_errors = task_policy(func)[0] or DEFAULT_MAX_ERRORS
         _check_int("priority", priority, PRIORITY_RANGE)
         _check_int("max_errors", max_errors, MAX_ERRORS_RANGE)
-        seconds = parse_duration(delay, "delay")
+        seconds, at = parse_when(delay, "delay")  # as a message's: an aware datetime is that instant
         concurrency_limit = _check_concurrency(concurrency_key, concurrency_limit)
         timeout_seconds = parse_timeout(timeout, "timeout")
         backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
@@ -361,6 +362,7 @@ class Queue(OnDatabase):
             "priority": priority,
             "max_errors": max_errors,
             "delay": seconds,
+            "at": at,
             "concurrency_key": concurrency_key,
             "concurrency_limit": concurrency_limit,
             "unique_key": None,

@@ -4,10 +4,9 @@ and headers as JSON text, sizes, types, read filters, delays and times."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
-from ..config import parse_duration
+from ..config import aware_epoch, parse_when
 from ..errors import ConfigError, PayloadError
 from ..serializers import dumps, numbered, which_of
 from ..typed import QueueType
@@ -108,21 +107,9 @@ def _check_filter(node: Mapping[str, Any]) -> None:
 
 def _when(value: When | None, what: str) -> dict[str, Any]:
     """A delay in seconds, or an absolute time as Unix seconds (the SQL keeps the later of it and
-    the server's now): {"delay": ..., "at": ...}."""
-    if isinstance(value, datetime):
-        return {"delay": 0.0, "at": _epoch(value, what)}
-    return {"delay": parse_duration(value, what), "at": None}
+    the server's now): {"delay": ..., "at": ...}, read as a job's delay is (parse_when)."""
+    delay, at = parse_when(value, what)
+    return {"delay": delay, "at": at}
 
 
-def _epoch(value: datetime | None, what: str) -> float | None:
-    """An aware datetime as Unix seconds; a naive one is refused (whose clock would it be?)."""
-    if value is None:
-        return None
-    if not isinstance(value, datetime):
-        raise ConfigError(f"bad {what} {value!r}: use an aware datetime, as datetime.now(timezone.utc)")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ConfigError(
-            f"bad {what} {value!r}: a naive datetime has no time zone; give one, as "
-            "datetime(..., tzinfo=timezone.utc) or datetime.now(timezone.utc)"
-        )
-    return value.timestamp()
+_epoch = aware_epoch  # since/until of read_archive

@@ -101,3 +101,12 @@ def test_deeply_nested_message_is_archived_with_its_reason_and_the_others_read(
         assert all("nested too deeply" in str(reason) for _, reason in reasons)
     finally:
         mq.close()
+
+
+def test_deeply_nested_schedule_payload_is_reported_not_raised(queue: Queue) -> None:
+    """Schedules decode their stored payload too (list, tick): the row is reported with why."""
+    queue.schedule("deep", "* * * * *", "jobs:noop", payload={"a": 1})
+    mark = "?" if queue.backend.dialect == "sqlite" else "%s"
+    sql(queue, f"UPDATE batchq_schedule SET payload = {mark}", (b"[" * 100_000 + b"]" * 100_000,))
+    [listed] = queue.schedules.list()
+    assert listed.problem is not None and "nested too deeply" in listed.problem

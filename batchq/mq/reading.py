@@ -161,7 +161,7 @@ class Reading(MessageQueueCore):
         reason = f"message cannot be read: {why}"
         log.warning("message %s of queue %r archived unread: %s", row["msg_id"], queue, reason)
         params = {**self._message_params(queue, int(row["msg_id"]), int(row["read_ct"])), "reason": reason}
-        self._archive_mismatched(params, conn)
+        self._on(conn, partial(self._archive_mismatched, params))
 
     def pop(self, queue: str, *, conn: Any = None) -> Message | None:
         """Delete the oldest visible message and return it (at-most-once delivery)."""

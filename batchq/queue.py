@@ -399,11 +399,9 @@ class Queue(OnDatabase):
     def job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:
         """A job row of the template; on a typed queue (as job_template read it), the payload
         must match the type (PayloadInvalid) and be JSON."""
-        return {**template, "payload": self._job_payloads(template, (payload,), single=True)[0]}
+        return {**template, "payload": self._job_payloads(template, (payload,))[0]}
 
-    def _job_payloads(
-        self, template: dict[str, Any], payloads: Iterable[Any], single: bool = False
-    ) -> list[bytes | None]:
+    def _job_payloads(self, template: dict[str, Any], payloads: Iterable[Any]) -> list[bytes | None]:
         """The payloads as stored, each checked (size; the queue's type) before anything is
         written; a payload of many that does not match says which it is. What is the same for
         every payload (the type, the size limit) is looked up once per call, not per row."""

@@ -373,6 +373,29 @@ def format_duration(seconds: float) -> str:
     return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
 
 
+def parse_when(value: Duration | datetime | None, what: str = "delay") -> tuple[float, float | None]:
+    """A delay as (seconds, None), or an aware datetime as (0, its Unix seconds): the one reading
+    of a job's and a message's ``delay``. The SQL keeps the later of that time and the server's
+    now, so a time in the past means now; a naive datetime is refused (aware_epoch)."""
+    if isinstance(value, datetime):
+        return 0.0, aware_epoch(value, what)
+    return parse_duration(value, what), None
+
+
+def aware_epoch(value: datetime | None, what: str) -> float | None:
+    """An aware datetime as Unix seconds; a naive one is refused (whose clock would it be?)."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise ConfigError(f"bad {what} {value!r}: use an aware datetime, as datetime.now(timezone.utc)")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ConfigError(
+            f"bad {what}: a naive datetime has no time zone (whose clock would it be?); give one, as "
+            "datetime(..., tzinfo=timezone.utc) or datetime.now(timezone.utc)"
+        )
+    return value.timestamp()
+
+
 def parse_duration(value: Duration | None, what: str = "duration") -> float:
     """Seconds from 90, 2.5, '90', '90s', '15m', '1h30m', '2d', '250ms' or a timedelta; None is 0.
 

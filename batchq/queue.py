@@ -5,11 +5,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .backends import OnDatabase
 from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
-from .config import Duration, check_queue_name, counted, existing_queue_name, parse_duration, parse_timeout
+from .config import (
+    Duration,
+    check_queue_name,
+    counted,
+    existing_queue_name,
+    parse_duration,
+    parse_timeout,
+    parse_when,
+)
 from .errors import BackendError, ConfigError, PayloadError
 from .explain import Explanation, explain
 from .history import HistoryEntry, prune, read_history
@@ -22,7 +31,7 @@ from .partitions import (
     partition_count,
     set_partition_count,
 )
-from .serializers import dumps, secret_from_env
+from .serializers import dumps, numbered, secret_from_env, which_of
 from .tasks import (
     Resolver,
     check_task_name,
@@ -109,7 +118,7 @@ class Queue(OnDatabase):
         payload: Any = None,
         *,
         queue: str = "default",
-        delay: Delay = None,
+        delay: Delay | datetime = None,
         priority: int = 0,
         max_errors: int | None = None,
         serializer: str = "json",
@@ -193,7 +202,7 @@ class Queue(OnDatabase):
         payloads: Iterable[Any],
         *,
         queue: str = "default",
-        delay: Delay = None,
+        delay: Delay | datetime = None,
         priority: int = 0,
         max_errors: int | None = None,
         serializer: str = "json",
@@ -336,7 +345,7 @@ class Queue(OnDatabase):
         self,
         task: Task,
         queue: str,
-        delay: Delay,
+        delay: Delay | datetime,
         priority: int,
         max_errors: int | None,
         serializer: str,
@@ -357,7 +366,7 @@ class Queue(OnDatabase):
             max_errors = task_policy(func)[0] or DEFAULT_MAX_ERRORS
         _check_int("priority", priority, PRIORITY_RANGE)
         _check_int("max_errors", max_errors, MAX_ERRORS_RANGE)
-        seconds = parse_duration(delay, "delay")
+        seconds, at = parse_when(delay, "delay")  # as a message's: an aware datetime is that instant
         concurrency_limit = _check_concurrency(concurrency_key, concurrency_limit)
         timeout_seconds = parse_timeout(timeout, "timeout")
         backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
@@ -368,6 +377,7 @@ class Queue(OnDatabase):
             "priority": priority,
             "max_errors": max_errors,
             "delay": seconds,
+            "at": at,
             "concurrency_key": concurrency_key,
             "concurrency_limit": concurrency_limit,
             "unique_key": None,
@@ -404,11 +414,9 @@ class Queue(OnDatabase):
     def job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:
         """A job row of the template; on a typed queue (as job_template read it), the payload
         must match the type (PayloadInvalid) and be JSON."""
-        return {**template, "payload": self._job_payloads(template, (payload,), single=True)[0]}
+        return {**template, "payload": self._job_payloads(template, (payload,))[0]}
 
-    def _job_payloads(
-        self, template: dict[str, Any], payloads: Iterable[Any], single: bool = False
-    ) -> list[bytes | None]:
+    def _job_payloads(self, template: dict[str, Any], payloads: Iterable[Any]) -> list[bytes | None]:
         """The payloads as stored, each checked (size; the queue's type) before anything is
         written; a payload of many that does not match says which it is. What is the same for
         every payload (the type, the size limit) is looked up once per call, not per row."""
@@ -420,12 +428,17 @@ class Queue(OnDatabase):
             known = None  # untyped: nothing to check a payload against
         limit = self.backend.payload_limit()
         stored: list[bytes | None] = []
-        for index, payload in enumerate(payloads):
-            data = dumps(payload, serializer, secret)
-            if data is not None and len(data) > limit:
-                raise _too_big(len(data), limit)
+        given = payloads if isinstance(payloads, (list, tuple)) else list(payloads)
+        count = len(given)  # a batch's errors say which payload: "job 2 of 3"
+        for index, payload in enumerate(given):
+            try:
+                data = dumps(payload, serializer, secret)
+                if data is not None and len(data) > limit:
+                    raise _too_big(len(data), limit)
+            except PayloadError as exc:
+                raise numbered(exc, "job", index, count) from None
             if known is not None:
-                where = "payload" if single else f"payload {index}"
+                where = "payload" if count == 1 else which_of("job", index, count)
                 known.check(data, f"{where} does not match the type of queue {queue!r}: ")
             stored.append(data)
         return stored

@@ -162,6 +162,8 @@ class QueueType:
             value = None if data is None else json.loads(data)
         except (UnicodeDecodeError, ValueError):
             return "payload is not valid JSON, and the queue is typed"
+        except RecursionError:  # a row written by hand, nested deeper than Python's decoder goes
+            return "payload is nested too deeply to read back, and the queue is typed"
         found = self.problem(value)
         return None if found is None else f"payload does not match the queue's type: {found[0]}: {found[1]}"
 

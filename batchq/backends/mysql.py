@@ -12,6 +12,7 @@ from contextlib import suppress
 from typing import Any
 
 import pymysql
+import pymysql.cursors
 from pymysql.constants import CLIENT, SERVER_STATUS
 
 from ..config import DEFAULT_PORTS, counted
@@ -193,6 +194,11 @@ class MySQLBackend(Backend):
     # payload are built here, measured in the bytes PyMySQL sends, and refused with PayloadError
     # before anything is sent; what is sent is exactly what was measured.
 
+    def _new_cursor(self, conn: Any = None) -> Any:
+        # Buffered tuples whatever cursor class the application gave its own connection
+        # (DictCursor, SSCursor): batchq reads rows by position and reads them all.
+        return (conn if conn is not None else self.conn).cursor(pymysql.cursors.Cursor)
+
     def insert(self, name: str, params: Any, conn: Any = None) -> int:
         with self.errors(), self._cursor(conn) as cur:
             cur.execute(self._fitting(cur, self.sql(name), params))
@@ -312,7 +318,7 @@ class MySQLBackend(Backend):
         session = conn.server_thread_id
         known = self._packets.get(conn)
         if known is None or known[0] != session:  # a reconnected connection is a new session
-            with conn.cursor() as cur:
+            with conn.cursor(pymysql.cursors.Cursor) as cur:  # a tuple, whatever the app's class
                 cur.execute(self.sql("max_allowed_packet"))
                 (packet,) = cur.fetchone()
             known = self._packets[conn] = (session, int(packet))

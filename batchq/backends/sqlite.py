@@ -65,6 +65,13 @@ class SQLiteBackend(Backend):
             conn.execute(self.sql(name))
         return conn
 
+    def _new_cursor(self, conn: Any = None) -> Any:
+        cur = (conn if conn is not None else self.conn).cursor()
+        # Tuples whatever row factory the application gave its own connection (sqlite3.Row, a
+        # dict factory): a cursor inherits its connection's.
+        cur.row_factory = None
+        return cur
+
     def _translate(self, exc: Exception) -> BackendError | None:
         if not isinstance(exc, sqlite3.Error):
             return None

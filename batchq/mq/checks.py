@@ -4,12 +4,11 @@ and headers as JSON text, sizes, types, read filters, delays and times."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
-from ..config import counted, parse_duration
+from ..config import aware_epoch, counted, parse_when
 from ..errors import ConfigError, PayloadError
-from ..serializers import dumps
+from ..serializers import dumps, numbered, which_of
 from ..typed import QueueType
 from .core import When
 
@@ -24,14 +23,25 @@ def _json_text(value: Any, what: str) -> str:
     return data.decode("utf-8")
 
 
+def _json_texts(values: list[Any]) -> list[str]:
+    """send_batch's messages as JSON text; an error says which message ("message 2 of 3")."""
+    texts = []
+    for index, value in enumerate(values):
+        try:
+            texts.append(_json_text(value, "message"))
+        except PayloadError as exc:
+            raise numbered(exc, "message", index, len(values)) from None
+    return texts
+
+
 def _check_sizes(rows: list[dict[str, Any]], limit: int) -> None:
     """Refuse a message larger than batchq stores, before sending anything."""
-    for row in rows:
+    for index, row in enumerate(rows):
         size = len(row["message"].encode("utf-8"))
         if size > limit:
             raise PayloadError(
-                f"message is {size:,} bytes of JSON, more than this database accepts "
-                f"({limit:,} bytes): store large data elsewhere and send a reference to it"
+                f"{which_of('message', index, len(rows))} is {size:,} bytes of JSON, more than this "
+                f"database accepts ({limit:,} bytes): store large data elsewhere and send a reference to it"
             )
 
 
@@ -64,7 +74,7 @@ def _check_type(known: QueueType, queue: str, rows: list[dict[str, Any]]) -> Non
     if known.text is None or (len(rows) > 1 and known.fits_all([row["message"] for row in rows])):
         return
     for index, row in enumerate(rows):
-        which = "message" if len(rows) == 1 else f"message {index} of {len(rows)}"
+        which = which_of("message", index, len(rows))
         known.check(row["message"], f"{which} does not match the type of queue {queue!r}: ")
 
 
@@ -98,21 +108,9 @@ def _check_filter(node: Mapping[str, Any]) -> None:
 
 def _when(value: When | None, what: str) -> dict[str, Any]:
     """A delay in seconds, or an absolute time as Unix seconds (the SQL keeps the later of it and
-    the server's now): {"delay": ..., "at": ...}."""
-    if isinstance(value, datetime):
-        return {"delay": 0.0, "at": _epoch(value, what)}
-    return {"delay": parse_duration(value, what), "at": None}
+    the server's now): {"delay": ..., "at": ...}, read as a job's delay is (parse_when)."""
+    delay, at = parse_when(value, what)
+    return {"delay": delay, "at": at}
 
 
-def _epoch(value: datetime | None, what: str) -> float | None:
-    """An aware datetime as Unix seconds; a naive one is refused (whose clock would it be?)."""
-    if value is None:
-        return None
-    if not isinstance(value, datetime):
-        raise ConfigError(f"bad {what} {value!r}: use an aware datetime, as datetime.now(timezone.utc)")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ConfigError(
-            f"bad {what} {value!r}: a naive datetime has no time zone; give one, as "
-            "datetime(..., tzinfo=timezone.utc) or datetime.now(timezone.utc)"
-        )
-    return value.timestamp()
+_epoch = aware_epoch  # since/until of read_archive

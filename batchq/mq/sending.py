@@ -12,7 +12,7 @@ from ..bounds import stored_bound
 from ..config import check_queue_name
 from ..errors import BackendError, QueueFull
 from ..typed import QueueType
-from .checks import _check_sizes, _check_type, _headers_per_message, _json_text, _when
+from .checks import _check_sizes, _check_type, _headers_per_message, _json_texts, _when
 from .core import SENT_SHARDS, MessageQueueCore, When, _missing
 from .records import _first, _is_true
 
@@ -54,7 +54,7 @@ class Sending(MessageQueueCore):
         written), by its overflow policy.
         """
         check_queue_name(queue)
-        messages = [_json_text(msg, "message") for msg in msgs]
+        messages = _json_texts(list(msgs))
         heads = _headers_per_message(headers, len(messages))
         rows = [
             {"queue": queue, "message": message, "headers": head, **_when(delay, "delay")}

@@ -41,7 +41,8 @@ SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'wsrep_provider');
 SELECT @@max_allowed_packet AS max_allowed_packet;
 
 -- name: enqueue
--- One job, due after `delay` seconds on the server's clock: 'ready' when due now, else
+-- One job, due after `delay` seconds on the server's clock, or at `at` (Unix seconds, from an aware
+-- datetime; the later of it and now): 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote).
 -- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
@@ -49,8 +50,11 @@ INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_
                         backoff)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
-             WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
-        UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, %(max_errors)s,
+             WHEN %(delay)s > 0 OR TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND
+                  > UTC_TIMESTAMP(6) THEN 'scheduled' ELSE 'ready' END,
+        GREATEST(UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND,
+                 COALESCE(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND,
+                          UTC_TIMESTAMP(6))), %(max_errors)s,
         UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s);
 
 -- name: enqueue_unique
@@ -62,8 +66,11 @@ INSERT IGNORE INTO batchq_job (queue, task, payload, serializer, priority, statu
                         task_version, backoff)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
-             WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
-        UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND, %(max_errors)s,
+             WHEN %(delay)s > 0 OR TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND
+                  > UTC_TIMESTAMP(6) THEN 'scheduled' ELSE 'ready' END,
+        GREATEST(UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND,
+                 COALESCE(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND,
+                          UTC_TIMESTAMP(6))), %(max_errors)s,
         UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, %(unique_key)s,
         FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s);
 

@@ -26,7 +26,8 @@ INSERT INTO batchq_schema (version, applied_at) VALUES (%(version)s, statement_t
 ON CONFLICT (version) DO NOTHING;
 
 -- name: enqueue
--- One job, due after `delay` seconds on the server's clock: 'ready' when due now, else
+-- One job, due after `delay` seconds on the server's clock, or at `at` (Unix seconds, from an aware
+-- datetime; the later of it and now): 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote). A trigger NOTIFYs waiting workers.
 -- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
@@ -34,8 +35,10 @@ INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_
                         backoff)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
-             WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
-        statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
+             WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
+             THEN 'scheduled' ELSE 'ready' END,
+        GREATEST(statement_timestamp() + %(delay)s::float8 * interval '1 second', to_timestamp(%(at)s::float8)),
+        %(max_errors)s,
         statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int,
         floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8)
 RETURNING id;
@@ -47,8 +50,10 @@ INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_
                         backoff)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
-            WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
-       statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
+            WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
+            THEN 'scheduled' ELSE 'ready' END,
+       GREATEST(statement_timestamp() + %(delay)s::float8 * interval '1 second', to_timestamp(%(at)s::float8)),
+       %(max_errors)s,
        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int,
        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8
 FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
@@ -63,8 +68,10 @@ INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_
                         task_version, backoff)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
-             WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
-        statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
+             WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
+             THEN 'scheduled' ELSE 'ready' END,
+        GREATEST(statement_timestamp() + %(delay)s::float8 * interval '1 second', to_timestamp(%(at)s::float8)),
+        %(max_errors)s,
         statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, %(unique_key)s::text,
         floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int,
         %(backoff)s::float8)
@@ -80,8 +87,10 @@ INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_
                         task_version, backoff)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
-            WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
-       statement_timestamp() + %(delay)s::float8 * interval '1 second', %(max_errors)s,
+            WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
+            THEN 'scheduled' ELSE 'ready' END,
+       GREATEST(statement_timestamp() + %(delay)s::float8 * interval '1 second', to_timestamp(%(at)s::float8)),
+       %(max_errors)s,
        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, batch.unique_key,
        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int,
        %(backoff)s::float8

@@ -19,7 +19,8 @@ INSERT OR IGNORE INTO batchq_schema (version, applied_at)
 VALUES (:version, strftime('%Y-%m-%d %H:%M:%f', 'now'));
 
 -- name: enqueue
--- One job, due after `delay` seconds: 'ready' when due now, else 'scheduled' until a worker
+-- One job, due after `delay` seconds, or at `at` (Unix seconds, from an aware datetime; the later
+-- of it and now): 'ready' when due now, else 'scheduled' until a worker
 -- promotes it (jobs_promote).
 -- Its claim partition is a random one of :partitions (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
@@ -27,8 +28,11 @@ INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_
                         backoff)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
-             WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
-        strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), :max_errors,
+             WHEN :delay > 0 OR strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch') > strftime('%Y-%m-%d %H:%M:%f', 'now')
+             THEN 'scheduled' ELSE 'ready' END,
+        max(strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)),
+            coalesce(strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch'), strftime('%Y-%m-%d %H:%M:%f', 'now'))),
+        :max_errors,
         strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit,
         abs(random() % :partitions), :timeout, :task_version, :backoff);
 
@@ -40,8 +44,11 @@ INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_
                         task_version, backoff)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
-             WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
-        strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)), :max_errors,
+             WHEN :delay > 0 OR strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch') > strftime('%Y-%m-%d %H:%M:%f', 'now')
+             THEN 'scheduled' ELSE 'ready' END,
+        max(strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)),
+            coalesce(strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch'), strftime('%Y-%m-%d %H:%M:%f', 'now'))),
+        :max_errors,
         strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit, :unique_key,
         abs(random() % :partitions), :timeout, :task_version, :backoff)
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')

@@ -213,3 +213,27 @@ def test_four_concurrent_init_db_on_an_empty_database(backend_name: str, tmp_pat
         finally:
             if backend_name != "sqlite":
                 drop_database(backend_name, sibling_database(backend_name, name))
+
+
+# -- issue 23, item 2: a row nested deeper than Python's decoder goes, on a typed queue ----------
+
+DEEP = b"[" * 100_000 + b"]" * 100_000  # valid JSON, beyond Python's recursion limit
+
+
+def test_deeply_nested_row_of_a_typed_queue_fails_with_its_reason(
+    queue: Queue, db_url: str, tmp_path: Path
+) -> None:
+    queue.create_queue("default", schema={"type": ["array", "string"]})
+    hostile = write_row(queue, payload=DEEP)
+    good, marker = good_job(queue, tmp_path)
+    ran, swept = run_then_sweep(db_url)
+    assert ran.returncode == 0, ran.stderr
+    no_traceback(ran)
+    assert marker.exists()
+    job = row(queue, hostile)
+    assert job["status"] == "failed" and job["error_count"] == 1
+    assert "nested too deeply" in job["last_error"]
+    assert swept.returncode == 0 and swept.stdout == "", swept.stdout + swept.stderr
+    # Changing the type reads every waiting row too: it counts this one, without a traceback.
+    write_row(queue, payload=DEEP)
+    assert queue.alter_queue("default", schema={"type": "array"}, force=True) == 1

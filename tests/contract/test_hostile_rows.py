@@ -68,3 +68,45 @@ def test_mq_filter_never_matches_inside_an_array(db_url: str) -> None:
     assert matching({"k": {}}) == [sent[5]]
     assert matching({}) == [sent[i] for i in (0, 1, 3, 4, 5, 6, 7)]  # every object
     mq.close()
+
+
+# -- issue 23, item 2: a message nested deeper than Python's decoder goes -------------------------
+
+DEEP = "[" * 3000 + "]" * 3000  # stored by SQLite and PostgreSQL; MariaDB refuses past 31 levels
+
+
+@pytest.mark.backends("sqlite", "postgresql")
+@pytest.mark.parametrize("typed", [False, True], ids=["untyped", "typed"])
+def test_deeply_nested_message_is_archived_with_its_reason_and_the_others_read(
+    queue: Queue, db_url: str, typed: bool
+) -> None:
+    from batchq import MessageQueue
+    from tests.support.db import run_query
+
+    mq = MessageQueue(db_url)
+    try:
+        mq.create_queue("deep", schema={"type": "array"} if typed else None)
+        for _ in range(2):
+            run_query(queue, "message_insert_by_hand", {"queue": "deep", "message": DEEP})
+        good = mq.send_batch("deep", [[1], [2]])
+        assert [m.msg_id for m in mq.read("deep", vt=30, qty=2)] == good[:1] + good[1:2]
+        assert mq.read("deep", vt=30) == []
+        run_query(queue, "message_insert_by_hand", {"queue": "deep", "message": DEEP})
+        last = mq.send("deep", [3])
+        popped = mq.pop("deep")
+        assert popped is not None and popped.msg_id == last
+        reasons = run_query(queue, "archive_reasons", {"queue": "deep"})
+        assert len(reasons) == 3
+        assert all(str(reason).startswith("message cannot be read:") for _, reason in reasons)
+        assert all("nested too deeply" in str(reason) for _, reason in reasons)
+    finally:
+        mq.close()
+
+
+def test_deeply_nested_schedule_payload_is_reported_not_raised(queue: Queue) -> None:
+    """Schedules decode their stored payload too (list, tick): the row is reported with why."""
+    queue.schedule("deep", "* * * * *", "jobs:noop", payload={"a": 1})
+    mark = "?" if queue.backend.dialect == "sqlite" else "%s"
+    sql(queue, f"UPDATE batchq_schedule SET payload = {mark}", (b"[" * 100_000 + b"]" * 100_000,))
+    [listed] = queue.schedules.list()
+    assert listed.problem is not None and "nested too deeply" in listed.problem

@@ -79,7 +79,7 @@ def test_send_refuses_before_any_write_naming_path_and_rule(typed_mq: MessageQue
         typed_mq.send(ORDERS, BAD)
     assert str(caught.value).endswith("$.items[2].qty: -1 is less than the minimum of 1")
     assert (caught.value.path, caught.value.rule) == ("$.items[2].qty", "-1 is less than the minimum of 1")
-    with pytest.raises(PayloadInvalid, match=r"message 2 of 3 .*\$: \"items\" is a required property"):
+    with pytest.raises(PayloadInvalid, match=r"^message 3 of 3 .*\$: \"items\" is a required property"):
         typed_mq.send_batch(ORDERS, [GOOD, GOOD, {"id": 3}])
     assert messages_in(typed_mq) == []
     assert typed_mq.metrics(ORDERS).total_messages == 0  # not even counted
@@ -218,7 +218,7 @@ def test_enqueue_refuses_before_any_write(queue: Queue) -> None:
         "payload does not match the type of queue 'orders': $.items[2].qty: -1 is less than the minimum of 1"
     )
     with pytest.raises(
-        PayloadInvalid, match=r"^payload 1 does not match .*\$: \"id\" is a required property"
+        PayloadInvalid, match=r"^job 2 of 3 does not match .*\$: \"id\" is a required property"
     ):
         queue.enqueue_many("jobs:noop", [GOOD, {"items": []}, GOOD], queue=ORDERS)
     with pytest.raises(PayloadInvalid, match=r"\$: null is not of type \"object\""):

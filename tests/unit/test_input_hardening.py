@@ -123,9 +123,13 @@ def test_one_duration_parser(value: Any, seconds: float) -> None:
     import batchq.mq.checks
     import batchq.mq.reading
     import batchq.queue
+    from batchq.config import parse_when
 
     assert parse_duration(value) == seconds
+    assert parse_when(value) == (seconds, None)
     assert batchq.queue.parse_duration is parse_duration
-    mq_modules = (batchq.mq.archive, batchq.mq.checks, batchq.mq.reading)
+    mq_modules = (batchq.mq.archive, batchq.mq.reading)
     assert all(module.parse_duration is parse_duration for module in mq_modules)
+    # A delay, jobs' and messages' alike (issue 23, item 5): one reading, durations or datetimes.
+    assert batchq.queue.parse_when is parse_when and batchq.mq.checks.parse_when is parse_when
     assert not hasattr(batchq.queue, "_delay_seconds") and not hasattr(batchq.mq.checks, "_seconds")

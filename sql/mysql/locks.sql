@@ -17,9 +17,10 @@ ORDER BY slot
 LIMIT 1;
 
 -- name: lock_taken
--- The slot and token lock_take just gave this owner (the newest it holds of the name).
+-- The slot and token lock_take just gave this owner, in its transaction (the newest it holds of
+-- the name). Expired or not: a ttl shorter than a round trip has passed already, yet it was taken.
 SELECT slot, token FROM batchq_lock
-WHERE name = %(name)s AND lock_by = %(owner)s AND state = 'locked' AND expire_at > UTC_TIMESTAMP(6)
+WHERE name = %(name)s AND lock_by = %(owner)s AND state = 'locked'
 ORDER BY taken_at DESC, slot
 LIMIT 1;
 

@@ -77,6 +77,30 @@ def test_stop_is_asked_by_host_queue_or_name(queue: Queue) -> None:
     assert all(info.stop_requested for info in list_workers(queue.backend))
 
 
+def test_host_and_name_filters_compare_exactly(queue: Queue) -> None:
+    """A trailing space is part of the name (MySQL's PAD SPACE collations would ignore it)."""
+    host = socket.gethostname()
+    name = f"{host}:{os.getpid()}:00000001"
+    Registration(queue.backend, name, ["default"]).register()
+    assert request_stop(queue.backend, host=host + " ") == 0
+    assert request_stop(queue.backend, name=name + " ") == 0
+    assert request_stop(queue.backend, host=host.upper() + "X") == 0
+    assert [info.stop_requested for info in list_workers(queue.backend)] == [False]
+    assert request_stop(queue.backend, host=host, name=name) == 1
+
+
+def test_a_worker_serving_many_long_queue_names_starts(queue: Queue) -> None:
+    names = tuple(f"{i:02d}" + "q" * 62 for i in range(100))  # 100 names of 64 characters
+    queue.enqueue("jobs:noop", queue=names[-1])
+    worker = Worker(queue, RunOptions(queues=names))
+    Registration(queue.backend, worker.name, names).register()  # as the worker does when it starts
+    [info] = list_workers(queue.backend)
+    assert tuple(info.serves) == names
+    assert request_stop(queue.backend, queue=names[-1]) == 1
+    queue.backend.execute("worker_unregister", {"name": worker.name})
+    assert worker.run().succeeded == 1
+
+
 def test_a_queue_filter_matches_whole_names(queue: Queue) -> None:
     Registration(queue.backend, "h:1:00000001", ["mail-2", "xmail"]).register()
     assert request_stop(queue.backend, queue="mail") == 0

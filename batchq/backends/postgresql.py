@@ -123,7 +123,11 @@ class PostgreSQLBackend(Backend):
         code = exc.sqlstate or ""
         message = _message(exc)
         if code == "42P01":
-            return SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
+            return self._schema_error(
+                SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
+            )
+        if code == "42703":  # an undefined column
+            return self._schema_error(BackendError(f"PostgreSQL error {code}: {message}"))
         if code in _TRANSIENT:
             return TransientError(f"PostgreSQL error {code}: {message}")
         if code == _READ_ONLY:

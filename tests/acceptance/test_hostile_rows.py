@@ -8,6 +8,7 @@ human) while the jobs behind it proceed.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from pathlib import Path
@@ -16,7 +17,8 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from tests.support.db import drop_database, fresh_database_url, job_rows, run_query, sibling_database
+from tests.support.dashboard import dashboard
+from tests.support.db import drop_database, fresh_database_url, job_rows, run_query, sibling_database, sql
 from tests.support.processes import run_batchq, start_batchq
 from tests.support.rows import (
     ERROR_COUNT_MAX,
@@ -213,3 +215,39 @@ def test_four_concurrent_init_db_on_an_empty_database(backend_name: str, tmp_pat
         finally:
             if backend_name != "sqlite":
                 drop_database(backend_name, sibling_database(backend_name, name))
+
+
+# -- a schedule row written by hand: tick, list, --json and the dashboard report it -------------
+
+ODD_SCHEDULE_BY_BACKEND = {  # what each backend's column types let a hand write
+    "sqlite": ("priority = 'high'", "priority is 'high', not a whole number"),
+    "mysql": ("max_errors = 0", "bad max_errors 0"),
+    "postgresql": ("next_exec = '-infinity'", "next_exec is not a time"),
+}
+
+
+def test_odd_schedule_row_is_reported_by_every_reader_and_the_others_tick(
+    queue: Queue, db_url: str, backend_name: str
+) -> None:
+    assignment, reason = ODD_SCHEDULE_BY_BACKEND[backend_name]
+    for name in ("a-bad", "b-good"):
+        queue.schedule(name, "* * * * * *", "jobs:noop")
+        run_query(
+            queue, "schedule_set_next_exec", {"name": name, "at": int(queue.schedules.server_now()) - 5}
+        )
+    sql(queue, f"UPDATE batchq_schedule SET {assignment} WHERE name = 'a-bad'")
+    ticked = run_batchq(db_url, "tick")
+    assert ticked.returncode == 1, ticked.stderr
+    no_traceback(ticked)
+    assert "a-bad" in ticked.stderr and reason in ticked.stderr
+    assert len(job_rows(queue)) == 1  # b-good's
+    listed = run_batchq(db_url, "schedule", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "b-good" in listed.stdout and reason in listed.stdout
+    as_json = run_batchq(db_url, "schedule", "list", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    problems = {s["name"]: s["problem"] for s in json.loads(as_json.stdout)}
+    assert reason in problems["a-bad"] and problems["b-good"] is None
+    with dashboard(db_url) as board:
+        page = board.get("/schedules")
+        assert page.status == 200 and "b-good" in page.body and reason.replace("'", "&#39;") in page.body

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from tests.support.db import app_connection, job_rows, sql
+from tests.support.db import app_connection, job_rows, run_query, sql
 from tests.support.rows import app_write, json_string_of
 
 
@@ -68,3 +68,84 @@ def test_mq_filter_never_matches_inside_an_array(db_url: str) -> None:
     assert matching({"k": {}}) == [sent[5]]
     assert matching({}) == [sent[i] for i in (0, 1, 3, 4, 5, 6, 7)]  # every object
     mq.close()
+
+
+# -- schedules written by hand: the odd row is reported, the others tick ------------------------
+
+# (SET clause, what the report says), for SQLite (which stores any type), PostgreSQL, and all.
+ODD_SCHEDULES_SQLITE = [
+    pytest.param("priority = 'high'", "priority is 'high', not a whole number", id="text-priority"),
+    pytest.param("max_errors = 2.5", "max_errors is 2.5, not a whole number", id="real-max-errors"),
+    pytest.param("catch_up_limit = x'01'", "catch_up_limit is b'\\x01'", id="blob-limit"),
+    pytest.param("tz = x'555443'", "tz is b'UTC', not text", id="blob-tz"),
+    pytest.param("priority = 32768", "bad priority 32768", id="priority-out-of-range"),
+    pytest.param("task = x'6a6f62733a6e6f6f70'", "task is b'jobs:noop', not text", id="blob-task"),
+    pytest.param("next_exec = 'soon'", "next_exec is not a time", id="next-exec-not-a-time"),
+]
+ODD_SCHEDULES_POSTGRESQL = [
+    pytest.param("next_exec = '-infinity'", "next_exec is not a time", id="next-exec-infinity"),
+    pytest.param("next_exec = '0044-03-15 BC'", "next_exec is not a time", id="next-exec-bc"),
+]
+ODD_SCHEDULES = [
+    pytest.param("catch_up_limit = 10001", "bad catch_up_limit 10001", id="limit-too-large"),
+    pytest.param("max_errors = 0", "bad max_errors 0", id="max-errors-zero"),
+    pytest.param("cron = 'every day'", "cron", id="bad-cron"),
+    pytest.param("tz = 'Mars/Olympus'", "Mars/Olympus", id="bad-tz"),
+]
+
+
+def _odd_schedule_is_reported(queue: Queue, assignment: str, reason: str) -> None:
+    for name in ("a-bad", "b-good"):
+        queue.schedule(name, "* * * * * *", "jobs:noop")
+        run_query(
+            queue, "schedule_set_next_exec", {"name": name, "at": int(queue.schedules.server_now()) - 5}
+        )
+    sql(queue, f"UPDATE batchq_schedule SET {assignment} WHERE name = 'a-bad'")
+    report = queue.tick()
+    assert [job.schedule for job in report.enqueued] == ["b-good"]
+    assert [name for name, _ in report.failed] == ["a-bad"] and reason in report.failed[0][1], report
+    listed = {s.name: s for s in queue.schedules.list()}
+    assert listed["a-bad"].problem and reason in listed["a-bad"].problem
+    assert listed["b-good"].problem is None
+    assert len(job_rows(queue)) == 1
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize("assignment, reason", ODD_SCHEDULES_SQLITE)
+def test_odd_schedule_row_of_any_type_is_reported_and_the_others_tick(
+    queue: Queue, assignment: str, reason: str
+) -> None:
+    _odd_schedule_is_reported(queue, assignment, reason)
+
+
+@pytest.mark.backends("postgresql")
+@pytest.mark.parametrize("assignment, reason", ODD_SCHEDULES_POSTGRESQL)
+def test_schedule_row_at_a_time_python_cannot_hold_is_reported(
+    queue: Queue, assignment: str, reason: str
+) -> None:
+    _odd_schedule_is_reported(queue, assignment, reason)
+
+
+@pytest.mark.parametrize("assignment, reason", ODD_SCHEDULES)
+def test_odd_schedule_row_is_reported_and_the_others_tick(queue: Queue, assignment: str, reason: str) -> None:
+    _odd_schedule_is_reported(queue, assignment, reason)
+
+
+def test_next_exec_written_by_hand_in_another_precision_fires(queue: Queue) -> None:
+    """SQLite: whole seconds, without the fraction batchq writes; MySQL, PostgreSQL: a fraction
+    batchq never writes. It is the slot read: fired once, not counted as taken by another."""
+    queue.schedule("s", "* * * * * *", "jobs:noop")
+    at = int(queue.schedules.server_now()) - 5
+    run_query(queue, "schedule_set_next_exec_by_hand", {"name": "s", "at": at})
+    report = queue.tick()
+    assert (len(report.enqueued), report.taken, report.failed) == (1, 0, [])
+    assert len(job_rows(queue)) == 1
+
+
+@pytest.mark.backends("sqlite")
+def test_next_exec_in_iso_form_with_t_is_due_on_its_day(queue: Queue) -> None:
+    """'2026-01-01T07:00:00' sorts after '2026-01-01 23:00:00.000' as text: compared as a time."""
+    queue.schedule("s", "* * * * * *", "jobs:noop")
+    sql(queue, "UPDATE batchq_schedule SET next_exec = strftime('%Y-%m-%dT%H:%M:%S', 'now', '-5 seconds')")
+    report = queue.tick()
+    assert (len(report.enqueued), report.taken, report.failed) == (1, 0, [])

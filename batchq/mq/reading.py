@@ -17,7 +17,7 @@ from ..errors import ConfigError, QueueNotFound
 from ..typed import QueueType
 from .checks import _filter_paths, _filter_text
 from .core import MAX_QTY, MessageQueueCore, Seconds
-from .records import Message, _message, _utc_text
+from .records import Message, Unreadable, _message_or_unreadable, _utc_text
 
 log = logging.getLogger("batchq.mq")
 
@@ -84,22 +84,35 @@ class Reading(MessageQueueCore):
         }
 
     def _read_typed(self, params: dict[str, Any], conn: Any = None) -> list[Message]:
-        """Read; on a typed queue, archive the messages that do not match its type (rows written
-        around batchq) with the reason, and read again for as many as were archived. With
-        ``conn``, all of it in the caller's transaction."""
+        """Read; archive the messages that cannot be read, and on a typed queue those that do
+        not match its type (rows written around batchq), with the reason, and read again for as
+        many as were archived. With ``conn``, all of it in the caller's transaction."""
         found: list[Message] = []
         if conn is not None:
             self.backend.check_connection(conn)
         while True:
             want = {**params, "qty": params["qty"] - len(found)}
             if conn is not None:
-                messages = self._read_rows(want, conn)
+                rows = self._read_rows(want, conn)
             else:
-                messages = self.backend.retrying(partial(self._read_once, want))
+                rows = self.backend.retrying(partial(self._read_once, want))
+            messages = [row for row in rows if isinstance(row, Message)]
+            for unreadable in (row for row in rows if isinstance(row, Unreadable)):
+                self._archive_unreadable(params["queue"], unreadable, conn)
             matching = self._drop_mismatched(params["queue"], messages, conn)
             found.extend(matching)
-            if len(matching) == len(messages) or len(found) >= params["qty"]:
+            if len(matching) == len(rows) or len(found) >= params["qty"]:
                 return sorted(found, key=lambda m: m.msg_id)
+
+    def _archive_unreadable(self, queue: str, unreadable: Unreadable, conn: Any = None) -> None:
+        """A message read (and hidden for its vt) that reads as no Message: archived with why,
+        so that it neither fails the read nor comes back at the head of the queue."""
+        log.warning("message %s of queue %r archived unread: %s", unreadable.msg_id, queue, unreadable.reason)
+        params = {
+            **self._message_params(queue, unreadable.msg_id, unreadable.read_ct),
+            "reason": unreadable.reason,
+        }
+        self._on(conn, partial(self._archive_mismatched, params))
 
     def _reader_type(self, queue: str) -> QueueType:
         """A reader's view of the queue's type: re-read at most every CACHE_SECONDS."""
@@ -135,17 +148,19 @@ class Reading(MessageQueueCore):
             backend.execute("mq_archive_invalid", params, conn)
             backend.execute("mq_delete", params, conn)
 
-    def _read_once(self, params: dict[str, Any]) -> list[Message]:
+    def _read_once(self, params: dict[str, Any]) -> list[Message | Unreadable]:
         with _take(self.backend):
             return self._read_rows(params, None)
 
-    def _read_rows(self, params: dict[str, Any], conn: Any) -> list[Message]:
+    def _read_rows(self, params: dict[str, Any], conn: Any) -> list[Message | Unreadable]:
+        """The messages read (hidden, counted), in id order; one that cannot be read is given as
+        Unreadable rather than failing the read, which would roll it back to the queue's head."""
         backend = self.backend
         rows = backend.fetchall("mq_read" if backend.skip_locked else "mq_read_no_skip", params, conn)
         if rows and not backend.has_update_returning:  # locked above, marked here
             ids = [row["msg_id"] for row in rows]
             backend.execute("mq_read_mark", {**params, "ids": ids, "until": rows[0]["vt"]}, conn)
-        return sorted((_message(row) for row in rows), key=lambda m: m.msg_id)
+        return sorted((_message_or_unreadable(row) for row in rows), key=lambda m: m.msg_id)
 
     def pop(self, queue: str, *, conn: Any = None) -> Message | None:
         """Delete the oldest visible message and return it (at-most-once delivery)."""
@@ -156,6 +171,8 @@ class Reading(MessageQueueCore):
                 message = self._pop_row(params, conn)
             else:
                 message = self.backend.retrying(lambda: self._pop_once(params))
+            if isinstance(message, Unreadable):
+                continue  # archived with why: the next one
             if message is None or self._popped_matches(queue, message, conn):
                 break
         if message is None:
@@ -184,16 +201,29 @@ class Reading(MessageQueueCore):
         self._on(conn, lambda conn: archive(conn), transaction=False)
         return False
 
-    def _pop_once(self, params: dict[str, Any]) -> Message | None:
+    def _pop_once(self, params: dict[str, Any]) -> Message | Unreadable | None:
         with _take(self.backend):
             return self._pop_row(params, None)
 
-    def _pop_row(self, params: dict[str, Any], conn: Any) -> Message | None:
+    def _pop_row(self, params: dict[str, Any], conn: Any) -> Message | Unreadable | None:
+        """The oldest visible message, deleted. One that cannot be read is archived with why in
+        the same transaction (failing would roll it back to the queue's head) and given as
+        Unreadable."""
         backend = self.backend
         row = backend.fetchone("mq_pop" if backend.skip_locked else "mq_pop_no_skip", params, conn)
         if row is not None and not backend.has_update_returning:
             backend.execute("mq_pop_mark", {**params, "id": row["msg_id"]}, conn)
-        return None if row is None else _message(row)
+        if row is None:
+            return None
+        message = _message_or_unreadable(row)
+        if isinstance(message, Unreadable):
+            log.warning(
+                "message %s of queue %r archived unread: %s", message.msg_id, params["queue"], message.reason
+            )
+            archived = {key: row[key] for key in ("vt", "read_ct", "enqueued_at", "message", "headers")}
+            archived.update(id=message.msg_id, queue=params["queue"], reason=message.reason)
+            backend.execute("mq_archive_popped", archived, conn)
+        return message
 
 
 def _take(backend: Backend) -> AbstractContextManager[None]:

@@ -251,3 +251,38 @@ def test_odd_schedule_row_is_reported_by_every_reader_and_the_others_tick(
     with dashboard(db_url) as board:
         page = board.get("/schedules")
         assert page.status == 200 and "b-good" in page.body and reason.replace("'", "&#39;") in page.body
+
+
+# -- a message written by hand that cannot be read, at the head of a subscription's queue ---------
+
+
+@pytest.mark.backends("sqlite")
+def test_consume_archives_an_unreadable_message_and_handles_the_others(queue: Queue, db_url: str) -> None:
+    from batchq import MessageQueue
+
+    mq = MessageQueue(db_url)
+    mq.subscribe("orders", "billing")
+    mq.publish("orders", {"n": 0})
+    conn = mq.backend.conn
+    conn.execute("UPDATE batchq_message SET message = 'not json' WHERE queue = 'orders:billing'")
+    conn.commit()
+    for n in range(1, 4):
+        mq.publish("orders", {"n": n})
+    ran = run_batchq(
+        db_url,
+        "consume",
+        "--subscriber",
+        "billing",
+        "--wait",
+        "0",
+        "-v",
+        BATCHQ_TASK_MODULES="pubsub_handlers",
+        PUBSUB_LEDGER="1",
+    )
+    assert ran.returncode == 0, ran.stderr
+    no_traceback(ran)
+    assert "archived unread" in ran.stderr and "cannot be read" in ran.stderr
+    [archived] = mq.read_archive("orders:billing", reason=None)
+    assert archived.message == "not json" and "not valid JSON" in (archived.reason or "")
+    assert [int(n) for (n,) in sql(queue, "SELECT n FROM test_ledger ORDER BY n")] == [1, 2, 3]
+    mq.close()

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from batchq import Queue
+from batchq import MessageQueue, Queue
 from tests.support.db import app_connection, job_rows, run_query, sql
+from tests.support.messages import Q
 from tests.support.rows import app_write, json_string_of
 
 
@@ -149,3 +150,52 @@ def test_next_exec_in_iso_form_with_t_is_due_on_its_day(queue: Queue) -> None:
     sql(queue, "UPDATE batchq_schedule SET next_exec = strftime('%Y-%m-%dT%H:%M:%S', 'now', '-5 seconds')")
     report = queue.tick()
     assert (len(report.enqueued), report.taken, report.failed) == (1, 0, [])
+
+
+# -- messages written by hand that cannot be read: archived with why, the queue reads on --------
+
+ODD_MESSAGES = [  # SQLite stores any value in any column
+    pytest.param("message = 'not json'", "not valid JSON", id="message-not-json"),
+    pytest.param("message = x'ff'", "not valid JSON", id="message-not-utf8"),
+    pytest.param("headers = '{'", "not valid JSON", id="headers-not-json"),
+    pytest.param("enqueued_at = 'soon'", "'soon'", id="enqueued-at-not-a-time"),
+    pytest.param("enqueued_at = x'00'", "is not a time", id="enqueued-at-blob"),
+]
+
+
+def sql_on(mq: MessageQueue, statement: str) -> None:
+    conn = mq.backend.conn
+    conn.execute(statement)
+    conn.commit()
+
+
+def _odd_message_at_the_head(mq: MessageQueue, assignment: str) -> tuple[int, int]:
+    head, behind = mq.send_batch(Q, [{"n": 1}, {"n": 2}])
+    sql_on(mq, f"UPDATE batchq_message SET {assignment} WHERE id = {head}")
+    return head, behind
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize("assignment, reason", ODD_MESSAGES)
+def test_unreadable_message_at_the_head_is_archived_and_the_queue_reads_on(
+    mq: MessageQueue, assignment: str, reason: str
+) -> None:
+    head, behind = _odd_message_at_the_head(mq, assignment)
+    assert [m.msg_id for m in mq.read(Q, vt=30, qty=5)] == [behind]
+    assert mq.read(Q, vt=30) == []  # not back at the head once its vt is over: archived
+    [archived] = mq.read_archive(Q)
+    assert archived.msg_id == head and archived.reason and reason in archived.reason
+    assert f"message {head} cannot be read" in archived.reason
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize("assignment, reason", ODD_MESSAGES)
+def test_unreadable_message_at_the_head_is_archived_by_pop(
+    mq: MessageQueue, assignment: str, reason: str
+) -> None:
+    head, behind = _odd_message_at_the_head(mq, assignment)
+    popped = mq.pop(Q)
+    assert popped is not None and popped.msg_id == behind
+    assert mq.pop(Q) is None
+    [archived] = mq.read_archive(Q)
+    assert archived.msg_id == head and archived.reason and reason in archived.reason

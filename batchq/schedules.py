@@ -294,7 +294,7 @@ class Schedules:
                 return read(row[column], column)
             except ConfigError as exc:
                 problems.append(str(exc))
-                return None if row[column] is None else stored_text(row[column])
+                return "NULL" if row[column] is None else stored_text(row[column])  # shown as it is
 
         text = {column: checked(_text, column) for column in ("name", "cron", "tz", "task", "serializer")}
         text.update({column: checked(_text, column) for column in ("queue", "catch_up")})

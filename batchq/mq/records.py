@@ -121,8 +121,8 @@ def _utc_or_text(value: Any) -> Any:
 def _queue_info(row: Row) -> QueueInfo:
     bound = stored_bound(row)
     return QueueInfo(
-        queue_name=row["queue_name"],
-        created_at=_utc(row["created_at"]),
+        queue_name=stored_text(row["queue_name"]),
+        created_at=_utc_or_text(row["created_at"]),  # a row written by hand: its text
         max_length=None if bound is None else bound.max_length,
         overflow=None if bound is None else bound.overflow,
         durable=_is_true(row["durable"]),

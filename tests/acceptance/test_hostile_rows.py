@@ -286,3 +286,56 @@ def test_consume_archives_an_unreadable_message_and_handles_the_others(queue: Qu
     assert archived.message == "not json" and "not valid JSON" in (archived.reason or "")
     assert [int(n) for (n,) in sql(queue, "SELECT n FROM test_ledger ORDER BY n")] == [1, 2, 3]
     mq.close()
+
+
+# -- odd rows in the other tables: every reader reports or shows them and goes on ----------------
+
+
+@pytest.mark.backends("sqlite")
+def test_odd_rows_in_every_table_leave_every_reader_going(queue: Queue, db_url: str) -> None:
+    """SQLite stores any value in any column: BLOBs for text, numbers for payloads, text for
+    times, counts too large. The CLI's readers answer without a traceback, the dashboard's pages
+    without a 500, and the good rows are still there."""
+    from batchq import MessageQueue
+
+    failing = queue.enqueue("jobs:fail", max_errors=1)
+    assert run_batchq(db_url, "run").returncode == 0
+    numeric, odd = write_row(queue), write_row(queue)
+    mq = MessageQueue(db_url)
+    for name in ("good-mq", "odd-mq"):
+        mq.create_queue(name)
+    mq.subscribe("orders", "billing")
+    queue.schedule("nightly", "0 3 * * *", "jobs:noop")
+    queue.schedule("odd-payload", "0 4 * * *", "jobs:noop")
+    for statement in (
+        f"UPDATE batchq_job SET payload = -1, queue = 'good' WHERE id = {numeric}",
+        f"UPDATE batchq_job SET queue = x'6f6464' WHERE id = {odd}",
+        f"UPDATE batchq_job SET last_error = x'ff', task = x'6a6f62733a6661696c' WHERE id = {failing}",
+        "INSERT INTO batchq_queue (name, paused) VALUES (NULL, 1)",
+        "UPDATE batchq_mq_meta SET created_at = 'soon' WHERE queue = 'odd-mq'",
+        "UPDATE batchq_mq_sent SET sent = 1e308 WHERE queue = 'odd-mq'",
+        "UPDATE batchq_mq_subscription SET created_at = x'00'",
+        "UPDATE batchq_schedule SET payload = -1 WHERE name = 'odd-payload'",
+    ):
+        sql(queue, statement)
+    for args in (
+        ("stats",),
+        ("stats", "--json"),
+        ("gc-error",),
+        ("schedule", "list"),
+        ("schedule", "list", "--json"),
+    ):
+        read = run_batchq(db_url, *args)
+        no_traceback(read)
+        assert read.returncode in (0, 3), (args, read.stderr)  # gc-error: 3, failed jobs to report
+    stats = json.loads(run_batchq(db_url, "stats", "--json").stdout)
+    assert {"good", "odd", "default"} <= {s["queue"] for s in stats["queues"]}
+    assert f"#{failing}" in run_batchq(db_url, "gc-error").stdout
+    assert "odd-payload" in run_batchq(db_url, "schedule", "list").stdout
+    assert [info.queue_name for info in mq.list_queues()] == ["good-mq", "odd-mq", "orders:billing"]
+    assert "good-mq" in [m.queue_name for m in mq.metrics_all()]
+    assert [s.subscriber for s in mq.subscriptions("orders")] == ["billing"]
+    with dashboard(db_url) as board:
+        for page in ("/", "/failures", f"/jobs/{numeric}", f"/jobs/{failing}", "/schedules", "/metrics"):
+            assert board.get(page).status == 200, page
+    mq.close()

@@ -339,3 +339,29 @@ def test_odd_rows_in_every_table_leave_every_reader_going(queue: Queue, db_url: 
         for page in ("/", "/failures", f"/jobs/{numeric}", f"/jobs/{failing}", "/schedules", "/metrics"):
             assert board.get(page).status == 200, page
     mq.close()
+
+
+@pytest.mark.backends("postgresql")
+def test_times_python_cannot_hold_leave_every_reader_going(queue: Queue, db_url: str) -> None:
+    """PostgreSQL keeps times from 4713 BC to 294276 AD, and infinity: a row written by hand
+    with one no longer fails the whole query of a listing (psycopg cannot make a datetime of it)."""
+    from batchq.registry import Registration
+
+    failing = queue.enqueue("jobs:fail", max_errors=1)
+    assert run_batchq(db_url, "run").returncode == 0
+    Registration(queue.backend, "far:1:00000001", ["default"]).register()
+    queue.lock("reindex", ttl=600).acquire()
+    for statement in (
+        f"UPDATE batchq_job SET last_error_at = 'infinity', created_at = '-infinity' WHERE id = {failing}",
+        "UPDATE batchq_worker SET last_seen = 'infinity', started_at = '4000-01-01 BC'",
+        "UPDATE batchq_lock SET taken_at = '4000-01-01 BC'",
+    ):
+        sql(queue, statement)
+    errors = run_batchq(db_url, "gc-error")
+    assert errors.returncode == 3 and f"#{failing}" in errors.stdout, errors.stdout + errors.stderr
+    for args in (("status",), ("status", "--json"), ("locks",), ("stats",), ("explain", str(failing))):
+        read = run_batchq(db_url, *args)
+        assert read.returncode == 0, (args, read.stderr)
+    with dashboard(db_url) as board:
+        for page in ("/failures", "/workers", "/locks", f"/jobs/{failing}"):
+            assert board.get(page).status == 200, page

@@ -199,3 +199,19 @@ def test_unreadable_message_at_the_head_is_archived_by_pop(
     assert mq.pop(Q) is None
     [archived] = mq.read_archive(Q)
     assert archived.msg_id == head and archived.reason and reason in archived.reason
+
+
+@pytest.mark.backends("sqlite")
+def test_a_type_stored_as_a_blob_is_read_as_its_text(queue: Queue, db_url: str) -> None:
+    """SQLite keeps a type's JSON Schema as whatever it is given: a BLOB is its UTF-8 text."""
+    from batchq.errors import PayloadInvalid
+
+    queue.create_queue("typed", schema={"type": "object"})
+    sql(queue, "UPDATE batchq_queue SET payload_schema = CAST(payload_schema AS BLOB) WHERE name = 'typed'")
+    fresh = Queue(db_url, task_modules=["jobs"])  # no type cached yet
+    try:
+        with pytest.raises(PayloadInvalid):
+            fresh.enqueue("jobs:noop", [1], queue="typed")
+        assert fresh.enqueue("jobs:noop", {"a": 1}, queue="typed") > 0
+    finally:
+        fresh.close()

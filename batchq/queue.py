@@ -665,7 +665,12 @@ def payload_mismatch(known: QueueType, payload: Any, serializer: str) -> str | N
         return None
     if serializer != "json":
         return f"payload is {serializer!r}, and the queue is typed (a JSON Schema describes JSON)"
-    return known.reason(None if payload is None else bytes(payload))
+    try:
+        return known.reason(None if payload is None else bytes(payload))
+    except (
+        ConfigError
+    ) as exc:  # the type's own row, written around batchq: this queue's jobs fail, others run
+        return f"the queue's type cannot be used ({exc}): set it again with create_queue or alter_queue"
 
 
 def _check_concurrency(key: str | None, limit: int | None) -> int | None:

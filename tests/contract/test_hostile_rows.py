@@ -215,3 +215,25 @@ def test_a_type_stored_as_a_blob_is_read_as_its_text(queue: Queue, db_url: str) 
         assert fresh.enqueue("jobs:noop", {"a": 1}, queue="typed") > 0
     finally:
         fresh.close()
+
+
+def test_a_broken_type_fails_its_queues_jobs_and_the_worker_serves_the_others(
+    queue: Queue, db_url: str
+) -> None:
+    """A type written by hand that is no JSON Schema: the jobs of its queue fail with why (a
+    human fixes the type, then requeues them); the worker goes on with its other queues."""
+    from batchq.worker import RunOptions, Worker
+
+    queue.create_queue("typed", schema={"type": "object"})
+    typed = queue.enqueue("jobs:noop", {"a": 1}, queue="typed")
+    plain = queue.enqueue("jobs:noop", queue="plain")
+    sql(queue, """UPDATE batchq_queue SET payload_schema = '{"type": 5}' WHERE name = 'typed'""")
+    fresh = Queue(db_url, task_modules=["jobs"])  # no type cached yet
+    try:
+        summary = Worker(fresh, RunOptions(queues=("typed", "plain"))).run()
+    finally:
+        fresh.close()
+    assert plain in summary.job_ids
+    [job] = job_rows(queue)
+    assert (job["id"], job["status"]) == (typed, "failed")
+    assert "the queue's type cannot be used" in job["last_error"]

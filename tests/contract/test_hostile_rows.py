@@ -237,3 +237,23 @@ def test_a_broken_type_fails_its_queues_jobs_and_the_worker_serves_the_others(
     [job] = job_rows(queue)
     assert (job["id"], job["status"]) == (typed, "failed")
     assert "the queue's type cannot be used" in job["last_error"]
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize(
+    "vt",
+    [
+        pytest.param("strftime('%Y-%m-%dT%H:%M:%SZ', 'now', '-1 seconds')", id="iso-t-form"),
+        pytest.param("'soon'", id="no-time"),
+        pytest.param("x'00'", id="blob"),
+    ],
+)
+def test_message_vt_written_by_hand_is_read_as_a_time(mq: MessageQueue, vt: str) -> None:
+    """vt compared as a time, not as text: '...T10:00:00Z' sorts after '... 23:00:00.000' and
+    'soon' after every date. A vt that is no time is visible now, and the read sets it anew."""
+    [msg_id] = mq.send_batch(Q, [{"n": 1}])
+    sql_on(mq, f"UPDATE batchq_message SET vt = {vt} WHERE id = {msg_id}")
+    assert mq.metrics(Q).queue_visible_length == 1
+    [read] = mq.read(Q, vt=30)
+    assert read.msg_id == msg_id and read.message == {"n": 1}
+    assert mq.read(Q, vt=30) == []  # held now, until its new vt

@@ -160,15 +160,20 @@ class Lock:
         return {"name": self.name, "owner": self.owner, "limit": self.limit, "ttl": self.ttl, **extra}
 
     def _take(self) -> tuple[int, int] | None:
-        """One atomic UPDATE takes a free or expired slot; MySQL then reads which (no RETURNING)."""
+        """One atomic UPDATE takes a free or expired slot; MySQL then reads which (no RETURNING).
+
+        MySQL reads it in the UPDATE's transaction, whose row lock keeps the slot this owner's
+        until the read: a ttl shorter than the round trip has expired by then, and another
+        acquirer could otherwise take it in between (the token advanced: it was acquired)."""
         backend, params = self._backend, self._params()
 
         def take() -> Row | None:
             if backend.has_update_returning:  # else (MySQL) lock_take, then lock_taken
                 return backend.fetchone("lock_take", params)
-            if backend.execute("lock_take", params) == 0:
-                return None
-            return backend.fetchone("lock_taken", params)
+            with backend.transaction():
+                if backend.execute("lock_take", params) == 0:
+                    return None
+                return backend.fetchone("lock_taken", params)
 
         row = backend.retrying(take)
         return None if row is None else (int(row["slot"]), int(row["token"]))

@@ -34,7 +34,7 @@ from .errors import ConfigError, PayloadError, TaskError
 from .mq import Message
 from .mq.checks import _check_sizes, _json_text
 from .mq.core import SENT_SHARDS
-from .mq.records import _json_value, _utc
+from .mq.records import _json_value, _utc, _utc_or_text
 from .tasks import TASK_MODULES_ENV, Resolver, _not_plain, task_path
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ def _subscription(row: Row) -> Subscription:
         policy=policy if policy in POLICIES else DEFAULT_POLICY,
         max_tries=max(stored_count(row["max_tries"]), 1),
         vt=vt if vt is not None and vt >= 0 else DEFAULT_VT_SECONDS,
-        created_at=_utc(row["created_at"]),
+        created_at=_utc_or_text(row["created_at"]),
     )
 
 

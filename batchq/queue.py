@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .backends import OnDatabase
+from .backends import OnDatabase, stored_text
 from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
 from .config import (
     Duration,
@@ -484,7 +484,8 @@ class Queue(OnDatabase):
         """Per-queue counts, ordered by queue name."""
         by_queue: dict[str, QueueStats] = {}
         for row in self.backend.fetchall("queue_stats"):
-            stats = by_queue.setdefault(row["queue"], QueueStats(row["queue"]))
+            name = stored_text(row["queue"])  # SQLite: a row written by hand may hold a BLOB
+            stats = by_queue.setdefault(name, QueueStats(name))
             jobs, due = int(row["jobs"]), int(row["due"] or 0)
             if row["status"] in ("ready", "scheduled", "blocked"):
                 stats.waiting_for_version += int(row["version_waits"] or 0)
@@ -515,7 +516,8 @@ class Queue(OnDatabase):
         self.backend.execute("queue_set_paused", {"queue": check_queue_name(queue), "paused": 0})
 
     def paused_queues(self) -> list[str]:
-        return [row["name"] for row in self.backend.fetchall("queues_paused")]
+        rows = self.backend.fetchall("queues_paused")
+        return [stored_text(row["name"]) for row in rows if row["name"] is not None]  # NULL: by hand
 
     def create_queue(self, queue: str, *, schema: SchemaSpec | None = None) -> bool:
         """Declare the type of a job queue's payloads (batchq.typed): a JSON Schema (a dict), or a
@@ -693,7 +695,12 @@ def payload_mismatch(known: QueueType, payload: Any, serializer: str) -> str | N
         return None
     if serializer != "json":
         return f"payload is {serializer!r}, and the queue is typed (a JSON Schema describes JSON)"
-    return known.reason(None if payload is None else bytes(payload))
+    try:
+        return known.reason(None if payload is None else bytes(payload))
+    except (
+        ConfigError
+    ) as exc:  # the type's own row, written around batchq: this queue's jobs fail, others run
+        return f"the queue's type cannot be used ({exc}): set it again with create_queue or alter_queue"
 
 
 def _check_concurrency(key: str | None, limit: int | None) -> int | None:

@@ -17,11 +17,12 @@ import socket
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .backends import Backend, Row
+from .backends import Backend, Row, stored_text
 from .bounds import fitting, full_reason, take_turn, trim
 from .cron import CATCH_UP_POLICIES, parse_cron, plan
 from .errors import BatchqError, ConfigError, PayloadError
@@ -37,6 +38,14 @@ SCHEDULE_KEY = "batchq_schedule"
 SLOT_KEY = "batchq_slot"
 SCHEDULE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 CATCH_UP_LIMIT_RANGE = (1, 10_000)
+# Slots batchq can compute with (Python's datetimes: years 1 to 9999, a day inside either end).
+SLOT_RANGE = (
+    datetime(1, 1, 2, tzinfo=timezone.utc).timestamp(),
+    datetime(9999, 12, 30, tzinfo=timezone.utc).timestamp(),
+)
+# What fixes a row written by hand: its definition written again, or its next slot set again.
+REWRITE_HINT = "write it again with `batchq schedule add` (or sync)"
+NEXT_SLOT_HINT = "pause and resume it (`batchq schedule pause/resume`) to set its next slot"
 # What a schedules file may say about a schedule (serializer: a file holds plain data, so JSON).
 FILE_KEYS = {"cron", "task", "tz", "payload", "queue", "priority", "max_errors", "catch_up", "catch_up_limit"}
 # The columns that define a schedule; the rest (next_exec, last_*) is the schedule's state.
@@ -280,38 +289,64 @@ class Schedules:
         return next((s for s in self.list() if s.name == name), None)
 
     def _schedule(self, row: Row) -> Schedule:
-        problem = None
+        """A row as listed. One written by hand (SQLite stores any type in any column) is listed
+        with its odd values as text and what is wrong in ``problem``; tick reports it too."""
+        problems: list[str] = []
+
+        def checked(read: Any, column: str) -> Any:
+            try:
+                return read(row[column], column)
+            except ConfigError as exc:
+                problems.append(str(exc))
+                return "NULL" if row[column] is None else stored_text(row[column])  # shown as it is
+
+        text = {column: checked(_text, column) for column in ("name", "cron", "tz", "task", "serializer")}
+        text.update({column: checked(_text, column) for column in ("queue", "catch_up")})
+        whole = {column: checked(_whole, column) for column in ("priority", "max_errors", "catch_up_limit")}
+        tz = None
         try:
-            tz = parse_cron(row["cron"], row["tz"]).tz
-        except ConfigError as exc:  # a row written by hand: listed, and reported by tick
-            tz, problem = None, str(exc)
+            tz = parse_cron(text["cron"], text["tz"]).tz
+        except ConfigError as exc:
+            problems.append(str(exc))
         try:
-            payload = loads(row["payload"], row["serializer"], self.queue.secret)
+            payload = loads(row["payload"], text["serializer"], self.queue.secret)
         except PayloadError as exc:
-            payload, problem = None, problem or str(exc)
+            payload = None
+            problems.append(str(exc))
 
-        def when(value: Any) -> datetime | None:
-            return None if value is None or tz is None else datetime.fromtimestamp(float(value), tz)
+        def when(column: str) -> datetime | None:
+            if row[column] is None or tz is None:
+                return None
+            try:
+                return datetime.fromtimestamp(_epoch(row[column], column), tz)
+            except ConfigError as exc:
+                problems.append(str(exc))
+                return None
 
+        if row["next_exec"] is None and tz is not None:  # NOT NULL: what reads as none is no time
+            problems.append(f"next_exec is not a time: {NEXT_SLOT_HINT}")
+        problems += _range_problems(whole, text["catch_up"])
+        if row["enabled"] not in (0, 1):  # tick reads only 1 as enabled (True and False are 1 and 0)
+            problems.append(f"enabled is {_brief(row['enabled'])}, not 1 or 0: pause or resume it")
         return Schedule(
-            name=row["name"],
-            cron=row["cron"],
-            tz=row["tz"],
-            task=row["task"],
+            name=text["name"],
+            cron=text["cron"],
+            tz=text["tz"],
+            task=text["task"],
             payload=payload,
-            serializer=row["serializer"],
-            queue=row["queue"],
-            priority=int(row["priority"]),
-            max_errors=int(row["max_errors"]),
-            catch_up=row["catch_up"],
-            catch_up_limit=int(row["catch_up_limit"]),
+            serializer=text["serializer"],
+            queue=text["queue"],
+            priority=whole["priority"],
+            max_errors=whole["max_errors"],
+            catch_up=text["catch_up"],
+            catch_up_limit=whole["catch_up_limit"],
             enabled=bool(row["enabled"]),
-            next_exec=when(row["next_exec"]),
-            exec_by=row["exec_by"],
-            last_slot=when(row["last_slot"]),
-            last_run_at=when(row["last_run_at"]),
-            last_job_id=None if row["last_job_id"] is None else int(row["last_job_id"]),
-            problem=problem,
+            next_exec=when("next_exec"),
+            exec_by=None if row["exec_by"] is None else stored_text(row["exec_by"]),
+            last_slot=when("last_slot"),
+            last_run_at=when("last_run_at"),
+            last_job_id=_last_job_id(row["last_job_id"]),
+            problem="; ".join(problems) or None,
         )
 
     def server_now(self) -> float:
@@ -336,12 +371,22 @@ class Schedules:
 
     def _fire(self, row: Row, exec_by: str, report: TickReport) -> None:
         """One due schedule: its jobs prepared and checked first, then the compare-and-set and
-        their INSERTs in one transaction (retried on deadlocks)."""
-        cron = parse_cron(row["cron"], row["tz"])
-        seen = int(row["next_exec"])
-        todo = plan(cron, row["catch_up"], int(row["catch_up_limit"]), seen, float(row["now"]))
+        their INSERTs in one transaction (retried on deadlocks). A row written by hand with an
+        odd value raises ConfigError naming it, before anything is written."""
+        cron = parse_cron(_text(row["cron"], "cron"), _text(row["tz"], "tz"))
+        if row["next_exec"] is None:  # NOT NULL: what reads as none is no time
+            raise ConfigError(f"next_exec is not a time: {NEXT_SLOT_HINT}")
+        seen = int(_epoch(row["next_exec"], "next_exec"))
+        catch_up, limit = _text(row["catch_up"], "catch_up"), _whole(row["catch_up_limit"], "catch_up_limit")
+        _check_catch_up(catch_up, limit)
+        todo = plan(cron, catch_up, limit, seen, float(row["now"]))
         template = self.queue.job_template(
-            row["task"], row["queue"], None, int(row["priority"]), int(row["max_errors"]), row["serializer"]
+            _text(row["task"], "task"),
+            _text(row["queue"], "queue"),
+            None,
+            _whole(row["priority"], "priority"),
+            _whole(row["max_errors"], "max_errors"),
+            _text(row["serializer"], "serializer"),
         )
         payload = loads(row["payload"], row["serializer"], self.queue.secret)
         jobs = [
@@ -424,6 +469,57 @@ def check_schedule_name(name: str) -> str:
             "starting with a letter or digit"
         )
     return name
+
+
+def _range_problems(whole: dict[str, Any], catch_up: Any) -> list[str]:
+    """What tick would refuse in a listed row's numbers (add and sync never write them)."""
+    from .queue import MAX_ERRORS_RANGE, PRIORITY_RANGE
+
+    problems = []
+    for column, (low, high) in (("priority", PRIORITY_RANGE), ("max_errors", MAX_ERRORS_RANGE)):
+        value = whole[column]
+        if isinstance(value, int) and not low <= value <= high:
+            problems.append(f"bad {column} {value}: use a whole number from {low} to {high}; {REWRITE_HINT}")
+    if isinstance(whole["catch_up_limit"], int) and isinstance(catch_up, str):
+        try:
+            _check_catch_up(catch_up, whole["catch_up_limit"])
+        except ConfigError as exc:
+            problems.append(f"{exc}; {REWRITE_HINT}")
+    return problems
+
+
+def _whole(value: Any, column: str) -> int:
+    """A whole-number column as stored (a row written by hand on SQLite may hold any type)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{column} is {_brief(value)}, not a whole number: {REWRITE_HINT}")
+    return value
+
+
+def _text(value: Any, column: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{column} is {_brief(value)}, not text: {REWRITE_HINT}")
+    return value
+
+
+def _epoch(value: Any, column: str) -> float:
+    """A time column as the queries read it, seconds since the epoch, within the slots batchq
+    can compute with (PostgreSQL stores times up to the year 294276, and infinity)."""
+    seconds = (
+        float(value) if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool) else None
+    )
+    if seconds is None or not SLOT_RANGE[0] <= seconds <= SLOT_RANGE[1]:
+        hint = NEXT_SLOT_HINT if column == "next_exec" else REWRITE_HINT
+        raise ConfigError(f"{column} is not a time batchq can use ({_brief(value)}): {hint}")
+    return seconds
+
+
+def _last_job_id(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _brief(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _check_catch_up(catch_up: str, limit: int) -> None:

@@ -122,7 +122,7 @@ def loads(data: bytes | None, serializer: str, secret: bytes | None) -> Any:
     """Decode a stored payload; a bad signature raises before unpickling."""
     if data is None:
         return None
-    data = bytes(data)
+    data = _stored_bytes(data)
     if serializer == "json":
         try:
             return json.loads(data.decode("utf-8"))
@@ -138,6 +138,15 @@ def loads(data: bytes | None, serializer: str, secret: bytes | None) -> Any:
             raise SignatureError("pickled payload has a missing or wrong signature: refused, never unpickled")
         return pickle.loads(body)  # noqa: S301 - signature verified above
     raise PayloadError(f"stored payload has unknown serializer {serializer!r}")
+
+
+def _stored_bytes(data: Any) -> bytes:
+    """A stored payload as bytes: SQLite keeps any value in a BLOB column (text as UTF-8)."""
+    if isinstance(data, str):
+        return data.encode("utf-8", "surrogatepass")
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise PayloadError(f"stored payload is {type(data).__name__} {str(data)[:40]}, not bytes")
 
 
 def _require_secret(secret: bytes | None) -> bytes:

@@ -9,7 +9,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from .backends import Backend, DuplicateKey, Row, stored_count, stored_seconds, stored_time
+from .backends import Backend, DuplicateKey, Row, stored_count, stored_seconds, stored_text, stored_time
 from .bounds import DROPPED_FINGERPRINT, fitting, full_reason, make_room, take_turn
 from .config import format_duration
 from .errors import BackendError, BackendUnavailable, ConfigError
@@ -85,7 +85,13 @@ class FailedJob:
     @classmethod
     def from_row(cls, row: Row) -> FailedJob:
         values = {name: row[name] for name in _FIELDS[cls] if name in row}
-        values["fingerprint"] = row.get("error_fingerprint") or fingerprint_of_text(row.get("last_error"))
+        for name in ("queue", "task", "last_error"):  # SQLite: a row written by hand may hold a BLOB
+            if values.get(name) is not None:
+                values[name] = stored_text(values[name])
+        stored = row.get("error_fingerprint")
+        values["fingerprint"] = (
+            stored_text(stored) if stored else fingerprint_of_text(values.get("last_error"))
+        )
         values["last_error_at"] = stored_time(row.get("last_error_at"))  # SQLite's text: a time
         values["last_started_at"] = stored_time(row.get("last_started_at"))
         for name in ("last_wall_seconds", "last_cpu_seconds"):

@@ -197,7 +197,9 @@ class TypeCache:
             return None
         return known
 
-    def learn(self, queue: str, text: str | None) -> QueueType:
+    def learn(self, queue: str, text: str | bytes | None) -> QueueType:
+        if isinstance(text, (bytes, bytearray, memoryview)):  # SQLite: a BLOB written by hand
+            text = bytes(text).decode("utf-8", "replace")
         known = self._known[queue] = QueueType(text, time.monotonic())
         return known
 

@@ -20,8 +20,9 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar, NoReturn, TypeVar
 
 from ..config import DatabaseURL, lease_length, lease_seconds, redact
-from ..errors import BackendError, BackendUnavailable
+from ..errors import BackendError, BackendUnavailable, SchemaMissing
 from ..job import Claim, Job, Kept, kept_document
+from ..sqlfiles import migrations
 from ..sqlfiles import queries as load_queries
 from .liveness import LeaseLiveness, Liveness
 
@@ -68,6 +69,7 @@ class Backend(ABC):
         self._in_transaction = False
         # One user of the connection at a time: the worker's thread, or its heartbeat.
         self.session_lock = threading.RLock()
+        self._probing_schema = False  # a probe of _schema_error's own: it asks nobody further
 
     # -- connection ---------------------------------------------------------
 
@@ -147,6 +149,29 @@ class Backend(ABC):
             self._drop_connection()
         translated.args = (redact(str(translated), self.url),)
         raise translated from None
+
+    def _schema_error(self, fallback: BackendError) -> BackendError:
+        """A table or column this code uses is missing: when the schema is behind this code's
+        migrations, say so (init-db brings it up); else ``fallback``. Asked on a connection of
+        its own: this one may be inside a transaction the error has just spoiled."""
+        if self._probing_schema:
+            return fallback
+        probe = type(self)(self.url)
+        probe._probing_schema = True
+        try:
+            row = probe.fetchone("schema_version")
+            version = int(row["version"]) if row and row["version"] is not None else 0
+        except BackendError:
+            return fallback  # no batchq_schema either: the tables are missing
+        finally:
+            probe.close()
+        latest = max(number for number, _, _ in migrations(self.dialect))
+        if 0 < version < latest:
+            return SchemaMissing(
+                f"the batchq schema of {self.url} is behind: at migration {version} of {latest}; "
+                "run `batchq init-db`"
+            )
+        return fallback
 
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None

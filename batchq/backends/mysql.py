@@ -166,7 +166,11 @@ class MySQLBackend(Backend):
         code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
         message = exc.args[1] if len(exc.args) > 1 else str(exc)
         if code == 1146:
-            return SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
+            return self._schema_error(
+                SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
+            )
+        if code == 1054:  # an unknown column
+            return self._schema_error(BackendError(f"MySQL error {code}: {message}"))
         if code in _TRANSIENT:
             return TransientError(f"MySQL error {code}: {message}")
         if code == _DUPLICATE_KEY:

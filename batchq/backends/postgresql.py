@@ -16,6 +16,7 @@ try:
     import psycopg
     from psycopg import pq
     from psycopg.rows import tuple_row
+    from psycopg.types.datetime import TimestamptzLoader
 except ImportError as exc:  # an optional extra
     raise ConfigError("a postgresql:// URL needs psycopg: pip install 'batchq[postgresql]'") from exc
 
@@ -96,6 +97,7 @@ class PostgreSQLBackend(Backend):
         # sets it on whichever server session the client's next transaction gets.
         for name in SESSION_QUERIES:
             conn.execute(self.sql(name))
+        conn.adapters.register_loader("timestamptz", _LenientTimestamptzLoader)
         if "pgbouncer" not in url.options:
             self._refuse_unnamed_pooler(conn)
         return conn
@@ -123,7 +125,11 @@ class PostgreSQLBackend(Backend):
         code = exc.sqlstate or ""
         message = _message(exc)
         if code == "42P01":
-            return SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
+            return self._schema_error(
+                SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
+            )
+        if code == "42703":  # an undefined column
+            return self._schema_error(BackendError(f"PostgreSQL error {code}: {message}"))
         if code in _TRANSIENT:
             return TransientError(f"PostgreSQL error {code}: {message}")
         if code == _READ_ONLY:
@@ -322,3 +328,14 @@ def _message(exc: Exception) -> str:
 
 def _version(number: int) -> str:
     return f"{number // 10000}.{number % 10000}"
+
+
+class _LenientTimestamptzLoader(TimestamptzLoader):
+    """A time Python cannot hold (infinity, before the year 1 or after 9999: written by hand) as
+    its text, which readers show as it is (stored_time), rather than failing the whole query."""
+
+    def load(self, data: Any) -> Any:
+        try:
+            return super().load(data)
+        except psycopg.DataError:
+            return bytes(data).decode("utf-8", "replace")

@@ -77,7 +77,11 @@ class SQLiteBackend(Backend):
             return None
         message = str(exc)
         if "no such table" in message:
-            return SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
+            return self._schema_error(
+                SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")
+            )
+        if "no such column" in message or "has no column named" in message:
+            return self._schema_error(BackendError(f"SQLite: {message}"))
         if isinstance(exc, sqlite3.IntegrityError) and message.startswith("UNIQUE constraint failed"):
             return DuplicateKey(f"SQLite: {message}")
         if "locked" in message or "busy" in message:

@@ -125,7 +125,9 @@ def payload_view(backend: Backend, job_id: int) -> PayloadView | None:
     data, serializer = row["payload"], row["serializer"]
     if data is None:
         return PayloadView("none", 0)
-    data = data.encode() if isinstance(data, str) else bytes(data)  # SQLite: text written by hand
+    if not isinstance(data, (bytes, bytearray, memoryview)):  # SQLite: text or a number written by hand
+        data = str(data).encode("utf-8", "surrogatepass")
+    data = bytes(data)
     if serializer == "pickle":
         return PayloadView("pickle", len(data))  # signed pickle: shown by size, never unpickled
     if serializer != "json":

@@ -3,15 +3,18 @@ drop, purge, list and metrics."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from ..backends import Row
+from ..backends import Row, stored_count, stored_seconds
 from ..bounds import check_bound
 from ..config import check_queue_name
-from ..errors import ConfigError, QueueNotFound
+from ..errors import BatchqError, ConfigError, QueueNotFound
 from ..typed import QueueType, SchemaSpec, count_mismatched, schema_hash, schema_text
 from .core import SENT_SHARDS, MessageQueueCore, _missing
-from .records import QueueInfo, QueueMetrics, _first, _float_or_none, _queue_info, _utc
+from .records import QueueInfo, QueueMetrics, _first, _queue_info, _utc
+
+log = logging.getLogger("batchq.mq")
 
 
 class QueueLifecycle(MessageQueueCore):
@@ -191,11 +194,11 @@ class QueueLifecycle(MessageQueueCore):
         assert row is not None  # an aggregate always returns a row
         return QueueMetrics(
             queue_name=queue,
-            queue_length=int(row["queue_length"]),
-            queue_visible_length=int(row["queue_visible_length"]),
-            newest_msg_age_sec=_float_or_none(row["newest_msg_age_sec"]),
-            oldest_msg_age_sec=_float_or_none(row["oldest_msg_age_sec"]),
-            total_messages=int(row["total_messages"]),
+            queue_length=stored_count(row["queue_length"]),
+            queue_visible_length=stored_count(row["queue_visible_length"]),
+            newest_msg_age_sec=stored_seconds(row["newest_msg_age_sec"]),
+            oldest_msg_age_sec=stored_seconds(row["oldest_msg_age_sec"]),
+            total_messages=stored_count(row["total_messages"]),  # SQLite: a count written by hand
             scrape_time=_utc(row["scrape_time"]),
         )
 
@@ -207,6 +210,8 @@ class QueueLifecycle(MessageQueueCore):
                 found.append(self.metrics(info.queue_name))
             except QueueNotFound:
                 continue
+            except BatchqError as exc:  # a row written by hand (a bad name, a count too large)
+                log.warning("message queue %r: no metrics: %s", info.queue_name, exc)
         return found
 
 

@@ -8,17 +8,16 @@ import logging
 import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
-from datetime import datetime, timezone
 from functools import partial
 from typing import Any
 
 from ..backends import Backend
 from ..config import check_queue_name, parse_duration
-from ..errors import ConfigError, PayloadError, QueueNotFound
+from ..errors import ConfigError, QueueNotFound
 from ..typed import QueueType
 from .checks import _filter_paths, _filter_text
 from .core import MAX_QTY, MessageQueueCore, Seconds
-from .records import Message, _message, _utc, _utc_text
+from .records import Message, Unreadable, _message_or_unreadable, _utc_text
 
 log = logging.getLogger("batchq.mq")
 
@@ -85,22 +84,35 @@ class Reading(MessageQueueCore):
         }
 
     def _read_typed(self, params: dict[str, Any], conn: Any = None) -> list[Message]:
-        """Read; on a typed queue, archive the messages that do not match its type (rows written
-        around batchq) with the reason, and read again for as many as were archived. With
-        ``conn``, all of it in the caller's transaction."""
+        """Read; archive the messages that cannot be read, and on a typed queue those that do
+        not match its type (rows written around batchq), with the reason, and read again for as
+        many as were archived. With ``conn``, all of it in the caller's transaction."""
         found: list[Message] = []
         if conn is not None:
             self.backend.check_connection(conn)
         while True:
             want = {**params, "qty": params["qty"] - len(found)}
             if conn is not None:
-                messages, unreadable = self._read_rows(want, conn)
+                rows = self._read_rows(want, conn)
             else:
-                messages, unreadable = self.backend.retrying(partial(self._read_once, want))
+                rows = self.backend.retrying(partial(self._read_once, want))
+            messages = [row for row in rows if isinstance(row, Message)]
+            for unreadable in (row for row in rows if isinstance(row, Unreadable)):
+                self._archive_unreadable(params["queue"], unreadable, conn)
             matching = self._drop_mismatched(params["queue"], messages, conn)
             found.extend(matching)
-            if (len(matching) == len(messages) and not unreadable) or len(found) >= params["qty"]:
+            if len(matching) == len(rows) or len(found) >= params["qty"]:
                 return sorted(found, key=lambda m: m.msg_id)
+
+    def _archive_unreadable(self, queue: str, unreadable: Unreadable, conn: Any = None) -> None:
+        """A message read (and hidden for its vt) that reads as no Message: archived with why,
+        so that it neither fails the read nor comes back at the head of the queue."""
+        log.warning("message %s of queue %r archived unread: %s", unreadable.msg_id, queue, unreadable.reason)
+        params = {
+            **self._message_params(queue, unreadable.msg_id, unreadable.read_ct),
+            "reason": unreadable.reason,
+        }
+        self._on(conn, partial(self._archive_mismatched, params))
 
     def _reader_type(self, queue: str) -> QueueType:
         """A reader's view of the queue's type: re-read at most every CACHE_SECONDS."""
@@ -136,32 +148,19 @@ class Reading(MessageQueueCore):
             backend.execute("mq_archive_invalid", params, conn)
             backend.execute("mq_delete", params, conn)
 
-    def _read_once(self, params: dict[str, Any]) -> tuple[list[Message], int]:
+    def _read_once(self, params: dict[str, Any]) -> list[Message | Unreadable]:
         with _take(self.backend):
             return self._read_rows(params, None)
 
-    def _read_rows(self, params: dict[str, Any], conn: Any) -> tuple[list[Message], int]:
-        """The messages read, and how many rows read could not be decoded (archived unread)."""
+    def _read_rows(self, params: dict[str, Any], conn: Any) -> list[Message | Unreadable]:
+        """The messages read (hidden, counted), in id order; one that cannot be read is given as
+        Unreadable rather than failing the read, which would roll it back to the queue's head."""
         backend = self.backend
         rows = backend.fetchall("mq_read" if backend.skip_locked else "mq_read_no_skip", params, conn)
         if rows and not backend.has_update_returning:  # locked above, marked here
             ids = [row["msg_id"] for row in rows]
             backend.execute("mq_read_mark", {**params, "ids": ids, "until": rows[0]["vt"]}, conn)
-        messages = []
-        for row in rows:
-            try:
-                messages.append(_message(row))
-            except PayloadError as exc:  # a row written around batchq: never handed over
-                self._archive_unreadable(params["queue"], row, str(exc), conn)
-        return sorted(messages, key=lambda m: m.msg_id), len(rows) - len(messages)
-
-    def _archive_unreadable(self, queue: str, row: dict[str, Any], why: str, conn: Any) -> None:
-        """Archive a read message that cannot be decoded (nested deeper than Python's decoder
-        goes), with the reason, as one that does not match its queue's type is."""
-        reason = f"message cannot be read: {why}"
-        log.warning("message %s of queue %r archived unread: %s", row["msg_id"], queue, reason)
-        params = {**self._message_params(queue, int(row["msg_id"]), int(row["read_ct"])), "reason": reason}
-        self._on(conn, partial(self._archive_mismatched, params))
+        return sorted((_message_or_unreadable(row) for row in rows), key=lambda m: m.msg_id)
 
     def pop(self, queue: str, *, conn: Any = None) -> Message | None:
         """Delete the oldest visible message and return it (at-most-once delivery)."""
@@ -172,8 +171,8 @@ class Reading(MessageQueueCore):
                 message = self._pop_row(params, conn)
             else:
                 message = self.backend.retrying(lambda: self._pop_once(params))
-            if message is _UNREADABLE:
-                continue
+            if isinstance(message, Unreadable):
+                continue  # archived with why: the next one
             if message is None or self._popped_matches(queue, message, conn):
                 break
         if message is None:
@@ -187,59 +186,44 @@ class Reading(MessageQueueCore):
         if found is None:
             return True
         reason = f"message does not match the queue's type: {found[0]}: {found[1]}"
-        row = {
-            "msg_id": message.msg_id,
-            "vt": message.vt,
+        log.warning("message %s of queue %r archived unread: %s", message.msg_id, queue, reason)
+        params = {
+            "id": message.msg_id,
+            "queue": queue,
+            "vt": _utc_text(message.vt),
             "read_ct": message.read_ct,
-            "enqueued_at": message.enqueued_at,
+            "enqueued_at": _utc_text(message.enqueued_at),
             "message": json.dumps(message.message),
             "headers": None if message.headers is None else json.dumps(message.headers),
-        }
-        self._archive_popped(queue, row, reason, conn)
-        return False
-
-    def _archive_popped(self, queue: str, row: dict[str, Any], reason: str, conn: Any) -> None:
-        """Put a popped (deleted) message that is not handed over into the archive, with why."""
-        log.warning("message %s of queue %r archived unread: %s", row["msg_id"], queue, reason)
-        params = {
-            "id": row["msg_id"],
-            "queue": queue,
-            "vt": _utc_text(_utc(row["vt"])),
-            "read_ct": row["read_ct"],
-            "enqueued_at": _utc_text(_utc(row["enqueued_at"])),
-            "message": _text(row["message"]),
-            "headers": None if row["headers"] is None else _text(row["headers"]),
             "reason": reason,
         }
         archive = partial(self.backend.execute, "mq_archive_popped", params)
         self._on(conn, lambda conn: archive(conn), transaction=False)
+        return False
 
-    def _pop_once(self, params: dict[str, Any]) -> Message | None:
+    def _pop_once(self, params: dict[str, Any]) -> Message | Unreadable | None:
         with _take(self.backend):
             return self._pop_row(params, None)
 
-    def _pop_row(self, params: dict[str, Any], conn: Any) -> Message | None:
+    def _pop_row(self, params: dict[str, Any], conn: Any) -> Message | Unreadable | None:
+        """The oldest visible message, deleted. One that cannot be read is archived with why in
+        the same transaction (failing would roll it back to the queue's head) and given as
+        Unreadable."""
         backend = self.backend
         row = backend.fetchone("mq_pop" if backend.skip_locked else "mq_pop_no_skip", params, conn)
         if row is not None and not backend.has_update_returning:
             backend.execute("mq_pop_mark", {**params, "id": row["msg_id"]}, conn)
         if row is None:
             return None
-        try:
-            return _message(row)
-        except PayloadError as exc:  # deleted already: archived with the reason, as a mismatch is
-            self._archive_popped(params["queue"], row, f"message cannot be read: {exc}", conn)
-            return _UNREADABLE
-
-
-# What _pop_row returns for a popped row that could not be decoded (archived): pop on.
-_EPOCH = datetime.fromtimestamp(0, timezone.utc)
-_UNREADABLE = Message(0, 0, _EPOCH, _EPOCH, None, None)
-
-
-def _text(value: Any) -> str:
-    """JSON text as read (bytes on some drivers)."""
-    return value if isinstance(value, str) else bytes(value).decode("utf-8", "replace")
+        message = _message_or_unreadable(row)
+        if isinstance(message, Unreadable):
+            log.warning(
+                "message %s of queue %r archived unread: %s", message.msg_id, params["queue"], message.reason
+            )
+            archived = {key: row[key] for key in ("vt", "read_ct", "enqueued_at", "message", "headers")}
+            archived.update(id=message.msg_id, queue=params["queue"], reason=message.reason)
+            backend.execute("mq_archive_popped", archived, conn)
+        return message
 
 
 def _take(backend: Backend) -> AbstractContextManager[None]:

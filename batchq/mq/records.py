@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ..backends import Row
+from ..backends import Row, stored_text
 from ..bounds import stored_bound
+from ..errors import PayloadError
 from ..serializers import loads
 
 
@@ -54,35 +55,74 @@ class QueueMetrics:
     scrape_time: datetime
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A message row that reads as no Message: written around batchq (SQLite stores anything,
+    as text that is not JSON or times that are none). Readers archive it with ``reason``."""
+
+    msg_id: int
+    read_ct: int | None  # the read's receipt, when it is a number
+    row: Row
+    reason: str
+
+
 def _message(row: Row) -> Message:
-    return Message(
-        msg_id=int(row["msg_id"]),
-        read_ct=int(row["read_ct"]),
-        enqueued_at=_utc(row["enqueued_at"]),
-        vt=_utc(row["vt"]),
-        message=_json_value(row["message"]),
-        headers=_json_value(row["headers"]),
-    )
+    """A row as a Message; PayloadError naming the message when a value cannot be read."""
+    try:
+        return Message(
+            msg_id=int(row["msg_id"]),
+            read_ct=int(row["read_ct"]),
+            enqueued_at=_utc(row["enqueued_at"]),
+            vt=_utc(row["vt"]),
+            message=_json_value(row["message"]),
+            headers=_json_value(row["headers"]),
+        )
+    except (PayloadError, ValueError, TypeError, OverflowError) as exc:
+        raise PayloadError(f"message {row['msg_id']} cannot be read: {exc}") from None
+
+
+def _message_or_unreadable(row: Row) -> Message | Unreadable:
+    try:
+        return _message(row)
+    except PayloadError as exc:
+        read_ct = row["read_ct"] if isinstance(row["read_ct"], int) else None
+        return Unreadable(int(row["msg_id"]), read_ct, row, str(exc))
 
 
 def _archived(row: Row) -> ArchivedMessage:
+    """An archived row as it is: a value written around batchq that cannot be read (archived
+    as unreadable by a reader, with its reason) is given as its text."""
     return ArchivedMessage(
         msg_id=int(row["msg_id"]),
-        read_ct=int(row["read_ct"]),
-        enqueued_at=_utc(row["enqueued_at"]),
-        vt=_utc(row["vt"]),
-        archived_at=_utc(row["archived_at"]),
-        message=_json_value(row["message"]),
-        headers=_json_value(row["headers"]),
-        reason=None if row["reason"] is None else str(row["reason"]),
+        read_ct=int(row["read_ct"]) if isinstance(row["read_ct"], int) else row["read_ct"],
+        enqueued_at=_utc_or_text(row["enqueued_at"]),
+        vt=_utc_or_text(row["vt"]),
+        archived_at=_utc_or_text(row["archived_at"]),
+        message=_json_or_text(row["message"]),
+        headers=_json_or_text(row["headers"]),
+        reason=None if row["reason"] is None else stored_text(row["reason"]),
     )
+
+
+def _json_or_text(value: str | bytes | None) -> Any:
+    try:
+        return _json_value(value)
+    except PayloadError:
+        return stored_text(value)
+
+
+def _utc_or_text(value: Any) -> Any:
+    try:
+        return _utc(value)
+    except (ValueError, TypeError):
+        return stored_text(value)
 
 
 def _queue_info(row: Row) -> QueueInfo:
     bound = stored_bound(row)
     return QueueInfo(
-        queue_name=row["queue_name"],
-        created_at=_utc(row["created_at"]),
+        queue_name=stored_text(row["queue_name"]),
+        created_at=_utc_or_text(row["created_at"]),  # a row written by hand: its text
         max_length=None if bound is None else bound.max_length,
         overflow=None if bound is None else bound.overflow,
         durable=_is_true(row["durable"]),
@@ -107,9 +147,12 @@ def _json_value(value: str | bytes | None) -> Any:
 
 
 def _utc(value: Any) -> datetime:
-    """A server time as an aware UTC datetime (MySQL: naive UTC; SQLite: UTC text)."""
+    """A server time as an aware UTC datetime (MySQL: naive UTC; SQLite: UTC text). ValueError
+    for what is no time (SQLite stores anything)."""
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        raise ValueError(f"{value!r} is not a time")
     if value.tzinfo is None:
         return value.replace(tzinfo=timezone.utc)
     return value.astimezone(timezone.utc)

@@ -3,6 +3,7 @@
 -- not 'free' and its expire_at is in the future; a holder is named by lock_by (owner) and its
 -- acquisition by token, so renew and release touch the row only if nobody took it since.
 -- MySQL has no UPDATE ... RETURNING: lock_take is followed by lock_taken (a MySQL extra).
+-- Holders are compared as BINARY: utf8mb4_bin is PAD SPACE, which ignores trailing spaces.
 
 -- name: lock_take
 -- Take the first slot below limit that is free or expired, in one atomic statement; the token grows.
@@ -17,9 +18,10 @@ ORDER BY slot
 LIMIT 1;
 
 -- name: lock_taken
--- The slot and token lock_take just gave this owner (the newest it holds of the name).
+-- The slot and token lock_take just gave this owner, in its transaction (the newest it holds of
+-- the name). Expired or not: a ttl shorter than a round trip has passed already, yet it was taken.
 SELECT slot, token FROM batchq_lock
-WHERE name = %(name)s AND lock_by = %(owner)s AND state = 'locked' AND expire_at > UTC_TIMESTAMP(6)
+WHERE name = %(name)s AND BINARY lock_by = %(owner)s AND state = 'locked'
 ORDER BY taken_at DESC, slot
 LIMIT 1;
 
@@ -43,14 +45,14 @@ ORDER BY slot;
 UPDATE batchq_lock
 SET state = 'extended', expire_at = UTC_TIMESTAMP(6) + INTERVAL ROUND(%(ttl)s * 1000000) MICROSECOND,
     renewed_at = UTC_TIMESTAMP(6)
-WHERE name = %(name)s AND slot = %(slot)s AND lock_by = %(owner)s AND token = %(token)s
+WHERE name = %(name)s AND slot = %(slot)s AND BINARY lock_by = %(owner)s AND token = %(token)s
   AND state <> 'free';
 
 -- name: lock_release
 -- Free a holding; 0 rows when it is no longer this acquisition's. lock_by stays: the last holder.
 UPDATE batchq_lock
 SET state = 'free'
-WHERE name = %(name)s AND slot = %(slot)s AND lock_by = %(owner)s AND token = %(token)s
+WHERE name = %(name)s AND slot = %(slot)s AND BINARY lock_by = %(owner)s AND token = %(token)s
   AND state <> 'free';
 
 -- name: lock_force_release

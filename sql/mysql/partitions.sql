@@ -1,7 +1,8 @@
 -- Partitioned claims (batchq.partitions) on MySQL/MariaDB, by name (PyMySQL paramstyle). A
 -- partition is leased while its expire_at is in the future (UTC_TIMESTAMP(6), the server's
 -- clock); lock_by names the worker that leased it last. A release sets expire_at to now, so the
--- least recently released partition is the next one leased.
+-- least recently released partition is the next one leased. Holders are compared as BINARY:
+-- utf8mb4_bin is PAD SPACE, which ignores trailing spaces.
 
 -- name: partitions_count
 -- How many partitions jobs are spread over (0: partitioned claims are not set up).
@@ -49,7 +50,7 @@ DROP INDEX batchq_job_partition ON batchq_job;
 UPDATE batchq_partition p
 SET lock_by = %(worker)s, leased_at = UTC_TIMESTAMP(6),
     expire_at = UTC_TIMESTAMP(6) + INTERVAL ROUND(%(ttl)s * 1000000) MICROSECOND
-WHERE (p.expire_at <= UTC_TIMESTAMP(6) OR p.lock_by = %(worker)s)
+WHERE (p.expire_at <= UTC_TIMESTAMP(6) OR BINARY p.lock_by = %(worker)s)
   AND EXISTS (SELECT 1 FROM batchq_job j
               WHERE j.queue IN %(queues)s AND j.status = 'ready' AND j.claim_partition = p.partition_no)
 ORDER BY p.expire_at, p.leased_at
@@ -59,7 +60,7 @@ LIMIT 1;
 -- The partition partition_lease just gave this worker (the newest, should an older lease it could
 -- not release still run).
 SELECT partition_no FROM batchq_partition
-WHERE lock_by = %(worker)s AND expire_at > UTC_TIMESTAMP(6)
+WHERE BINARY lock_by = %(worker)s AND expire_at > UTC_TIMESTAMP(6)
 ORDER BY leased_at DESC
 LIMIT 1;
 
@@ -67,12 +68,12 @@ LIMIT 1;
 -- Extend a lease that is still ours; 0 rows when it expired (another may hold it now).
 UPDATE batchq_partition
 SET expire_at = UTC_TIMESTAMP(6) + INTERVAL ROUND(%(ttl)s * 1000000) MICROSECOND
-WHERE partition_no = %(partition)s AND lock_by = %(worker)s AND expire_at > UTC_TIMESTAMP(6);
+WHERE partition_no = %(partition)s AND BINARY lock_by = %(worker)s AND expire_at > UTC_TIMESTAMP(6);
 
 -- name: partition_release
 -- End a lease of %(worker)s (the worker's own, or a dead worker's): free from now on.
 UPDATE batchq_partition SET expire_at = UTC_TIMESTAMP(6)
-WHERE partition_no = %(partition)s AND lock_by = %(worker)s AND expire_at > UTC_TIMESTAMP(6);
+WHERE partition_no = %(partition)s AND BINARY lock_by = %(worker)s AND expire_at > UTC_TIMESTAMP(6);
 
 -- name: partitions_leased
 -- Partitions leased by other workers, for a worker that found no free one to ask whether their

@@ -350,7 +350,7 @@ WHERE id = %(id)s AND claim_token = %(token)s;
 -- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
 UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
-WHERE status = 'processing' AND locked_by = %(worker)s;
+WHERE status = 'processing' AND BINARY locked_by = %(worker)s;
 
 -- name: job_cancel
 -- Remove a job nobody is running; a claimed job stays.
@@ -498,7 +498,8 @@ SELECT 1 AS alive;
 -- expired (lease liveness)? Never takes the lock.
 SELECT IS_USED_LOCK(%(name)s) IS NOT NULL OR IS_USED_LOCK(%(handover)s) IS NOT NULL
        OR EXISTS (SELECT 1 FROM batchq_lease
-                  WHERE owner = %(worker)s AND expire_at > UTC_TIMESTAMP(6)) AS held;
+                  WHERE owner = %(worker)s AND BINARY owner = %(worker)s
+                    AND expire_at > UTC_TIMESTAMP(6)) AS held;
 
 -- name: wsrep_sync_wait
 -- On a Galera node: which statements wait until the node has applied every write set the cluster
@@ -513,7 +514,7 @@ ON DUPLICATE KEY UPDATE expire_at = VALUES(expire_at), renewed_at = VALUES(renew
 
 -- name: lease_drop
 -- The worker exits: its lease goes with it.
-DELETE FROM batchq_lease WHERE owner = %(worker)s;
+DELETE FROM batchq_lease WHERE owner = %(worker)s AND BINARY owner = %(worker)s;
 
 -- name: leases_prune
 -- Leases of workers that died more than %(older_than)s seconds ago (gc-processing).

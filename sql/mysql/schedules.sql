@@ -17,11 +17,13 @@ ORDER BY next_exec, name;
 
 -- name: schedule_advance
 -- The compare-and-set: move next_exec on only if it is still the slot this ticker saw (1 row:
--- this ticker enqueues the slot's jobs in the same transaction; 0: another ticker did).
+-- this ticker enqueues the slot's jobs in the same transaction; 0: another ticker did). Compared
+-- as schedules_due read it, whole seconds: a next_exec set by hand with fractional seconds is
+-- still the slot seen, and one advanced is another second.
 UPDATE batchq_schedule
 SET next_exec = TIMESTAMP'1970-01-01 00:00:00' + INTERVAL %(next_exec)s SECOND, exec_by = %(exec_by)s
 WHERE name = %(name)s AND enabled = 1
-  AND next_exec = TIMESTAMP'1970-01-01 00:00:00' + INTERVAL %(seen)s SECOND;
+  AND TIMESTAMPDIFF(SECOND, '1970-01-01', next_exec) = %(seen)s;
 
 -- name: schedule_ran
 -- Record the last job a tick enqueued (in the transaction that advanced next_exec).

@@ -9,7 +9,7 @@ SELECT extract(epoch FROM statement_timestamp())::float8 AS now;
 -- name: schedules_due
 -- Enabled schedules whose next slot has come, with the server's clock read in the same statement.
 SELECT name, cron, tz, task, payload, serializer, queue, priority, max_errors, catch_up, catch_up_limit,
-       extract(epoch FROM next_exec)::bigint AS next_exec,
+       CASE WHEN isfinite(next_exec) THEN floor(extract(epoch FROM next_exec))::bigint END AS next_exec,
        extract(epoch FROM statement_timestamp())::float8 AS now
 FROM batchq_schedule
 WHERE enabled AND next_exec <= statement_timestamp()
@@ -17,10 +17,12 @@ ORDER BY next_exec, name;
 
 -- name: schedule_advance
 -- The compare-and-set: move next_exec on only if it is still the slot this ticker saw (1 row:
--- this ticker enqueues the slot's jobs in the same transaction; 0: another ticker did).
+-- this ticker enqueues the slot's jobs in the same transaction; 0: another ticker did). Compared
+-- as schedules_due read it, whole seconds: a next_exec set by hand with fractional seconds is
+-- still the slot seen, and one advanced is another second.
 UPDATE batchq_schedule
 SET next_exec = to_timestamp(%(next_exec)s::float8), exec_by = %(exec_by)s
-WHERE name = %(name)s AND enabled AND next_exec = to_timestamp(%(seen)s::float8);
+WHERE name = %(name)s AND enabled AND floor(extract(epoch FROM next_exec)) = %(seen)s;
 
 -- name: schedule_ran
 -- Record the last job a tick enqueued (in the transaction that advanced next_exec).
@@ -48,9 +50,9 @@ ON CONFLICT (name) DO UPDATE SET
 -- Every schedule, by name, for `batchq schedule list` and sync.
 SELECT name, cron, tz, task, payload, serializer, queue, priority, max_errors, catch_up, catch_up_limit,
        enabled, exec_by, last_job_id,
-       extract(epoch FROM next_exec)::bigint AS next_exec,
-       extract(epoch FROM last_slot)::bigint AS last_slot,
-       extract(epoch FROM last_run_at)::float8 AS last_run_at
+       CASE WHEN isfinite(next_exec) THEN floor(extract(epoch FROM next_exec))::bigint END AS next_exec,
+       CASE WHEN isfinite(last_slot) THEN floor(extract(epoch FROM last_slot))::bigint END AS last_slot,
+       CASE WHEN isfinite(last_run_at) THEN extract(epoch FROM last_run_at)::float8 END AS last_run_at
 FROM batchq_schedule
 ORDER BY name;
 

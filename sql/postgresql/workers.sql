@@ -25,12 +25,13 @@ DELETE FROM batchq_worker WHERE name = %(name)s;
 
 -- name: workers_list
 -- Every registered worker with its ages on the server's clock and the job it runs (its oldest
--- 'processing' row; several in batch mode).
+-- 'processing' row; several in batch mode). Ages as differences of epochs: a time written by
+-- hand as infinity reads as an infinite age, where subtracting timestamps would fail.
 SELECT w.name, w.host, w.pid, w.kind, w.serves, w.jobs_done, w.jobs_failed, w.stop_requested,
-       EXTRACT(EPOCH FROM clock_timestamp() - w.started_at)::float8 AS running_seconds,
-       EXTRACT(EPOCH FROM clock_timestamp() - w.last_seen)::float8 AS seen_seconds_ago,
+       EXTRACT(EPOCH FROM clock_timestamp()) - EXTRACT(EPOCH FROM w.started_at) AS running_seconds,
+       EXTRACT(EPOCH FROM clock_timestamp()) - EXTRACT(EPOCH FROM w.last_seen) AS seen_seconds_ago,
        j.job_id, j.jobs_held,
-       EXTRACT(EPOCH FROM clock_timestamp() - j.since)::float8 AS job_seconds
+       EXTRACT(EPOCH FROM clock_timestamp()) - EXTRACT(EPOCH FROM j.since) AS job_seconds
 FROM batchq_worker w
 LEFT JOIN (
     SELECT locked_by, MIN(id) AS job_id, COUNT(*) AS jobs_held, MIN(processing_at) AS since

@@ -1,6 +1,8 @@
 -- The message-queue API (batchq.MessageQueue) on SQLite, by name (sqlite3 named paramstyle).
 -- Times are UTC text from strftime('%Y-%m-%d %H:%M:%f', 'now'). A message is held by a
--- consumer while vt > now; it is visible (readable, cancellable) once vt <= now.
+-- consumer while vt > now; it is visible (readable, cancellable) once vt <= now. Compared as
+-- times (julianday), not as text: a vt written by hand in another form ('...T10:00:00Z') is
+-- visible at its time, and one that is no time at all is visible now (a read sets it anew).
 -- Writes run inside BEGIN IMMEDIATE: one writer at a time, so a read or pop is one
 -- UPDATE/DELETE ... RETURNING and needs no row locks.
 
@@ -44,7 +46,7 @@ SELECT COUNT(*) AS length FROM batchq_message WHERE queue = :queue;
 -- full drop_oldest queue, to archive and delete; a message another transaction has locked (being
 -- read or deleted, or read inside an application's transaction) is passed over, not waited for.
 SELECT id FROM batchq_message
-WHERE queue = :queue AND (vt <= strftime('%Y-%m-%d %H:%M:%f', 'now') OR read_ct = 0)
+WHERE queue = :queue AND (coalesce(julianday(vt) <= julianday('now'), 1) OR read_ct = 0)
 ORDER BY id LIMIT :n;
 
 -- name: mq_overflow_victims_any
@@ -103,7 +105,7 @@ UPDATE batchq_message
 SET vt = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :vt)), read_ct = read_ct + 1
 WHERE id IN (
     SELECT m.id FROM batchq_message AS m INDEXED BY batchq_message_read
-    WHERE m.queue = :queue AND m.vt <= strftime('%Y-%m-%d %H:%M:%f', 'now')
+    WHERE m.queue = :queue AND coalesce(julianday(m.vt) <= julianday('now'), 1)
       AND (:where IS NULL OR NOT EXISTS (
           SELECT 1 FROM json_tree(:where) AS w
           WHERE (CASE WHEN w.type IN ('integer', 'real') THEN 'number' ELSE w.type END)
@@ -121,7 +123,7 @@ RETURNING id AS msg_id, read_ct, enqueued_at, vt, message, headers;
 DELETE FROM batchq_message
 WHERE id = (
     SELECT id FROM batchq_message INDEXED BY batchq_message_read
-    WHERE queue = :queue AND vt <= strftime('%Y-%m-%d %H:%M:%f', 'now')
+    WHERE queue = :queue AND coalesce(julianday(vt) <= julianday('now'), 1)
     ORDER BY id
     LIMIT 1
 )
@@ -174,17 +176,17 @@ WHERE id = :id AND queue = :queue
 -- name: mq_cancel
 -- Delete a message no consumer holds: visible, or never read (only delayed).
 DELETE FROM batchq_message
-WHERE id = :id AND queue = :queue AND (vt <= strftime('%Y-%m-%d %H:%M:%f', 'now') OR read_ct = 0);
+WHERE id = :id AND queue = :queue AND (coalesce(julianday(vt) <= julianday('now'), 1) OR read_ct = 0);
 
 -- name: mq_hold
 -- Seconds a message stays held by its consumer (<= 0: free), after a cancel was refused.
-SELECT read_ct, (julianday(vt) - julianday('now')) * 86400.0 AS held_seconds
+SELECT read_ct, coalesce((julianday(vt) - julianday('now')) * 86400.0, 0) AS held_seconds
 FROM batchq_message WHERE id = :id AND queue = :queue;
 
 -- name: mq_metrics
 -- Length, visible length, ages in seconds and messages ever sent.
 SELECT COUNT(*) AS queue_length,
-       COALESCE(SUM(vt <= strftime('%Y-%m-%d %H:%M:%f', 'now')), 0) AS queue_visible_length,
+       COALESCE(SUM(coalesce(julianday(vt) <= julianday('now'), 1)), 0) AS queue_visible_length,
        (julianday('now') - julianday(MIN(enqueued_at))) * 86400.0 AS oldest_msg_age_sec,
        (julianday('now') - julianday(MAX(enqueued_at))) * 86400.0 AS newest_msg_age_sec,
        (SELECT COALESCE(SUM(sent), 0) FROM batchq_mq_sent WHERE queue = :queue) AS total_messages,

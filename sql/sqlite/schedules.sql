@@ -7,20 +7,25 @@
 SELECT (julianday('now') - 2440587.5) * 86400.0 AS now;
 
 -- name: schedules_due
--- Enabled schedules whose next slot has come, with the clock read in the same statement.
+-- Enabled schedules whose next slot has come, with the clock read in the same statement. Times
+-- compared as times, not as text: a next_exec set by hand may be in any form SQLite reads
+-- ('2026-01-01 07:00:00', '...T07:00:00Z'); one that is no time at all (next_exec NULL here)
+-- is due, for tick to report it.
 SELECT name, cron, tz, task, payload, serializer, queue, priority, max_errors, catch_up, catch_up_limit,
        CAST(strftime('%s', next_exec) AS INTEGER) AS next_exec,
        (julianday('now') - 2440587.5) * 86400.0 AS now
 FROM batchq_schedule
-WHERE enabled = 1 AND next_exec <= strftime('%Y-%m-%d %H:%M:%f', 'now')
-ORDER BY next_exec, name;
+WHERE enabled = 1 AND coalesce(julianday(next_exec) <= julianday('now'), 1)
+ORDER BY julianday(next_exec), name;
 
 -- name: schedule_advance
 -- The compare-and-set: move next_exec on only if it is still the slot this ticker saw (1 row:
--- this ticker enqueues the slot's jobs in the same transaction; 0: another ticker did).
+-- this ticker enqueues the slot's jobs in the same transaction; 0: another ticker did). Compared
+-- as schedules_due read it, whole seconds: a next_exec set by hand without (or with other)
+-- fractional seconds is still the slot seen, and one advanced is another second.
 UPDATE batchq_schedule
 SET next_exec = strftime('%Y-%m-%d %H:%M:%f', :next_exec, 'unixepoch'), exec_by = :exec_by
-WHERE name = :name AND enabled = 1 AND next_exec = strftime('%Y-%m-%d %H:%M:%f', :seen, 'unixepoch');
+WHERE name = :name AND enabled = 1 AND CAST(strftime('%s', next_exec) AS INTEGER) = :seen;
 
 -- name: schedule_ran
 -- Record the last job a tick enqueued (in the transaction that advanced next_exec).

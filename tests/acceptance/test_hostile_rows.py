@@ -8,6 +8,7 @@ human) while the jobs behind it proceed.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from pathlib import Path
@@ -16,7 +17,8 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from tests.support.db import drop_database, fresh_database_url, job_rows, run_query, sibling_database
+from tests.support.dashboard import dashboard
+from tests.support.db import drop_database, fresh_database_url, job_rows, run_query, sibling_database, sql
 from tests.support.processes import run_batchq, start_batchq
 from tests.support.rows import (
     ERROR_COUNT_MAX,
@@ -237,3 +239,153 @@ def test_deeply_nested_row_of_a_typed_queue_fails_with_its_reason(
     # Changing the type reads every waiting row too: it counts this one, without a traceback.
     write_row(queue, payload=DEEP)
     assert queue.alter_queue("default", schema={"type": "array"}, force=True) == 1
+
+
+# -- a schedule row written by hand: tick, list, --json and the dashboard report it -------------
+
+ODD_SCHEDULE_BY_BACKEND = {  # what each backend's column types let a hand write
+    "sqlite": ("priority = 'high'", "priority is 'high', not a whole number"),
+    "mysql": ("max_errors = 0", "bad max_errors 0"),
+    "postgresql": ("next_exec = '-infinity'", "next_exec is not a time"),
+}
+
+
+def test_odd_schedule_row_is_reported_by_every_reader_and_the_others_tick(
+    queue: Queue, db_url: str, backend_name: str
+) -> None:
+    assignment, reason = ODD_SCHEDULE_BY_BACKEND[backend_name]
+    for name in ("a-bad", "b-good"):
+        queue.schedule(name, "* * * * * *", "jobs:noop")
+        run_query(
+            queue, "schedule_set_next_exec", {"name": name, "at": int(queue.schedules.server_now()) - 5}
+        )
+    sql(queue, f"UPDATE batchq_schedule SET {assignment} WHERE name = 'a-bad'")
+    ticked = run_batchq(db_url, "tick")
+    assert ticked.returncode == 1, ticked.stderr
+    no_traceback(ticked)
+    assert "a-bad" in ticked.stderr and reason in ticked.stderr
+    assert len(job_rows(queue)) == 1  # b-good's
+    listed = run_batchq(db_url, "schedule", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "b-good" in listed.stdout and reason in listed.stdout
+    as_json = run_batchq(db_url, "schedule", "list", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    problems = {s["name"]: s["problem"] for s in json.loads(as_json.stdout)}
+    assert reason in problems["a-bad"] and problems["b-good"] is None
+    with dashboard(db_url) as board:
+        page = board.get("/schedules")
+        assert page.status == 200 and "b-good" in page.body and reason.replace("'", "&#39;") in page.body
+
+
+# -- a message written by hand that cannot be read, at the head of a subscription's queue ---------
+
+
+@pytest.mark.backends("sqlite")
+def test_consume_archives_an_unreadable_message_and_handles_the_others(queue: Queue, db_url: str) -> None:
+    from batchq import MessageQueue
+
+    mq = MessageQueue(db_url)
+    mq.subscribe("orders", "billing")
+    mq.publish("orders", {"n": 0})
+    conn = mq.backend.conn
+    conn.execute("UPDATE batchq_message SET message = 'not json' WHERE queue = 'orders:billing'")
+    conn.commit()
+    for n in range(1, 4):
+        mq.publish("orders", {"n": n})
+    ran = run_batchq(
+        db_url,
+        "consume",
+        "--subscriber",
+        "billing",
+        "--wait",
+        "0",
+        "-v",
+        BATCHQ_TASK_MODULES="pubsub_handlers",
+        PUBSUB_LEDGER="1",
+    )
+    assert ran.returncode == 0, ran.stderr
+    no_traceback(ran)
+    assert "archived unread" in ran.stderr and "cannot be read" in ran.stderr
+    [archived] = mq.read_archive("orders:billing", reason=None)
+    assert archived.message == "not json" and "not valid JSON" in (archived.reason or "")
+    assert [int(n) for (n,) in sql(queue, "SELECT n FROM test_ledger ORDER BY n")] == [1, 2, 3]
+    mq.close()
+
+
+# -- odd rows in the other tables: every reader reports or shows them and goes on ----------------
+
+
+@pytest.mark.backends("sqlite")
+def test_odd_rows_in_every_table_leave_every_reader_going(queue: Queue, db_url: str) -> None:
+    """SQLite stores any value in any column: BLOBs for text, numbers for payloads, text for
+    times, counts too large. The CLI's readers answer without a traceback, the dashboard's pages
+    without a 500, and the good rows are still there."""
+    from batchq import MessageQueue
+
+    failing = queue.enqueue("jobs:fail", max_errors=1)
+    assert run_batchq(db_url, "run").returncode == 0
+    numeric, odd = write_row(queue), write_row(queue)
+    mq = MessageQueue(db_url)
+    for name in ("good-mq", "odd-mq"):
+        mq.create_queue(name)
+    mq.subscribe("orders", "billing")
+    queue.schedule("nightly", "0 3 * * *", "jobs:noop")
+    queue.schedule("odd-payload", "0 4 * * *", "jobs:noop")
+    for statement in (
+        f"UPDATE batchq_job SET payload = -1, queue = 'good' WHERE id = {numeric}",
+        f"UPDATE batchq_job SET queue = x'6f6464' WHERE id = {odd}",
+        f"UPDATE batchq_job SET last_error = x'ff', task = x'6a6f62733a6661696c' WHERE id = {failing}",
+        "INSERT INTO batchq_queue (name, paused) VALUES (NULL, 1)",
+        "UPDATE batchq_mq_meta SET created_at = 'soon' WHERE queue = 'odd-mq'",
+        "UPDATE batchq_mq_sent SET sent = 1e308 WHERE queue = 'odd-mq'",
+        "UPDATE batchq_mq_subscription SET created_at = x'00'",
+        "UPDATE batchq_schedule SET payload = -1 WHERE name = 'odd-payload'",
+    ):
+        sql(queue, statement)
+    for args in (
+        ("stats",),
+        ("stats", "--json"),
+        ("gc-error",),
+        ("schedule", "list"),
+        ("schedule", "list", "--json"),
+    ):
+        read = run_batchq(db_url, *args)
+        no_traceback(read)
+        assert read.returncode in (0, 3), (args, read.stderr)  # gc-error: 3, failed jobs to report
+    stats = json.loads(run_batchq(db_url, "stats", "--json").stdout)
+    assert {"good", "odd", "default"} <= {s["queue"] for s in stats["queues"]}
+    assert f"#{failing}" in run_batchq(db_url, "gc-error").stdout
+    assert "odd-payload" in run_batchq(db_url, "schedule", "list").stdout
+    assert [info.queue_name for info in mq.list_queues()] == ["good-mq", "odd-mq", "orders:billing"]
+    assert "good-mq" in [m.queue_name for m in mq.metrics_all()]
+    assert [s.subscriber for s in mq.subscriptions("orders")] == ["billing"]
+    with dashboard(db_url) as board:
+        for page in ("/", "/failures", f"/jobs/{numeric}", f"/jobs/{failing}", "/schedules", "/metrics"):
+            assert board.get(page).status == 200, page
+    mq.close()
+
+
+@pytest.mark.backends("postgresql")
+def test_times_python_cannot_hold_leave_every_reader_going(queue: Queue, db_url: str) -> None:
+    """PostgreSQL keeps times from 4713 BC to 294276 AD, and infinity: a row written by hand
+    with one no longer fails the whole query of a listing (psycopg cannot make a datetime of it)."""
+    from batchq.registry import Registration
+
+    failing = queue.enqueue("jobs:fail", max_errors=1)
+    assert run_batchq(db_url, "run").returncode == 0
+    Registration(queue.backend, "far:1:00000001", ["default"]).register()
+    queue.lock("reindex", ttl=600).acquire()
+    for statement in (
+        f"UPDATE batchq_job SET last_error_at = 'infinity', created_at = '-infinity' WHERE id = {failing}",
+        "UPDATE batchq_worker SET last_seen = 'infinity', started_at = '4000-01-01 BC'",
+        "UPDATE batchq_lock SET taken_at = '4000-01-01 BC'",
+    ):
+        sql(queue, statement)
+    errors = run_batchq(db_url, "gc-error")
+    assert errors.returncode == 3 and f"#{failing}" in errors.stdout, errors.stdout + errors.stderr
+    for args in (("status",), ("status", "--json"), ("locks",), ("stats",), ("explain", str(failing))):
+        read = run_batchq(db_url, *args)
+        assert read.returncode == 0, (args, read.stderr)
+    with dashboard(db_url) as board:
+        for page in ("/failures", "/workers", "/locks", f"/jobs/{failing}"):
+            assert board.get(page).status == 200, page

@@ -141,6 +141,30 @@ def test_expired_lock_nobody_took_can_still_be_renewed(queue: Queue) -> None:
     assert holder.token == 1
 
 
+@pytest.mark.parametrize("limit", [1, 3])
+def test_ttl_shorter_than_a_round_trip_still_says_acquired(server_url: str, limit: int) -> None:
+    """The holding expires before the answer is back: the answer is still what happened (the
+    token advanced, the row names this holder), and renew proves nobody held it in between."""
+    from batchq.config import parse_url
+    from tests.support.tcp_proxy import TcpProxy
+
+    port = parse_url(server_url).port or {"mysql": 3306, "postgresql": 5432}[parse_url(server_url).dialect]
+    with TcpProxy(port, latency=0.02) as proxy:
+        far = Queue(proxy.url_for(server_url))
+        try:
+            first = far.semaphore("brief", limit=limit)
+            first.acquire()
+            first.release()  # its rows exist now: the next acquire takes in one UPDATE
+            brief = far.semaphore("brief", limit=limit, ttl="5ms")
+            got = brief.acquire()
+            assert got and (got.token, got.slot) == (brief.token, brief.slot) == (2, 0)
+            [info] = [i for i in list_locks(far, name="brief") if i.slot == got.slot]
+            assert (info.last_holder, info.token, info.state) == (brief.owner, got.token, "expired")
+            assert brief.renew(ttl="30s") is True
+        finally:
+            far.close()
+
+
 # -- a lost lock is never a silent success ---------------------------------------------------
 
 

@@ -100,6 +100,40 @@ def test_stop_neither_asks_nor_counts_a_gone_worker(queue: Queue, db_url: str) -
         live.close()
 
 
+def test_host_and_name_filters_compare_exactly(queue: Queue, db_url: str) -> None:
+    """A trailing space is part of the name (MySQL's PAD SPACE collations would ignore it)."""
+    host = socket.gethostname()
+    name = f"{host}:{os.getpid()}:00000001"
+    live = Queue(db_url)  # the worker's session, holding its liveness: only live workers are asked
+    try:
+        live.backend.liveness.hold(name)
+        Registration(queue.backend, name, ["default"]).register()
+        assert request_stop(queue.backend, host=host + " ") == 0
+        assert request_stop(queue.backend, name=name + " ") == 0
+        assert request_stop(queue.backend, host=host.upper() + "X") == 0
+        assert [info.stop_requested for info in list_workers(queue.backend)] == [False]
+        assert request_stop(queue.backend, host=host, name=name) == 1
+    finally:
+        live.close()
+
+
+def test_a_worker_serving_many_long_queue_names_starts(queue: Queue, db_url: str) -> None:
+    names = tuple(f"{i:02d}" + "q" * 62 for i in range(100))  # 100 names of 64 characters
+    queue.enqueue("jobs:noop", queue=names[-1])
+    worker = Worker(queue, RunOptions(queues=names))
+    live = Queue(db_url)  # the worker's session, holding its liveness: only live workers are asked
+    try:
+        live.backend.liveness.hold(worker.name)
+        Registration(queue.backend, worker.name, names).register()  # as the worker does when it starts
+        [info] = list_workers(queue.backend)
+        assert tuple(info.serves) == names
+        assert request_stop(queue.backend, queue=names[-1]) == 1
+        queue.backend.execute("worker_unregister", {"name": worker.name})
+    finally:
+        live.close()
+    assert worker.run().succeeded == 1
+
+
 def test_a_queue_filter_matches_whole_names(queue: Queue) -> None:
     Registration(queue.backend, "h:1:00000001", ["mail-2", "xmail"]).register()
     assert request_stop(queue.backend, queue="mail") == 0

@@ -11,6 +11,7 @@ one waits for a human.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -337,3 +338,30 @@ def test_upgrade_from_007_keeps_messages_and_adds_subscriptions(backend_name: st
     mq.close()
     assert len(Worker(queue, RunOptions()).run().job_ids) == 1
     queue.close()
+
+
+# -- new code on an older schema ----------------------------------------------------------------
+
+
+def test_new_code_on_an_older_schema_says_the_schema_is_behind(backend_name: str, tmp_path: Path) -> None:
+    """A database migrated only to 012 (before task versions, subscribers, leases): what needs a
+    later migration's column or table says the schema is behind and to run init-db, through the
+    API and the CLI (one line, no traceback), and init-db then makes it work."""
+    from batchq import SchemaMissing
+    from tests.support.processes import run_batchq
+
+    url = database_at(backend_name, tmp_path, 12)
+    latest = max(version for version, _, _ in migrations(backend_name))
+    behind = rf"schema of .* is behind: at migration 12 of {latest}; run `batchq init-db`"
+    queue, mq = Queue(url, task_modules=["jobs"]), MessageQueue(url)
+    with pytest.raises(SchemaMissing, match=behind):
+        queue.enqueue("jobs:noop")  # a column of 013
+    with pytest.raises(SchemaMissing, match=behind):
+        mq.subscribe("news", "mailer")  # a table of 016
+    ran = run_batchq(url, "run")
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+    assert re.search(behind, ran.stderr) and "tables are missing" not in ran.stderr, ran.stderr
+    assert queue.init_db()
+    assert queue.enqueue("jobs:noop") and mq.subscribe("news", "mailer")
+    queue.close()
+    mq.close()

@@ -243,3 +243,7 @@ SELECT id, message::text FROM batchq_message WHERE queue = %(queue)s ORDER BY id
 -- name: archive_reasons
 -- Every archived message of a queue with the reason batchq archived it, by id.
 SELECT id, reason FROM batchq_message_archive WHERE queue = %(queue)s ORDER BY id;
+
+-- name: schedule_set_next_exec_by_hand
+-- A schedule's next slot written by hand with a fraction of a second (no writer of batchq's does).
+UPDATE batchq_schedule SET next_exec = to_timestamp(%(at)s::float8 + 0.25) WHERE name = %(name)s;

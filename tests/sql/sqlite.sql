@@ -190,3 +190,7 @@ SELECT id, message FROM batchq_message WHERE queue = :queue ORDER BY id;
 -- name: archive_reasons
 -- Every archived message of a queue with the reason batchq archived it, by id.
 SELECT id, reason FROM batchq_message_archive WHERE queue = :queue ORDER BY id;
+
+-- name: schedule_set_next_exec_by_hand
+-- A schedule's next slot as a person would write it: whole seconds, no fraction.
+UPDATE batchq_schedule SET next_exec = strftime('%Y-%m-%d %H:%M:%S', :at, 'unixepoch') WHERE name = :name;

@@ -3,7 +3,8 @@
 ``drop()`` closes the client side of every connection and keeps the server side open, as a
 middlebox that forgets a connection does: the server keeps the session, and its locks, while
 the client sees its connection gone. ``idle_cut`` closes both sides of a connection that has
-carried nothing for that many seconds, as a load balancer's idle timeout does.
+carried nothing for that many seconds, as a load balancer's idle timeout does. ``latency``
+holds every chunk that many seconds before forwarding it, as a distant server's round trip does.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from types import TracebackType
 
 
 class TcpProxy:
-    def __init__(self, target_port: int, idle_cut: float | None = None) -> None:
+    def __init__(self, target_port: int, idle_cut: float | None = None, latency: float = 0.0) -> None:
         self.target = ("127.0.0.1", target_port)
         self.idle_cut = idle_cut
+        self.latency = latency
         self.cuts = 0  # connections closed by idle_cut
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = int(self._listener.getsockname()[1])
@@ -104,6 +106,7 @@ class TcpProxy:
                     data = sock.recv(65536)
                     if not data:
                         raise ConnectionResetError
+                    time.sleep(self.latency)
                     peers[sock].sendall(data)
                     last_traffic = time.monotonic()
             except OSError:

@@ -1,0 +1,2 @@
+-- MySQL widens batchq_worker.serves here (its VARCHAR(2000) overflowed); serves is TEXT on
+-- PostgreSQL already. Nothing to do: the version keeps the dialects' migrations in step.

@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from batchq import ConfigError, MessageQueue, PayloadError, Queue
 from batchq.config import parse_url
-from tests.support.db import SERVER_URLS, job_rows
+from tests.support.db import SERVER_URLS, autocommit_connection, job_rows
 from tests.support.processes import assert_one_line_error, batchq_cmd, batchq_env, run_batchq
+from tests.support.servers import PrivatePostgreSQL
 
 NESTED_DEPTH = 3000
 UNREACHABLE = {"mysql": "127.0.0.1:1", "postgresql": "127.0.0.1:1"}
@@ -111,13 +117,66 @@ def test_unreachable_server_message_hides_the_password(server_name: str, passwor
     assert "***" not in result.stderr.split("/db: ", 1)[1]  # the driver's message is not masked
 
 
+@dataclass
+class PasswordUser:
+    """A server with a user that logs in with a password, as every real server has."""
+
+    host_port: str
+    user: str
+    password: str
+
+
+@pytest.fixture(scope="module")
+def postgresql_with_passwords() -> Iterator[PrivatePostgreSQL]:
+    """A private PostgreSQL server that asks every user but postgres for a password (the shared
+    one trusts every local login, so it never answers 28P01)."""
+    server = PrivatePostgreSQL()
+    hba = server.datadir / "pg_hba.conf"
+    rules = "host all postgres 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 scram-sha-256\n"
+    hba.write_text(rules + hba.read_text())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.remove()
+
+
+@pytest.fixture
+def password_user(server_name: str, request: pytest.FixtureRequest) -> Iterator[PasswordUser]:
+    """A user with a password on a server (a private name, dropped after the test). On MariaDB
+    its mere presence at the host turns an unknown user's refusal from 1045 into 1698."""
+    name, password = f"batchq_pw_{secrets.token_hex(4)}", secrets.token_hex(8)
+    if server_name == "mysql":
+        url = parse_url(SERVER_URLS["mysql"])
+        conn = autocommit_connection(SERVER_URLS["mysql"])
+        with conn.cursor() as cur:
+            cur.execute("CREATE USER %s@%s IDENTIFIED BY %s", (name, url.host, password))
+        try:
+            yield PasswordUser(f"{url.host}:{url.port or 3306}", name, password)
+        finally:
+            with conn.cursor() as cur:
+                cur.execute("DROP USER %s@%s", (name, url.host))
+            conn.close()
+        return
+    server: PrivatePostgreSQL = request.getfixturevalue("postgresql_with_passwords")
+    with psycopg.connect(host="127.0.0.1", port=server.port, user="postgres", autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(name), password))
+    yield PasswordUser(f"127.0.0.1:{server.port}", name, password)
+
+
 @pytest.mark.parametrize("password", ["a", "p/ss", "1234/SECRET", "p@ss#x?y"])
-def test_refused_login_message_hides_the_password(server_name: str, password: str) -> None:
-    """A real server refusing a login: the message names the URL, masked, and nothing else."""
-    server = parse_url(SERVER_URLS[server_name])
-    where = f"{server.host}:{server.port}/no_such_db_input"
-    result = run_batchq(f"{server_name}://nosuchuser:{password}@{where}", "stats")
-    assert_one_line_error(result, f" {server_name}://nosuchuser:***@{where}: ")
+@pytest.mark.parametrize("who", ["unknown user", "wrong password"])
+def test_refused_login_message_hides_the_password(
+    server_name: str, password_user: PasswordUser, password: str, who: str
+) -> None:
+    """A real server refusing a login: the message names the URL, masked, and nothing else.
+    The server has a password user, as real ones do: MariaDB then refuses an unknown user with
+    1698, not 1045, and PostgreSQL a wrong password with 28P01, not 28000: alike for batchq."""
+    user = "nosuchuser" if who == "unknown user" else password_user.user
+    where = f"{password_user.host_port}/no_such_db_input"
+    result = run_batchq(f"{server_name}://{user}:{password}@{where}", "stats")
+    assert_one_line_error(result, f"batchq: error: cannot use {server_name}://{user}:***@{where}: ")
     if len(password) > 1:
         assert password not in result.stderr + result.stdout
     assert "***" not in result.stderr.split("_input: ", 1)[1]

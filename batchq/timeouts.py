@@ -15,6 +15,9 @@ exit status ``WATCHDOG_EXIT_STATUS``: a thread stuck in C code cannot be stopped
 If that record cannot be written in time, the job stays claimed by a dead worker and
 ``gc-processing`` puts it back, counted as an error, as after any crash.
 
+The processes a timed-out job started (and theirs) are killed once its call has returned, or
+before the watchdog ends the process: a retry never runs beside them (see children.py).
+
 A worker run in another thread than the main one gets no signal (Python delivers signals to
 the main thread only): its timed-out jobs go straight to the grace period and the watchdog.
 """
@@ -34,6 +37,7 @@ from types import FrameType
 from typing import Any
 
 from .backends import stored_seconds
+from .children import clock_ticks, kill_processes, started_since
 from .config import MAX_DURATION_SECONDS, format_duration
 from .job import Job
 from .tasks import task_timeout
@@ -112,6 +116,10 @@ class Watch:
     expired: bool = False  # the timeout has passed: the job counts as timed out, however it ends
     raised: bool = False  # JobTimeout was raised in the task
     abandoned: bool = False  # the grace period passed too: the watchdog ends the process
+    ticks: int | None = None  # when it began, as /proc counts process starts (None: no /proc)
+    # The processes the job had started when it expired (pid -> start): JobTimeout may end the
+    # task's own children and leave theirs, which are then no longer below this process.
+    processes: dict[int, int] = field(default_factory=dict)
 
     @property
     def expires_at(self) -> float:
@@ -165,7 +173,7 @@ class Watchdog:
         if self._signals and not self._handler_installed:  # SIGALRM is left alone until needed
             self._previous_handler = signal.signal(signal.SIGALRM, self._on_alarm)
             self._handler_installed = True
-        watch = Watch(job, timeout, self.grace)
+        watch = Watch(job, timeout, self.grace, ticks=clock_ticks())
         with self._cond:
             self._watch = watch
             self._last_expiry = watch.expires_at
@@ -188,6 +196,8 @@ class Watchdog:
             abandoned = watch.abandoned
         if abandoned:
             threading.Event().wait()
+        if watch.expired:
+            _kill_job_processes(watch)
 
     def _on_alarm(self, signum: int, frame: FrameType | None) -> None:
         watch = self._active
@@ -209,6 +219,8 @@ class Watchdog:
                 if now < watch.expires_at:
                     self._sleep_until(watch.expires_at)
                     continue
+                if not watch.expired:  # before JobTimeout can end any of them
+                    watch.processes = started_since(watch.ticks)
                 watch.expired = True
                 if now >= watch.give_up_at:
                     watch.abandoned = True
@@ -239,6 +251,7 @@ class Watchdog:
             timeout_text(watch.grace),
             WATCHDOG_EXIT_STATUS,
         )
+        _kill_job_processes(watch)  # first: none may run on beside the job's retry
         recorder = threading.Thread(target=self._record_logged, args=(watch,), daemon=True)
         recorder.start()
         recorder.join(RECORD_WAIT_SECONDS)
@@ -267,3 +280,17 @@ class Watchdog:
                 watch.job.id,
                 exc,
             )
+
+
+def _kill_job_processes(watch: Watch) -> None:
+    """Kill what the timed-out job started (found when it expired, or started since)."""
+    killed = kill_processes({**watch.processes, **started_since(watch.ticks)})
+    if killed:
+        log.warning(
+            "job %s (%s) %s: killed %d process(es) it had started (pid %s)",
+            watch.job.id,
+            watch.job.task,
+            timed_out(watch.timeout),
+            len(killed),
+            ", ".join(map(str, killed)),
+        )

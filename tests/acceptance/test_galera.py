@@ -174,6 +174,7 @@ def test_a_lagging_node_sees_a_lease_renewed_on_another(galera: GaleraCluster, g
     worker.hold_liveness("lagging-node-test")
     sweep = Queue(sweep_url)
     blocker = create_backend(sweep_url)
+    unlock = threading.Timer(1.0, _execute, (blocker, "UNLOCK TABLES"))
     try:
         _execute(blocker, "FLUSH TABLES WITH READ LOCK")  # node 1 stops applying
         expires = time.monotonic() + 3
@@ -186,9 +187,14 @@ def test_a_lagging_node_sees_a_lease_renewed_on_another(galera: GaleraCluster, g
             "AND expire_at > UTC_TIMESTAMP(6)",
         )
         assert stale == [(0,)]  # what node 1 shows without waiting: the lease expired
-        threading.Timer(1.0, _execute, (blocker, "UNLOCK TABLES")).start()
+        unlock.start()
         assert sweep.backend.liveness.is_alive("lagging-node-test") is True
     finally:
+        # The read returns as the server applies the timer's UNLOCK, maybe before the timer's
+        # thread has read its answer: the connection is used again once that thread is done.
+        unlock.cancel()
+        if unlock.is_alive():
+            unlock.join()
         _execute(blocker, "UNLOCK TABLES")
         for backend in (worker, blocker):
             backend.close()

@@ -107,9 +107,10 @@ def timed_out(seconds: float) -> str:
 
 @dataclass(eq=False)
 class Watch:
-    """One job's run under a timeout (monotonic times)."""
+    """One job's run under a timeout (monotonic times); or one handler's call, under `batchq
+    consume`, whose ``job`` is then the message."""
 
-    job: Job
+    job: Any
     timeout: float
     grace: float
     started: float = field(default_factory=time.monotonic)
@@ -120,6 +121,12 @@ class Watch:
     # The processes the job had started when it expired (pid -> start): JobTimeout may end the
     # task's own children and leave theirs, which are then no longer below this process.
     processes: dict[int, int] = field(default_factory=dict)
+    label: str = ""  # what it is, in log lines: 'job 12 (pkg.mod:func)' unless given
+    again: str = "gc-processing will put it back"  # what happens when its failure is not recorded
+
+    @property
+    def what(self) -> str:
+        return self.label or f"job {self.job.id} ({self.job.task})"
 
     @property
     def expires_at(self) -> float:
@@ -166,14 +173,15 @@ class Watchdog:
             signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
             self._handler_installed = False
 
-    def begin(self, job: Job, timeout: float | None) -> Watch | None:
-        """Time a job about to be called (None: it has no timeout)."""
+    def begin(self, job: Any, timeout: float | None, label: str = "", again: str = "") -> Watch | None:
+        """Time a job (or a consumer's message) about to be called (None: it has no timeout)."""
         if timeout is None:
             return None
         if self._signals and not self._handler_installed:  # SIGALRM is left alone until needed
             self._previous_handler = signal.signal(signal.SIGALRM, self._on_alarm)
             self._handler_installed = True
-        watch = Watch(job, timeout, self.grace, ticks=clock_ticks())
+        watch = Watch(job, timeout, self.grace, ticks=clock_ticks(), label=label)
+        watch.again = again or watch.again
         with self._cond:
             self._watch = watch
             self._last_expiry = watch.expires_at
@@ -241,12 +249,10 @@ class Watchdog:
         self._wakes_at = -math.inf  # awake: begin() has nothing to wake
 
     def _end_process(self, watch: Watch) -> None:
-        job = watch.job
         log.error(
-            "job %s (%s) %s and did not stop within the grace period (%s): recording its failure "
+            "%s %s and did not stop within the grace period (%s): recording its failure "
             "and ending this worker process (exit status %d)",
-            job.id,
-            job.task,
+            watch.what,
             timed_out(watch.timeout),
             timeout_text(watch.grace),
             WATCHDOG_EXIT_STATUS,
@@ -256,7 +262,7 @@ class Watchdog:
         recorder.start()
         recorder.join(RECORD_WAIT_SECONDS)
         if recorder.is_alive():
-            log.error("job %s: its failure was not recorded in time; gc-processing will put it back", job.id)
+            log.error("%s: its failure was not recorded in time; %s", watch.what, watch.again)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -275,11 +281,7 @@ class Watchdog:
         try:
             self._record(watch, self._why_not_stopped(watch))
         except BaseException as exc:
-            log.error(
-                "job %s: its failure could not be recorded (%s); gc-processing will put it back",
-                watch.job.id,
-                exc,
-            )
+            log.error("%s: its failure could not be recorded (%s); %s", watch.what, exc, watch.again)
 
 
 def _kill_job_processes(watch: Watch) -> None:
@@ -287,9 +289,8 @@ def _kill_job_processes(watch: Watch) -> None:
     killed = kill_processes({**watch.processes, **started_since(watch.ticks)})
     if killed:
         log.warning(
-            "job %s (%s) %s: killed %d process(es) it had started (pid %s)",
-            watch.job.id,
-            watch.job.task,
+            "%s %s: killed %d process(es) it had started (pid %s)",
+            watch.what,
             timed_out(watch.timeout),
             len(killed),
             ", ".join(map(str, killed)),

@@ -12,6 +12,11 @@ Delivery, per subscription:
                  message read more than max_tries times is archived without a call).
   at_most_once   pop (delete) first, then call: an error is logged and the message is gone; a
                  consumer killed mid-handler loses that one message.
+
+A handler's call has a timeout as a job's has (the handler's @subscriber(timeout=...), else
+`consume --timeout`), enforced by the same watchdog (timeouts.py): past it, the call is stopped
+and counts as an error; a call no signal stops ends the process after the grace period (exit
+status 4), so a hung handler cannot outlive --max-seconds and SIGTERM, nor cron's next consumer.
 """
 
 from __future__ import annotations
@@ -22,13 +27,14 @@ import time
 from dataclasses import dataclass
 
 from .backends.liveness import owner_name
-from .config import counted, format_duration
+from .config import counted, format_duration, parse_timeout
 from .errors import BackendError, BackendUnavailable, QueueNotFound
 from .mq import Message, MessageQueue
 from .pubsub import AT_MOST_ONCE, Handler, Subscription, archive_failed
 from .registry import Registration
 from .tasks import call_task
-from .worker import RECONNECT_ATTEMPTS, _describe_error, _stop_on_signals
+from .timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS, Watch, Watchdog, timed_out, timeout_text
+from .worker import RECONNECT_ATTEMPTS, _describe_error, _stop_on_signals, _timed_out_error
 
 log = logging.getLogger("batchq.consumer")
 
@@ -41,6 +47,8 @@ class ConsumeOptions:
     max_seconds: float | None = None
     wait: float | None = None  # exit after this long without a message; None: never
     poll_interval: float = 1.0
+    timeout: float | str | None = None  # how long a call may run (a handler's own comes first)
+    timeout_grace: float | str = DEFAULT_GRACE_SECONDS
 
 
 @dataclass
@@ -82,6 +90,10 @@ class Consumer:
         self._gone: set[tuple[str, str]] = set()  # unsubscribed while we ran (logged once)
         self._stop = threading.Event()
         self._started = time.monotonic()
+        self._timeout = parse_timeout(self.options.timeout, "consume timeout")
+        self._grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
+        self._watchdog: Watchdog | None = None  # made by run(), in the thread that calls handlers
+        self._at_hand: Subscription | None = None  # the subscription of the message being handled
         self.name = owner_name()
         serves = [f"{topic}:{subscriber}" for topic, subscriber in self.handlers]
         self._registration = Registration(mq.backend, self.name, serves, kind="consume")
@@ -99,9 +111,11 @@ class Consumer:
             # its registry row, which `batchq status` lists and `batchq stop` asks to stop.
             self.mq.backend.hold_liveness(self.name)
             self._registration.register()
+            self._watchdog = Watchdog(self._grace, self._record_abandoned)
             try:
                 self._loop()
             finally:
+                self._watchdog.stop()
                 self._unregister()
         return self.summary
 
@@ -208,14 +222,13 @@ class Consumer:
         message = self.mq.pop(sub.queue)
         if message is None:
             return False
-        try:
-            self._call(sub, message)
-        except Exception as exc:
+        error = self._call(sub, message)
+        if error is not None:
             self.summary.failed += 1
             self.summary.dropped += 1
             log.error(
                 "%s/%s: message %d failed and is dropped (at_most_once): %s",
-                sub.topic, sub.subscriber, message.msg_id, _first_line(_describe_error(exc)),
+                sub.topic, sub.subscriber, message.msg_id, _first_line(error),
             )  # fmt: skip
         else:
             self.summary.handled += 1
@@ -228,17 +241,15 @@ class Consumer:
         message = messages[0]
         if message.read_ct > sub.max_tries:  # earlier reads ended without an outcome
             self.summary.skipped += 1
-            error = (
+            unanswered = (
                 f"read {message.read_ct - 1} times without an outcome (its consumer was killed, or "
                 f"its handler ran past the {_seconds(sub.vt)} visibility timeout): not called again"
             )
-            self._give_up(sub, message, error)
+            self._give_up(sub, message, unanswered)
             return True
-        try:
-            self._call(sub, message)
-        except Exception as exc:
+        error = self._call(sub, message)
+        if error is not None:
             self.summary.failed += 1
-            error = _describe_error(exc)
             if message.read_ct >= sub.max_tries:
                 self._give_up(sub, message, error)
             else:
@@ -266,10 +277,49 @@ class Consumer:
                 _first_line(error),
             )  # fmt: skip
 
-    def _call(self, sub: Subscription, message: Message) -> None:
+    def _call(self, sub: Subscription, message: Message) -> str | None:
+        """Call the handler under its timeout: None when it returned, else the error (an
+        exception it raised, or its timeout). KeyboardInterrupt and the like go on up."""
         handler = self.handlers[(sub.topic, sub.subscriber)]
         log.debug("%s/%s: message %d", sub.topic, sub.subscriber, message.msg_id)
-        call_task(handler.func, (message,) if handler.pass_message else (message.message,))
+        watchdog = self._watchdog
+        assert watchdog is not None, "handlers are called by run()"
+        timeout = handler.timeout if handler.timeout is not None else self._timeout
+        label = f"message {message.msg_id} of {sub.topic}/{sub.subscriber}"
+        self._at_hand = sub
+        watch = watchdog.begin(message, timeout, label, again=_again(sub))
+        error: BaseException | None = None
+        try:
+            call_task(handler.func, (message,) if handler.pass_message else (message.message,))
+        except BaseException as exc:
+            error = exc
+        watchdog.end(watch)  # at once: no JobTimeout is raised past this line
+        self._at_hand = None
+        if watch is not None and watch.expired:
+            return _timed_out_error(watch, error)
+        if error is not None and not isinstance(error, Exception):
+            raise error
+        return None if error is None else _describe_error(error)
+
+    def _record_abandoned(self, watch: Watch, why_not_stopped: str) -> None:
+        """The watchdog's last act before it ends the process: a message on its last try is
+        archived with the timeout; any other comes again after its visibility timeout."""
+        sub, message = self._at_hand, watch.job
+        if sub is None or sub.policy == AT_MOST_ONCE or message.read_ct < sub.max_tries:
+            return
+        error = (
+            f"JobTimeout: {timed_out(watch.timeout)}; the consumer process was ended (exit status "
+            f"{WATCHDOG_EXIT_STATUS}) because the handler did not stop within the grace period "
+            f"({timeout_text(watch.grace)}): {why_not_stopped}"
+        )
+        self._give_up(sub, message, error)
+
+
+def _again(sub: Subscription) -> str:
+    """What becomes of a message whose handler's timeout ended the consumer, unrecorded."""
+    if sub.policy == AT_MOST_ONCE:
+        return "it was taken (at_most_once) and is gone"
+    return f"it comes again after its {_seconds(sub.vt)} visibility timeout"
 
 
 def _seconds(value: float) -> str:

@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .backends import Row, stored_count, stored_seconds, stored_text
-from .config import Duration, parse_duration
+from .config import Duration, parse_duration, parse_timeout
 from .errors import ConfigError, PayloadError, TaskError
 from .mq import Message
 from .mq.checks import _check_sizes, _json_text
@@ -88,6 +88,7 @@ class Handler:
     policy: str | None
     max_tries: int | None
     vt: float | None
+    timeout: float | None = None  # how long one call may run; None: `consume --timeout`'s
 
 
 # (topic, subscriber) -> its handler, filled by @subscriber as handler modules are imported.
@@ -331,6 +332,7 @@ def subscriber(
     max_tries: int | None = None,
     vt: Duration | None = None,
     pass_message: bool = False,
+    timeout: Duration | None = None,
 ) -> Callable[[F], F]:
     """Register a function as the handler of subscription (``topic``, ``name``).
 
@@ -339,9 +341,11 @@ def subscriber(
     :class:`~batchq.mq.Message` when ``pass_message``. ``policy``, ``max_tries`` and ``vt``,
     when given, are written to the subscription as the consumer starts; when not, the stored
     ones apply (set with ``MessageQueue.subscribe``; by default at_least_once, 5 tries, 30s).
+    ``timeout``: how long one call may run, as a job's (instead of `batchq consume --timeout`).
     """
     subscription_queue(topic, name)
     settings = (check_policy(policy), check_max_tries(max_tries), check_vt(vt))
+    timeout_seconds = parse_timeout(timeout, "handler timeout")
 
     def register(fn: F) -> F:
         path = task_path(fn)  # module level only: a consumer finds it by importing its module
@@ -356,7 +360,7 @@ def subscriber(
                 f"subscriber {name!r} of topic {topic!r} has a handler already, "
                 f"{task_path(current.func)}; {path} needs a subscriber name of its own"
             )
-        _handlers[(topic, name)] = Handler(topic, name, fn, pass_message, *settings)
+        _handlers[(topic, name)] = Handler(topic, name, fn, pass_message, *settings, timeout_seconds)
         return fn
 
     return register

@@ -450,6 +450,11 @@ def read_schedules_file(path: str | Path) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"cannot read schedules file {str(path)!r}: {exc.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"schedules file {str(path)!r} is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError(
+            f"schedules file {str(path)!r} is nested too deeply to read: flatten it "
+            "(a few hundred levels at most)"
+        ) from None
     extra = sorted(set(data) - {"schedules"})
     if extra:
         raise ConfigError(

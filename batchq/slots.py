@@ -3,11 +3,15 @@
 The kernel drops a flock when its process dies, however it dies, so a killed
 worker never leaves a slot taken.
 
-The files live in ``$TMPDIR/batchq-<uid>/<key>/``, where the key is a hash of the
-database itself (SQLite: the file's resolved absolute path; servers: dialect, host,
-port and database name), not of the URL's text. Both folders must be private to
-this user: another local user could otherwise make them first and hold every slot,
-or plant a symlink where a slot file goes. Anything else is refused with one line.
+The files live in ``<base>/<key>/``, where the key is a hash of the database itself
+(SQLite: the file's resolved absolute path; servers: dialect, host, port and database
+name), not of the URL's text. The base is in a folder of this user's own, so that no
+other local user can make it first (a world-writable /tmp lets them): the runtime folder
+``$XDG_RUNTIME_DIR/batchq``, else ``~/.local/state/batchq-slots-<host>`` (``$XDG_STATE_HOME``;
+the host in the name, as a home may be shared between hosts), else, when neither is usable,
+``$TMPDIR/batchq-<uid>`` as before. The base and key folders must be private to this user:
+another local user could otherwise hold every slot, or plant a symlink where a slot file
+goes. Anything else is refused with one line.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import socket
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -45,7 +50,43 @@ def database_key(url: DatabaseURL) -> str:
 
 def slot_dir(url: DatabaseURL) -> Path:
     key = hashlib.sha1(database_key(url).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"batchq-{os.getuid()}" / key
+    return slot_base() / key
+
+
+def slot_base() -> Path:
+    """The folder of this user's slot folders: the first of the runtime folder, the state
+    folder under the home, and the temp folder whose parent is this user's own."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(runtime) and _owned_private(Path(runtime)):
+        return Path(runtime) / "batchq"
+    state = _state_home()
+    if state is not None:
+        return state / f"batchq-slots-{socket.gethostname()}"
+    return Path(tempfile.gettempdir()) / f"batchq-{os.getuid()}"
+
+
+def _state_home() -> Path | None:
+    """$XDG_STATE_HOME (default ~/.local/state), made if missing; None if it is not usable
+    (no home, a home not writable, or not this user's)."""
+    configured = os.environ.get("XDG_STATE_HOME", "")
+    try:
+        home = Path.home()
+        if not (os.path.isabs(configured) or home.is_dir()):
+            return None  # a home that does not exist is not made
+        path = Path(configured) if os.path.isabs(configured) else home / ".local" / "state"
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except (OSError, RuntimeError):  # RuntimeError: no home to expand ~ to
+        return None
+    return path if _owned_private(path) and os.access(path, os.W_OK | os.X_OK) else None
+
+
+def _owned_private(path: Path) -> bool:
+    """A directory of this user's that no one else can write into."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
 
 
 @contextmanager
@@ -92,7 +133,8 @@ def _private_folder(path: Path) -> None:
         os.chmod(path, 0o700)  # made 0755 by an older batchq: ours, and nobody else could write there
     if problem:
         raise SlotFolderUnsafe(
-            f"slot folder {path} {problem}: refusing to use it; remove it, or set TMPDIR to a private folder"
+            f"slot folder {path} {problem}: refusing to use it; remove it, or set XDG_RUNTIME_DIR "
+            "to a private folder"
         )
 
 

@@ -15,6 +15,9 @@ exit status ``WATCHDOG_EXIT_STATUS``: a thread stuck in C code cannot be stopped
 If that record cannot be written in time, the job stays claimed by a dead worker and
 ``gc-processing`` puts it back, counted as an error, as after any crash.
 
+The processes a timed-out job started (and theirs) are killed once its call has returned, or
+before the watchdog ends the process: a retry never runs beside them (see children.py).
+
 A worker run in another thread than the main one gets no signal (Python delivers signals to
 the main thread only): its timed-out jobs go straight to the grace period and the watchdog.
 """
@@ -34,6 +37,7 @@ from types import FrameType
 from typing import Any
 
 from .backends import stored_seconds
+from .children import clock_ticks, kill_processes, started_since
 from .config import MAX_DURATION_SECONDS, format_duration
 from .job import Job
 from .tasks import task_timeout
@@ -103,15 +107,26 @@ def timed_out(seconds: float) -> str:
 
 @dataclass(eq=False)
 class Watch:
-    """One job's run under a timeout (monotonic times)."""
+    """One job's run under a timeout (monotonic times); or one handler's call, under `batchq
+    consume`, whose ``job`` is then the message."""
 
-    job: Job
+    job: Any
     timeout: float
     grace: float
     started: float = field(default_factory=time.monotonic)
     expired: bool = False  # the timeout has passed: the job counts as timed out, however it ends
     raised: bool = False  # JobTimeout was raised in the task
     abandoned: bool = False  # the grace period passed too: the watchdog ends the process
+    ticks: int | None = None  # when it began, as /proc counts process starts (None: no /proc)
+    # The processes the job had started when it expired (pid -> start): JobTimeout may end the
+    # task's own children and leave theirs, which are then no longer below this process.
+    processes: dict[int, int] = field(default_factory=dict)
+    label: str = ""  # what it is, in log lines: 'job 12 (pkg.mod:func)' unless given
+    again: str = "gc-processing will put it back"  # what happens when its failure is not recorded
+
+    @property
+    def what(self) -> str:
+        return self.label or f"job {self.job.id} ({self.job.task})"
 
     @property
     def expires_at(self) -> float:
@@ -158,14 +173,15 @@ class Watchdog:
             signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
             self._handler_installed = False
 
-    def begin(self, job: Job, timeout: float | None) -> Watch | None:
-        """Time a job about to be called (None: it has no timeout)."""
+    def begin(self, job: Any, timeout: float | None, label: str = "", again: str = "") -> Watch | None:
+        """Time a job (or a consumer's message) about to be called (None: it has no timeout)."""
         if timeout is None:
             return None
         if self._signals and not self._handler_installed:  # SIGALRM is left alone until needed
             self._previous_handler = signal.signal(signal.SIGALRM, self._on_alarm)
             self._handler_installed = True
-        watch = Watch(job, timeout, self.grace)
+        watch = Watch(job, timeout, self.grace, ticks=clock_ticks(), label=label)
+        watch.again = again or watch.again
         with self._cond:
             self._watch = watch
             self._last_expiry = watch.expires_at
@@ -188,6 +204,8 @@ class Watchdog:
             abandoned = watch.abandoned
         if abandoned:
             threading.Event().wait()
+        if watch.expired:
+            _kill_job_processes(watch)
 
     def _on_alarm(self, signum: int, frame: FrameType | None) -> None:
         watch = self._active
@@ -209,6 +227,8 @@ class Watchdog:
                 if now < watch.expires_at:
                     self._sleep_until(watch.expires_at)
                     continue
+                if not watch.expired:  # before JobTimeout can end any of them
+                    watch.processes = started_since(watch.ticks)
                 watch.expired = True
                 if now >= watch.give_up_at:
                     watch.abandoned = True
@@ -229,21 +249,20 @@ class Watchdog:
         self._wakes_at = -math.inf  # awake: begin() has nothing to wake
 
     def _end_process(self, watch: Watch) -> None:
-        job = watch.job
         log.error(
-            "job %s (%s) %s and did not stop within the grace period (%s): recording its failure "
+            "%s %s and did not stop within the grace period (%s): recording its failure "
             "and ending this worker process (exit status %d)",
-            job.id,
-            job.task,
+            watch.what,
             timed_out(watch.timeout),
             timeout_text(watch.grace),
             WATCHDOG_EXIT_STATUS,
         )
+        _kill_job_processes(watch)  # first: none may run on beside the job's retry
         recorder = threading.Thread(target=self._record_logged, args=(watch,), daemon=True)
         recorder.start()
         recorder.join(RECORD_WAIT_SECONDS)
         if recorder.is_alive():
-            log.error("job %s: its failure was not recorded in time; gc-processing will put it back", job.id)
+            log.error("%s: its failure was not recorded in time; %s", watch.what, watch.again)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -262,8 +281,17 @@ class Watchdog:
         try:
             self._record(watch, self._why_not_stopped(watch))
         except BaseException as exc:
-            log.error(
-                "job %s: its failure could not be recorded (%s); gc-processing will put it back",
-                watch.job.id,
-                exc,
-            )
+            log.error("%s: its failure could not be recorded (%s); %s", watch.what, exc, watch.again)
+
+
+def _kill_job_processes(watch: Watch) -> None:
+    """Kill what the timed-out job started (found when it expired, or started since)."""
+    killed = kill_processes({**watch.processes, **started_since(watch.ticks)})
+    if killed:
+        log.warning(
+            "%s %s: killed %d process(es) it had started (pid %s)",
+            watch.what,
+            timed_out(watch.timeout),
+            len(killed),
+            ", ".join(map(str, killed)),
+        )

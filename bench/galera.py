@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/galera.py --jobs 10000 --procs 6 --repeat 2
 
-Starts a private 3-node cluster on this machine (tests/support/galera.py: galera-4, SQL ports
-43306.. unless BATCHQ_GALERA_SQL_PORT says otherwise), then, each repetition, drains --jobs
+Starts a private 3-node cluster on this machine (tests/support/galera.py: galera-4, on free
+ports), then, each repetition, drains --jobs
 no-op jobs, loaded untimed, with --procs `batchq run` processes started at once (jobs/s =
 jobs / wall seconds from the first spawn to the last exit), four ways, interleaved:
   single server       the shared MariaDB at 127.0.0.1:3306 (BENCH_MYSQL_URL), row claims;
@@ -18,7 +18,6 @@ runs at the same time); the ratios are what to read.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -37,7 +36,6 @@ from settings import BATCHQ, REPO_DIR, bench_env
 from stats import med_range, median, ratio
 
 sys.path.insert(0, str(REPO_DIR))
-os.environ.setdefault("BATCHQ_GALERA_SQL_PORT", "43306")  # clear of a test run's cluster (23306..)
 from tests.support.db import create_database  # noqa: E402 - the tests' own helpers
 from tests.support.galera import GaleraCluster  # noqa: E402
 

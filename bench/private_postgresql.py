@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -20,10 +21,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 PG_BIN = Path(os.environ.get("BENCH_PG_BIN", "/usr/lib/postgresql/15/bin"))
-PORT = int(os.environ.get("BENCH_PRIVATE_PG_PORT", "55432"))
 DATABASE = "batchq_bench_steady"
 # As the shared server (shared_buffers 128MB, the Debian default); everything else initdb's.
-BASE_SETTINGS = {"shared_buffers": "128MB", "listen_addresses": "127.0.0.1", "port": str(PORT)}
+BASE_SETTINGS = {"shared_buffers": "128MB", "listen_addresses": "127.0.0.1"}
+
+
+def cluster_port() -> int:
+    """BENCH_PRIVATE_PG_PORT, else a free port: two runs on one machine never collide."""
+    if os.environ.get("BENCH_PRIVATE_PG_PORT"):
+        return int(os.environ["BENCH_PRIVATE_PG_PORT"])
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def parse_settings(text: str) -> dict[str, str]:
@@ -38,19 +47,20 @@ def parse_settings(text: str) -> dict[str, str]:
 def private_cluster(settings: Mapping[str, str]) -> Iterator[str]:
     """Start a throw-away cluster with ``settings``; yield the benchmark database's URL."""
     folder = Path(tempfile.mkdtemp(prefix="batchq_steady_pg_"))
+    port = cluster_port()
     data = folder / "data"
     _chown(folder)
     try:
         _as_owner([str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8"])
-        options = " ".join(f"-c {k}={v}" for k, v in {**BASE_SETTINGS, **settings}.items())
+        options = " ".join(f"-c {k}={v}" for k, v in {**BASE_SETTINGS, "port": str(port), **settings}.items())
         options += f" -k {folder}"  # its Unix socket in its own folder, not the shared one's
         start = [str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-o", options, "-w"]
         _as_owner([*start, "start"])
         try:
             _as_owner(
-                [str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(PORT), "-U", "postgres", DATABASE]
+                [str(PG_BIN / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", DATABASE]
             )
-            yield f"postgresql://postgres@127.0.0.1:{PORT}/{DATABASE}"
+            yield f"postgresql://postgres@127.0.0.1:{port}/{DATABASE}"
         finally:
             _as_owner([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"])
     finally:

@@ -22,7 +22,7 @@ is shown as bench/scale.py prints it (PostgreSQL: EXPLAIN (ANALYZE, BUFFERS), ro
 
 Conditions:
   --private-postgresql autovacuum=on|off[,name=value...]
-                 a throw-away PostgreSQL cluster (initdb into a temporary folder, port 55432)
+                 a throw-away PostgreSQL cluster (initdb into a temporary folder, a free port)
                  with those settings, stopped and deleted at the end; the shared server's
                  settings are never changed. Without it, BENCH_POSTGRESQL_URL's server as it is.
   --hold-snapshot  MySQL: another connection holds a REPEATABLE READ read view (START

@@ -90,6 +90,21 @@ def app_queue(db_url: str) -> Iterator[Queue]:
     q.close()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """`batchq run` keeps its slot files in the user's runtime folder, else under the home: this
+    run's workers keep theirs in a folder of its own, never in the real home or runtime folder."""
+    runtime = tmp_path_factory.mktemp("runtime")
+    runtime.chmod(0o700)
+    before = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    yield
+    if before is None:
+        del os.environ["XDG_RUNTIME_DIR"]
+    else:
+        os.environ["XDG_RUNTIME_DIR"] = before
+
+
 @pytest.fixture(autouse=True)
 def _apps_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """The task modules (tests/apps) import as top-level modules, as in a worker process."""

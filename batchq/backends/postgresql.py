@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -41,6 +42,12 @@ _UNIQUE_VIOLATION = "23505"
 # idle_in_transaction_session_timeout; and refused credentials or an unknown database.
 _UNAVAILABLE_PREFIXES = ("08", "57P", "53300", "25P03")
 _ACCESS_PREFIXES = ("28", "3D")
+# A login the server refuses while connecting (28P01, 28000, 3D000) reaches psycopg with no
+# SQLSTATE (libpq gives only the text): told apart by the server's (English) FATAL message.
+_REFUSED_AT_CONNECT = re.compile(
+    r"FATAL:\s+(password authentication failed|\w+ authentication failed|no pg_hba\.conf entry"
+    r"|role \".*\" does not exist|database \".*\" does not exist|permission denied for database)"
+)
 # Run once on every new connection, in this order (bench/'s raw-driver floors run them too).
 SESSION_QUERIES = ("session_setup",)
 # A worker vacuums the job table itself once VACUUM_DEAD_ROWS rows are dead (two per job: the
@@ -136,7 +143,7 @@ class PostgreSQLBackend(Backend):
             return BackendUnavailable(f"{self.url} is read-only now (a standby): {message}")
         if code == _UNIQUE_VIOLATION:
             return DuplicateKey(f"PostgreSQL error {code}: {message}")
-        if code.startswith(_ACCESS_PREFIXES):
+        if code.startswith(_ACCESS_PREFIXES) or (not code and _REFUSED_AT_CONNECT.search(message)):
             return BackendUnavailable(f"cannot use {self.url}: {message}")
         lost = self._conn is not None and self._conn.closed
         if (

@@ -8,7 +8,8 @@ import click
 
 from ..config import counted
 from ..tasks import TASK_MODULES_ENV, Resolver, modules_from_env, split_modules
-from .common import DURATION, common_options, existing_only
+from ..timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS
+from .common import DURATION, common_options, existing_only, timeout_value
 
 
 @click.command()
@@ -29,7 +30,23 @@ from .common import DURATION, common_options, existing_only
     help="Exit after this many messages taken: handler calls (a retried message counts each time) "
     "and messages archived unread.",
 )
-@click.option("--max-seconds", type=DURATION, help="Exit after this long (the message at hand finishes).")
+@click.option(
+    "--max-seconds", type=DURATION, help="Exit after this long (the message at hand finishes; see --timeout)."
+)
+@click.option(
+    "--timeout",
+    metavar="DURATION",
+    callback=timeout_value,
+    help="Stop a handler's call that runs longer and count it as an error (for handlers whose "
+    "@subscriber(timeout=...) is unset). Default: none.",
+)
+@click.option(
+    "--timeout-grace",
+    metavar="DURATION",
+    callback=timeout_value,
+    help=f"After a call's timeout, how long it may take to stop; then the consumer ends itself "
+    f"with exit status {WATCHDOG_EXIT_STATUS}. [default: {DEFAULT_GRACE_SECONDS:g}s]",
+)
 @click.option(
     "--wait",
     type=DURATION,
@@ -56,13 +73,17 @@ def consume(
     subscribers: tuple[str, ...],
     max_messages: int | None,
     max_seconds: float | None,
+    timeout: float | None,
+    timeout_grace: float | None,
     wait: float | None,
     poll_interval: float,
     task_modules: str | None,
 ) -> None:
     """Call the handlers registered with @batchq.subscriber with their subscriptions' messages,
     under each subscription's policy (at_least_once or at_most_once); subscribe those that are
-    not yet. Runs until SIGTERM (which finishes the message at hand, then exits 0) or a limit."""
+    not yet. Runs until SIGTERM (which finishes the message at hand, then exits 0) or a limit.
+    A handler's call that would not stop within its timeout's grace period ends the process
+    with exit status 4."""
     from ..consumer import ConsumeOptions, Consumer
     from ..mq import MessageQueue
     from ..pubsub import load_handlers
@@ -77,6 +98,8 @@ def consume(
     options = ConsumeOptions(
         max_messages=max_messages,
         max_seconds=max_seconds,
+        timeout=timeout,
+        timeout_grace=DEFAULT_GRACE_SECONDS if timeout_grace is None else timeout_grace,
         wait=wait,
         poll_interval=max(poll_interval, 0.001),
     )

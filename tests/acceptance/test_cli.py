@@ -122,7 +122,7 @@ def test_handler_is_held_to_the_task_modules(queue: Queue, db_url: str, tmp_path
     assert_one_line_error(refused, "--handler 'os:system' refused", "BATCHQ_TASK_MODULES", status=2)
     assert not marker.exists()
     assert [(row["id"], row["status"]) for row in job_rows(queue)] == [(job_id, "ready")]
-    assert_one_line_error(run_batchq(db_url, "run", "--handler", "jobs:_private"), "not allowed")
+    assert_one_line_error(run_batchq(db_url, "run", "--handler", "jobs:_private"), "not allowed", status=2)
 
 
 def test_run_batch_option(queue: Queue, db_url: str) -> None:

@@ -13,13 +13,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pymysql
 import pytest
 
 from batchq import Queue
 from batchq.backends import Backend, create_backend
 from batchq.sweeps import gc_processing
 from tests.support.db import create_database, job_rows, ledger, prepare_database, sql
-from tests.support.galera import PROVIDER, GaleraCluster
+from tests.support.galera import PROVIDER, GaleraCluster, GaleraNode
 from tests.support.harness import Figures, WorkerPool, account, unfinished
 from tests.support.processes import assert_one_line_error, run_batchq, wait_for
 
@@ -174,6 +175,7 @@ def test_a_lagging_node_sees_a_lease_renewed_on_another(galera: GaleraCluster, g
     worker.hold_liveness("lagging-node-test")
     sweep = Queue(sweep_url)
     blocker = create_backend(sweep_url)
+    unlock = threading.Timer(1.0, _execute, (blocker, "UNLOCK TABLES"))
     try:
         _execute(blocker, "FLUSH TABLES WITH READ LOCK")  # node 1 stops applying
         expires = time.monotonic() + 3
@@ -186,9 +188,14 @@ def test_a_lagging_node_sees_a_lease_renewed_on_another(galera: GaleraCluster, g
             "AND expire_at > UTC_TIMESTAMP(6)",
         )
         assert stale == [(0,)]  # what node 1 shows without waiting: the lease expired
-        threading.Timer(1.0, _execute, (blocker, "UNLOCK TABLES")).start()
+        unlock.start()
         assert sweep.backend.liveness.is_alive("lagging-node-test") is True
     finally:
+        # The read returns as the server applies the timer's UNLOCK, maybe before the timer's
+        # thread has read its answer: the connection is used again once that thread is done.
+        unlock.cancel()
+        if unlock.is_alive():
+            unlock.join()
         _execute(blocker, "UNLOCK TABLES")
         for backend in (worker, blocker):
             backend.close()
@@ -217,3 +224,28 @@ def test_stats_on_a_node_and_a_node_cut_off(galera: GaleraCluster, galera_queue:
     finally:
         node.isolate(False)
         node.wait_synced()
+
+
+def test_a_second_cluster_on_this_machine_takes_ports_of_its_own(galera: GaleraCluster) -> None:
+    """Two test runs on one machine each start a cluster: with fixed ports (23306.., 24567..) the
+    second refused to start. Each picks free ports, and is a cluster of its own."""
+    other = GaleraCluster(size=1)
+    try:
+        taken = {port for node in galera.nodes for port in (node.port, node.gcomm)}
+        assert not taken & {other.nodes[0].port, other.nodes[0].gcomm}
+        other.start()
+        assert _cluster_size(other.nodes[0]) == 1
+        assert _cluster_size(galera.nodes[0]) == 3
+    finally:
+        other.stop()
+        other.remove()
+
+
+def _cluster_size(node: GaleraNode) -> int:
+    conn = pymysql.connect(host="127.0.0.1", port=node.port, user="root")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SHOW STATUS LIKE 'wsrep_cluster_size'")
+            return int(cur.fetchone()[1])
+    finally:
+        conn.close()

@@ -10,17 +10,24 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import socket
 import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from batchq import ConfigError, MessageQueue, PayloadError, Queue
 from batchq.config import parse_url
-from tests.support.db import SERVER_URLS, job_rows
+from tests.support.db import SERVER_URLS, autocommit_connection, job_rows
 from tests.support.processes import assert_one_line_error, batchq_cmd, batchq_env, run_batchq
+from tests.support.servers import PrivatePostgreSQL
 
 NESTED_DEPTH = 3000
 UNREACHABLE = {"mysql": "127.0.0.1:1", "postgresql": "127.0.0.1:1"}
@@ -34,29 +41,39 @@ def nested(depth: int) -> Any:
 
 
 # -- item 2: per-host slot files ------------------------------------------------------------
+# The slot folders live in the user's runtime folder ($XDG_RUNTIME_DIR/batchq), else under the
+# home (~/.local/state), else in $TMPDIR: each test names its own, never the real home.
 
 
-def slot_files(tmpdir: Path) -> list[Path]:
-    return sorted(tmpdir.glob("batchq-*/*/slot-*.lock"))
+def private_dir(path: Path) -> Path:
+    path.mkdir(mode=0o700, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
+def slot_files(base: Path) -> list[Path]:
+    return sorted(base.glob("*/slot-*.lock"))
 
 
 def test_slot_folder_owned_by_another_user_is_refused(queue: Queue, db_url: str, tmp_path: Path) -> None:
-    """Another local user made the folder first: refused with one line, never a silent exit 0."""
-    folder = tmp_path / f"batchq-{os.getuid()}"
+    """The slot folder is not this user's: refused with one line, never a silent exit 0."""
+    runtime = private_dir(tmp_path / "run")
+    folder = runtime / "batchq"
     folder.mkdir(mode=0o700)
     os.chown(folder, 65534, 65534)
     queue.enqueue("jobs:noop")
-    result = run_batchq(db_url, "run", TMPDIR=str(tmp_path))
+    result = run_batchq(db_url, "run", XDG_RUNTIME_DIR=str(runtime))
     assert_one_line_error(result, str(folder), "owned by uid 65534")
     assert len(job_rows(queue)) == 1  # nothing ran
 
 
 @pytest.mark.parametrize("mode", [0o777, 0o1777, 0o775])
 def test_slot_folder_others_can_write_to_is_refused(db_url: str, tmp_path: Path, mode: int) -> None:
-    folder = tmp_path / f"batchq-{os.getuid()}"
+    runtime = private_dir(tmp_path / "run")
+    folder = runtime / "batchq"
     folder.mkdir()
     folder.chmod(mode)
-    result = run_batchq(db_url, "run", TMPDIR=str(tmp_path))
+    result = run_batchq(db_url, "run", XDG_RUNTIME_DIR=str(runtime))
     assert_one_line_error(result, str(folder), f"{mode:04o}")
 
 
@@ -66,14 +83,16 @@ def test_slot_folder_of_an_older_batchq_is_made_private(queue: Queue, db_url: st
     folder.mkdir()
     folder.chmod(0o755)
     queue.enqueue("jobs:noop")
-    assert run_batchq(db_url, "run", TMPDIR=str(tmp_path)).returncode == 0
+    no_home = {"XDG_RUNTIME_DIR": "", "HOME": str(tmp_path / "no-home"), "XDG_STATE_HOME": ""}
+    assert run_batchq(db_url, "run", TMPDIR=str(tmp_path), **no_home).returncode == 0
     assert job_rows(queue) == []
     assert folder.stat().st_mode & 0o777 == 0o700
 
 
 def test_slot_folder_is_created_private(db_url: str, tmp_path: Path) -> None:
-    assert run_batchq(db_url, "run", TMPDIR=str(tmp_path)).returncode == 0
-    (slot,) = slot_files(tmp_path)
+    runtime = private_dir(tmp_path / "run")
+    assert run_batchq(db_url, "run", XDG_RUNTIME_DIR=str(runtime)).returncode == 0
+    (slot,) = slot_files(runtime / "batchq")
     for path in (slot.parent.parent, slot.parent):
         assert path.stat().st_mode & 0o777 == 0o700, path
     assert slot.stat().st_mode & 0o077 == 0
@@ -81,19 +100,69 @@ def test_slot_folder_is_created_private(db_url: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("existing_target", [True, False])
 def test_symlink_planted_as_slot_file_is_refused(db_url: str, tmp_path: Path, existing_target: bool) -> None:
-    assert run_batchq(db_url, "run", TMPDIR=str(tmp_path)).returncode == 0
-    (slot,) = slot_files(tmp_path)
+    runtime = private_dir(tmp_path / "run")
+    assert run_batchq(db_url, "run", XDG_RUNTIME_DIR=str(runtime)).returncode == 0
+    (slot,) = slot_files(runtime / "batchq")
     target = tmp_path / "victim"
     if existing_target:
         target.write_text("keep")
     slot.unlink()
     slot.symlink_to(target)
-    result = run_batchq(db_url, "run", TMPDIR=str(tmp_path))
+    result = run_batchq(db_url, "run", XDG_RUNTIME_DIR=str(runtime))
     assert_one_line_error(result, str(slot), "symlink")
     if existing_target:
         assert target.read_text() == "keep"
     else:
         assert not target.exists()  # batchq never creates a file where a planted link points
+
+
+def squat_tmpdir(tmp_path: Path) -> Path:
+    """What another local user can do in a world-writable /tmp: make this user's folder first."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    tmpdir.chmod(0o1777)
+    squatted = tmpdir / f"batchq-{os.getuid()}"
+    squatted.mkdir(mode=0o700)
+    os.chown(squatted, 65534, 65534)
+    return tmpdir
+
+
+@pytest.mark.parametrize("where", ["runtime folder", "home"])
+def test_slot_folder_squatted_in_tmpdir_stops_no_worker(
+    queue: Queue, db_url: str, tmp_path: Path, where: str
+) -> None:
+    """Another user made $TMPDIR/batchq-<uid> first: once every `run --max-procs-per-host` failed
+    on it. The slots are in the user's own runtime folder, or under the home when there is none."""
+    tmpdir = squat_tmpdir(tmp_path)
+    if where == "runtime folder":
+        base = private_dir(tmp_path / "run")
+        env = {"XDG_RUNTIME_DIR": str(base)}
+        folder = base / "batchq"
+    else:
+        home = private_dir(tmp_path / "home")
+        env = {"XDG_RUNTIME_DIR": "", "XDG_STATE_HOME": "", "HOME": str(home)}
+        folder = home / ".local" / "state" / f"batchq-slots-{socket.gethostname()}"
+    queue.enqueue("jobs:noop")
+    result = run_batchq(db_url, "run", "--max-procs-per-host", "2", TMPDIR=str(tmpdir), **env)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert job_rows(queue) == []
+    assert len(slot_files(folder)) == 1
+    assert folder.stat().st_mode & 0o777 == 0o700
+
+
+def test_slot_folder_in_a_runtime_folder_others_can_write_is_not_used(
+    queue: Queue, db_url: str, tmp_path: Path
+) -> None:
+    """XDG_RUNTIME_DIR naming a shared folder (as /tmp) is passed over for the home."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    home = private_dir(tmp_path / "home")
+    queue.enqueue("jobs:noop")
+    result = run_batchq(db_url, "run", XDG_RUNTIME_DIR=str(shared), XDG_STATE_HOME="", HOME=str(home))
+    assert (result.returncode, result.stderr) == (0, "")
+    assert list(shared.iterdir()) == []
+    assert len(slot_files(home / ".local" / "state" / f"batchq-slots-{socket.gethostname()}")) == 1
 
 
 # -- item 3: passwords with special characters -------------------------------------------
@@ -111,13 +180,66 @@ def test_unreachable_server_message_hides_the_password(server_name: str, passwor
     assert "***" not in result.stderr.split("/db: ", 1)[1]  # the driver's message is not masked
 
 
+@dataclass
+class PasswordUser:
+    """A server with a user that logs in with a password, as every real server has."""
+
+    host_port: str
+    user: str
+    password: str
+
+
+@pytest.fixture(scope="module")
+def postgresql_with_passwords() -> Iterator[PrivatePostgreSQL]:
+    """A private PostgreSQL server that asks every user but postgres for a password (the shared
+    one trusts every local login, so it never answers 28P01)."""
+    server = PrivatePostgreSQL()
+    hba = server.datadir / "pg_hba.conf"
+    rules = "host all postgres 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 scram-sha-256\n"
+    hba.write_text(rules + hba.read_text())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        server.remove()
+
+
+@pytest.fixture
+def password_user(server_name: str, request: pytest.FixtureRequest) -> Iterator[PasswordUser]:
+    """A user with a password on a server (a private name, dropped after the test). On MariaDB
+    its mere presence at the host turns an unknown user's refusal from 1045 into 1698."""
+    name, password = f"batchq_pw_{secrets.token_hex(4)}", secrets.token_hex(8)
+    if server_name == "mysql":
+        url = parse_url(SERVER_URLS["mysql"])
+        conn = autocommit_connection(SERVER_URLS["mysql"])
+        with conn.cursor() as cur:
+            cur.execute("CREATE USER %s@%s IDENTIFIED BY %s", (name, url.host, password))
+        try:
+            yield PasswordUser(f"{url.host}:{url.port or 3306}", name, password)
+        finally:
+            with conn.cursor() as cur:
+                cur.execute("DROP USER %s@%s", (name, url.host))
+            conn.close()
+        return
+    server: PrivatePostgreSQL = request.getfixturevalue("postgresql_with_passwords")
+    with psycopg.connect(host="127.0.0.1", port=server.port, user="postgres", autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(name), password))
+    yield PasswordUser(f"127.0.0.1:{server.port}", name, password)
+
+
 @pytest.mark.parametrize("password", ["a", "p/ss", "1234/SECRET", "p@ss#x?y"])
-def test_refused_login_message_hides_the_password(server_name: str, password: str) -> None:
-    """A real server refusing a login: the message names the URL, masked, and nothing else."""
-    server = parse_url(SERVER_URLS[server_name])
-    where = f"{server.host}:{server.port}/no_such_db_input"
-    result = run_batchq(f"{server_name}://nosuchuser:{password}@{where}", "stats")
-    assert_one_line_error(result, f" {server_name}://nosuchuser:***@{where}: ")
+@pytest.mark.parametrize("who", ["unknown user", "wrong password"])
+def test_refused_login_message_hides_the_password(
+    server_name: str, password_user: PasswordUser, password: str, who: str
+) -> None:
+    """A real server refusing a login: the message names the URL, masked, and nothing else.
+    The server has a password user, as real ones do: MariaDB then refuses an unknown user with
+    1698, not 1045, and PostgreSQL a wrong password with 28P01, not 28000: alike for batchq."""
+    user = "nosuchuser" if who == "unknown user" else password_user.user
+    where = f"{password_user.host_port}/no_such_db_input"
+    result = run_batchq(f"{server_name}://{user}:{password}@{where}", "stats")
+    assert_one_line_error(result, f"batchq: error: cannot use {server_name}://{user}:***@{where}: ")
     if len(password) > 1:
         assert password not in result.stderr + result.stdout
     assert "***" not in result.stderr.split("_input: ", 1)[1]
@@ -185,7 +307,7 @@ def test_deeply_nested_payload_is_a_payload_error(queue: Queue, db_url: str) -> 
     result = run_batchq(db_url, "enqueue", "jobs:noop", json.dumps(nested(31)))
     assert result.returncode == 0, result.stderr  # batchq's limit, on every backend (issue 23)
     result = run_batchq(db_url, "enqueue", "jobs:noop", json.dumps(nested(100)))
-    assert_one_line_error(result, "nested more than 31 levels")
+    assert_one_line_error(result, "nested more than 31 levels", status=2)
     deep = "[" * NESTED_DEPTH + "]" * NESTED_DEPTH
     result = run_batchq(db_url, "enqueue", "jobs:noop", deep)
     assert result.returncode == 2 and "Traceback" not in result.stderr and "nested" in result.stderr

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from batchq import MessageQueue, Queue
+from batchq.pubsub import failures
+from batchq.timeouts import WATCHDOG_EXIT_STATUS
 from tests.support.db import sql
 from tests.support.processes import assert_one_line_error, run_batchq, start_batchq, wait_for
 
@@ -202,3 +204,80 @@ def test_a_consumer_is_in_the_registry_and_stops_when_asked(db_url: str, orders:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+# -- handler timeouts (tests/apps/stuck_handlers.py) -----------------------------------------
+
+STUCK = {"BATCHQ_TASK_MODULES": "stuck_handlers"}
+STARTUP = 10.0  # a generous bound on a consumer process's start and exit on a busy machine
+
+
+@pytest.mark.parametrize(
+    ("subscriber", "args", "text"), [("sleeper", ("--timeout", "1s"), "1s"), ("declared", (), "500ms")]
+)
+def test_a_hung_handler_is_stopped_at_its_timeout(
+    db_url: str, mq: MessageQueue, subscriber: str, args: tuple[str, ...], text: str
+) -> None:
+    """`consume --timeout`, or the handler's @subscriber(timeout=...): the call is stopped and
+    counts as an error, as a job's; on its last try the message is archived with it."""
+    mq.subscribe("stuck", subscriber, max_tries=1, vt=60)
+    mq.publish("stuck", {"sleep": 300})
+    started = time.monotonic()
+    result = run_batchq(db_url, "consume", "--subscriber", subscriber, "--wait", "0", *args, **STUCK)
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 1 + STARTUP
+    assert f"archived after 1 try: JobTimeout: timed out after {text}" in result.stderr
+    [failure] = failures(mq, "stuck", subscriber)
+    assert failure.error.startswith(f"JobTimeout: timed out after {text}")
+
+
+@pytest.mark.parametrize("ended_by", ["SIGTERM", "--max-seconds"])
+def test_a_hung_handler_outlives_neither_sigterm_nor_max_seconds(
+    db_url: str, mq: MessageQueue, tmp_path: Path, ended_by: str
+) -> None:
+    """Both let the message at hand finish: a hung one, only until its timeout (consumers that
+    cron starts no longer pile up). The message comes again after its visibility timeout."""
+    mq.subscribe("stuck", "sleeper", max_tries=3, vt=60)
+    started = tmp_path / "started"
+    mq.publish("stuck", {"sleep": 300, "started": str(started)})
+    limit = ("--max-seconds", "1") if ended_by == "--max-seconds" else ()
+    proc = start_batchq(db_url, "consume", "--subscriber", "sleeper", "--timeout", "2s", *limit, **STUCK)
+    try:
+        wait_for(started.exists)
+        began = time.monotonic()
+        if ended_by == "SIGTERM":
+            proc.send_signal(signal.SIGTERM)
+        code, err = finished(proc, timeout=2 + STARTUP)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert code == 0, err
+    assert time.monotonic() - began < 2 + STARTUP
+    assert "stuck/sleeper: message" in err and "failed (try 1 of 3)" in err
+    assert mq.metrics("stuck:sleeper").queue_length == 1  # hidden for 60s, then it comes again
+
+
+def test_a_handler_no_signal_stops_ends_the_consumer(db_url: str, mq: MessageQueue) -> None:
+    """As a job's watchdog: past the grace period the consumer records the failure (archived
+    on the last try) and ends itself with exit status 4."""
+    mq.subscribe("stuck", "blocked", max_tries=1, vt=60)
+    mq.publish("stuck", {"sleep": 120})
+    started = time.monotonic()
+    result = run_batchq(
+        db_url, "consume", "--subscriber", "blocked", "--timeout", "500ms", "--timeout-grace", "1s", **STUCK
+    )
+    assert result.returncode == WATCHDOG_EXIT_STATUS, result.stderr
+    assert time.monotonic() - started < 0.5 + 1 + STARTUP
+    assert "did not stop within the grace period (1s)" in result.stderr
+    assert "Traceback" not in result.stderr
+    [failure] = failures(mq, "stuck", "blocked")
+    assert "the consumer process was ended (exit status 4)" in failure.error
+
+
+def test_consume_refuses_bad_timeouts_in_one_line(db_url: str) -> None:
+    for args, needle in [
+        (("--timeout", "0"), "bad --timeout value '0': a timeout is more than 0"),
+        (("--timeout", "soon"), "bad --timeout value 'soon'"),
+        (("--timeout-grace", "-1s"), "bad --timeout-grace value '-1s'"),
+    ]:
+        assert_one_line_error(run_batchq(db_url, "consume", *args, **STUCK), needle, status=2)

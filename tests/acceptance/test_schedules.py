@@ -236,3 +236,21 @@ def test_schedule_command_errors(queue: Queue, db_url: str) -> None:
     assert job_rows(queue) == []
     assert run_batchq(db_url, "tick").returncode == 0  # retried by the next tick
     assert len(job_rows(queue)) == 1
+
+
+@pytest.mark.parametrize(
+    "deep",
+    [
+        "schedules = " + "[" * 3000 + "]" * 3000,
+        "[schedules.s]\npayload = " + "{a = " * 3000 + "1" + "}" * 3000,
+    ],
+)
+def test_schedule_sync_of_a_deeply_nested_file_is_one_error_line(
+    queue: Queue, db_url: str, tmp_path: Any, deep: str
+) -> None:
+    """tomllib parses nesting recursively: 3,000 levels were a RecursionError traceback."""
+    path = tmp_path / "deep.toml"
+    path.write_text(deep + "\n")
+    result = run_batchq(db_url, "schedule", "sync", str(path))
+    assert_one_line_error(result, str(path), "nested too deeply", "flatten it", status=2)
+    assert queue.schedules.list() == []

@@ -4,10 +4,13 @@ gc-processing puts it back counted as an error); it runs again, then ends failed
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -169,3 +172,40 @@ def test_the_cli_refuses_bad_timeouts_in_one_line(tq: Queue, db_url: str) -> Non
     result = run_batchq(db_url, "enqueue", "jobs:noop", "--timeout", "1h30m")
     assert result.returncode == 0, result.stderr
     assert [float(t) for (t,) in sql(tq, "SELECT timeout_seconds FROM batchq_job")] == [5400.0]
+
+
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    if pid == 0:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            return file.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("stopped_by", ["JobTimeout", "watchdog"])
+def test_a_timed_out_job_leaves_no_process_it_started(
+    tq: Queue, db_url: str, tmp_path: Any, stopped_by: str
+) -> None:
+    """A task's `sleep 300`, and the one a shell it ran put in the background, outlived its
+    timeout (and a retry started two more): they are killed with the job."""
+    payload = {"folder": str(tmp_path), "blocked": stopped_by == "watchdog"}
+    job = tq.enqueue("timeout_jobs:with_children", payload, timeout="1s", max_errors=1)
+    try:
+        # The worker's output pipes are inherited: a worker run waits for the children too.
+        result, _ = run_worker(db_url, "--timeout-grace", "1s")
+        assert result.returncode == (0 if stopped_by == "JobTimeout" else WATCHDOG_EXIT_STATUS), result.stderr
+        assert "process(es) it had started" in result.stderr  # 3 with the shell still waiting
+        assert "Traceback" not in result.stderr
+        assert row(tq, job)["status"] == "failed"
+        assert [name for name in ("child", "grandchild") if running(pid_in(tmp_path / name))] == []
+    finally:
+        for name in ("child", "grandchild"):
+            if running(pid_in(tmp_path / name)):
+                os.kill(pid_in(tmp_path / name), signal.SIGKILL)
+
+
+def pid_in(path: Path) -> int:
+    return int(path.read_text()) if path.exists() else 0

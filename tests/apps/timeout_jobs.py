@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import batchq
@@ -60,6 +62,23 @@ def blocked(payload: dict[str, Any]) -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
     try:
         time.sleep(payload["seconds"])
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+
+
+def with_children(payload: dict[str, Any]) -> None:
+    """Starts `sleep 300` and leaves it; then waits on a shell that started one more in the
+    background (JobTimeout in subprocess.run kills the shell, not its child). Their pids go into
+    the files payload['folder']/child and .../grandchild. With payload['blocked'], no signal
+    reaches the wait: the watchdog ends the worker."""
+    _started(payload)
+    folder = Path(payload["folder"])
+    child = subprocess.Popen(["sleep", "300"])
+    (folder / "child").write_text(str(child.pid))
+    if payload.get("blocked"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    try:
+        subprocess.run(["sh", "-c", 'sleep 300 & echo $! > "$0"; wait', str(folder / "grandchild")])
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
 

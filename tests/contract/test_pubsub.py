@@ -368,3 +368,8 @@ def test_handler_registration_is_checked(mq: MessageQueue) -> None:
         load_handlers(Resolver(["pubsub_handlers"]), topics=["nothing"])
     with pytest.raises(ConfigError, match="no @batchq.subscriber handler in jobs"):
         load_handlers(Resolver(["jobs"]))
+
+
+def test_a_bad_handler_timeout_is_refused_where_it_is_declared() -> None:
+    with pytest.raises(ConfigError, match="bad handler timeout '0s'"):
+        subscriber("orders", "never", timeout="0s")

@@ -2,9 +2,10 @@
 
 Debian's galera-4 and mariadb-server (scripts/ensure-servers installs them); every node has its
 own data directory under a temporary folder and its own ports on 127.0.0.1 (SQL, gcomm, IST,
-SST), so the cluster disturbs nothing else. Node 1 bootstraps the cluster (--wsrep-new-cluster);
-the others join it by state transfer (rsync). A node can be killed with SIGKILL and started
-again: it rejoins (IST from a peer's gcache, or a full SST).
+SST), free ones picked for each cluster, so the cluster disturbs nothing else, and two test runs
+(or a test run and a benchmark) on one machine each have their own. Node 1 bootstraps the
+cluster (--wsrep-new-cluster); the others join it by state transfer (rsync). A node can be
+killed with SIGKILL and started again: it rejoins (IST from a peer's gcache, or a full SST).
 """
 
 from __future__ import annotations
@@ -13,20 +14,17 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pymysql
 
-from tests.support.servers import wait_port
+from tests.support.servers import free_ports, wait_port
 
 PROVIDER = Path("/usr/lib/galera/libgalera_smm.so")
-# Unusual ports, clear of the usual servers (3306, 4567...): node i uses base + i of each.
-SQL_BASE = int(os.environ.get("BATCHQ_GALERA_SQL_PORT", "23306"))
-GCOMM_BASE, IST_BASE, SST_BASE = SQL_BASE + 1261, SQL_BASE + 1271, SQL_BASE + 1281
 JOIN_TIMEOUT = 120.0
 
 
@@ -36,11 +34,22 @@ def _server_user() -> str:
     return "mysql" if os.getuid() == 0 else pwd.getpwuid(os.getuid()).pw_name
 
 
+@dataclass(frozen=True)
+class NodePorts:
+    """A node's ports, kept across its restarts (its peers know its gcomm address)."""
+
+    sql: int
+    gcomm: int
+    ist: int
+    sst: int
+
+
 class GaleraNode:
-    def __init__(self, root: Path, index: int, peers: str) -> None:
+    def __init__(self, root: Path, index: int, peers: str, ports: NodePorts) -> None:
         self.root, self.index, self.peers = root, index, peers
-        self.port = SQL_BASE + index
-        self.gcomm = GCOMM_BASE + index
+        self.ports = ports
+        self.port = ports.sql
+        self.gcomm = ports.gcomm
         self.datadir = root / f"node{index + 1}"
         self.proc: subprocess.Popen[bytes] | None = None
         self.user = _server_user()
@@ -55,7 +64,13 @@ class GaleraNode:
             ],
             check=True,
             capture_output=True,
+            env=self._env(),
         )
+
+    def _env(self) -> dict[str, str]:
+        """The server's temporary files in the cluster's folder: the server user may not be able
+        to write into this run's TMPDIR."""
+        return {**os.environ, "TMPDIR": str(self.root)}
 
     @property
     def name(self) -> str:
@@ -68,7 +83,7 @@ class GaleraNode:
         provider_options = ";".join(
             [
                 f"gmcast.listen_addr=tcp://127.0.0.1:{self.gcomm}",
-                f"ist.recv_addr=127.0.0.1:{IST_BASE + self.index}",
+                f"ist.recv_addr=127.0.0.1:{self.ports.ist}",
                 "gcache.size=128M",  # room for IST after a kill mid-drain
                 "evs.suspect_timeout=PT3S",  # notice a SIGKILLed peer in seconds, not 5s+
                 "evs.inactive_timeout=PT6S",
@@ -96,7 +111,7 @@ class GaleraNode:
             f"--wsrep-node-address=127.0.0.1:{self.gcomm}",
             f"--wsrep-node-name={self.name}",
             f"--wsrep-provider-options={provider_options}",
-            f"--wsrep-sst-receive-address=127.0.0.1:{SST_BASE + self.index}",
+            f"--wsrep-sst-receive-address=127.0.0.1:{self.ports.sst}",
             "--wsrep-sst-method=rsync",
             "--wsrep-slave-threads=2",
         ]
@@ -104,7 +119,7 @@ class GaleraNode:
 
     def start(self, bootstrap: bool = False) -> None:
         self.proc = subprocess.Popen(
-            self._argv(bootstrap), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            self._argv(bootstrap), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self._env()
         )
         self.wait_synced()
 
@@ -172,13 +187,13 @@ class GaleraCluster:
     def __init__(self, size: int = 3) -> None:
         if not PROVIDER.exists():
             raise RuntimeError(f"{PROVIDER} is missing: run scripts/ensure-servers (installs galera-4)")
-        for port in [SQL_BASE + i for i in range(size)] + [GCOMM_BASE + i for i in range(size)]:
-            _check_port_free(port)
+        picked = free_ports(4 * size)
+        ports = [NodePorts(*picked[4 * i : 4 * i + 4]) for i in range(size)]
         self.root = Path(tempfile.mkdtemp(prefix="batchq-galera-"))
         self.root.chmod(0o755)
         shutil.chown(self.root, _server_user())
-        peers = "gcomm://" + ",".join(f"127.0.0.1:{GCOMM_BASE + i}" for i in range(size))
-        self.nodes = [GaleraNode(self.root, i, peers) for i in range(size)]
+        peers = "gcomm://" + ",".join(f"127.0.0.1:{node.gcomm}" for node in ports)
+        self.nodes = [GaleraNode(self.root, i, peers, ports[i]) for i in range(size)]
 
     def start(self) -> None:
         first, *others = self.nodes
@@ -199,15 +214,3 @@ class GaleraCluster:
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-def _check_port_free(port: int) -> None:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as mariadbd: TIME_WAIT is no use
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            raise RuntimeError(
-                f"port {port} is taken: the Galera test cluster needs ports {SQL_BASE}.. "
-                "(set BATCHQ_GALERA_SQL_PORT to move them)"
-            ) from None

@@ -25,6 +25,9 @@ NOT_PRIMARY = (
         # The same code from a single server is an engine's failure at commit: reported.
         (1180, "Got error 28 during COMMIT", False, BackendError),
         (2013, "Lost connection to server during query", False, BackendUnavailable),
+        # A refused login: 1045, or 1698 when the host has password users (any real server).
+        (1045, "Access denied for user 'app'@'10.0.0.5' (using password: YES)", False, BackendUnavailable),
+        (1698, "Access denied for user 'app'@'10.0.0.5'", False, BackendUnavailable),
     ],
 )
 def test_error_kinds(code: int, message: str, galera: bool, kind: type[BackendError]) -> None:

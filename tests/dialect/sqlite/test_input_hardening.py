@@ -13,15 +13,16 @@ from tests.support.processes import batchq_cmd, batchq_env, wait_for
 # -- item 2: per-host slot files ------------------------------------------------------------
 
 
-def slot_files(tmpdir: Path) -> list[Path]:
-    return sorted(tmpdir.glob("batchq-*/*/slot-*.lock"))
+def slot_files(runtime: Path) -> list[Path]:
+    return sorted(runtime.glob("batchq/*/slot-*.lock"))
 
 
 @pytest.mark.backends("sqlite")
 def test_same_sqlite_url_in_two_folders_does_not_share_slots(backend_name: str, tmp_path: Path) -> None:
     """Two apps with sqlite:///jobs.db in different directories are two databases: two slot sets."""
     apps = [tmp_path / "app_a", tmp_path / "app_b"]
-    env = batchq_env("sqlite:///jobs.db", TMPDIR=str(tmp_path))
+    tmp_path.chmod(0o700)  # a runtime folder is the user's alone
+    env = batchq_env("sqlite:///jobs.db", XDG_RUNTIME_DIR=str(tmp_path))
     for app in apps:
         app.mkdir()
         subprocess.run(batchq_cmd("init-db"), cwd=app, env=env, check=True, timeout=60)

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from batchq import MessageQueue, Queue
-from batchq.config import parse_url
 from tests.support.db import app_connection
 
 
@@ -27,16 +26,7 @@ def _mysql(cursor_class: str) -> Callable[[str], Any]:
     def connect(db_url: str) -> Any:
         import pymysql.cursors
 
-        url = parse_url(db_url)
-        return pymysql.connect(
-            host=url.host,
-            port=url.port or 3306,
-            user=url.user or "root",
-            password=url.password,
-            database=url.database,
-            autocommit=False,
-            cursorclass=getattr(pymysql.cursors, cursor_class),
-        )
+        return app_connection(db_url, cursorclass=getattr(pymysql.cursors, cursor_class))
 
     return connect
 

@@ -182,13 +182,14 @@ def ledger(queue: Queue) -> list[int]:
     return sorted(row[0] for row in sql(queue, "SELECT n FROM test_ledger"))
 
 
-def app_connection(db_url: str) -> Any:
-    """The application's own connection, with a transaction open (autocommit off)."""
+def app_connection(db_url: str, **options: Any) -> Any:
+    """The application's own connection, with a transaction open (autocommit off); ``options``
+    go to the driver's connect (PyMySQL: ``cursorclass=DictCursor``, as a Flask app opens it)."""
     url = parse_url(db_url)
     if url.dialect == "sqlite":
         import sqlite3
 
-        return sqlite3.connect(url.database)  # default: implicit transactions around DML
+        return sqlite3.connect(url.database, **options)  # default: implicit transactions around DML
     if url.dialect == "mysql":
         import pymysql
 
@@ -199,6 +200,7 @@ def app_connection(db_url: str) -> Any:
             password=url.password,
             database=url.database,
             autocommit=False,
+            **options,
         )
     import psycopg
 
@@ -208,6 +210,7 @@ def app_connection(db_url: str) -> Any:
         user=url.user,
         password=url.password or None,
         dbname=url.database,
+        **options,
     )
 
 

@@ -54,7 +54,14 @@ class WorkerInfo:
 class Registration:
     """A worker's own row: written at start, refreshed at each tick, deleted at exit."""
 
-    def __init__(self, backend: Backend, name: str, serves: Sequence[str], kind: str = "run") -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        name: str,
+        serves: Sequence[str],
+        kind: str = "run",
+        heartbeat: float | None = None,
+    ) -> None:
         self.backend = backend
         self.name = name
         self._row = {
@@ -63,6 +70,8 @@ class Registration:
             "pid": os.getpid(),
             "kind": kind,
             "serves": ",".join(serves),
+            # `run --heartbeat` (0: off): how long its session may sit idle while it is alive
+            "heartbeat": heartbeat,
         }
 
     def register(self) -> None:
@@ -82,6 +91,13 @@ class Registration:
 
     def unregister(self) -> None:
         self.backend.execute("worker_unregister", {"name": self.name})
+
+
+def registered_heartbeat(backend: Backend, name: str) -> float | None:
+    """The seconds between a worker's session pings as it registered them (0: it does not ping);
+    None for a worker not registered, or registered by an older batchq."""
+    row = backend.fetchone("worker_heartbeat", {"name": name})
+    return None if row is None else stored_seconds(row["heartbeat_seconds"])
 
 
 def list_workers(backend: Backend) -> list[WorkerInfo]:

@@ -16,7 +16,7 @@ from .errors import BackendError, BackendUnavailable, ConfigError
 from .failures import FailureGroup, fingerprint_of, fingerprint_of_text, group_failures
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from .queue import UNIQUE_ATTEMPTS, Queue
-from .registry import prune_gone
+from .registry import prune_gone, registered_heartbeat
 
 DEFAULT_OLDER_THAN_SECONDS = 3600.0
 # --ghost-after must be at least this many of the workers' heartbeats: between two pings a live
@@ -220,7 +220,8 @@ def _owner_alive(backend: Backend, owner: str, ghost_after: float | None) -> tup
     alive = liveness.is_alive(owner)
     if not alive or ghost_after is None:
         return alive, gone
-    ghost = liveness.ghost_session(owner, ghost_after)
+    idle_after = _ghost_idle_after(backend, owner, ghost_after)
+    ghost = None if idle_after is None else liveness.ghost_session(owner, idle_after)
     if ghost is None:
         return alive, gone
     session, idle = ghost
@@ -229,6 +230,19 @@ def _owner_alive(backend: Backend, owner: str, ghost_after: float | None) -> tup
         f"worker {owner} is gone: its database session {session} sat idle {idle:.0f}s holding its "
         f"lock, past --ghost-after (a ghost session, {ended})"
     )
+
+
+def _ghost_idle_after(backend: Backend, owner: str, ghost_after: float) -> float | None:
+    """How long the owner's session must sit idle to be taken for a ghost: ghost_after, but
+    never less than two of the heartbeats the worker registered (a worker beating slower than
+    --worker-heartbeat said is alive between its beats); None: never, as the worker does not
+    ping its session (`run --heartbeat 0`) and sits idle for a whole job."""
+    beat = registered_heartbeat(backend, owner)
+    if beat is None:  # not registered, or by an older batchq: as the operator said
+        return ghost_after
+    if beat <= 0:
+        return None
+    return max(ghost_after, GHOST_AFTER_HEARTBEATS * beat)
 
 
 def gc_error(

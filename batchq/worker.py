@@ -142,7 +142,9 @@ class Worker:
         self._started = time.monotonic()
         self._lease: PartitionLease | None = None  # with claim="partition"
         self._waiting_for_partition = False  # no free partition has work, but leased ones do
-        self._registration = Registration(queue.backend, self.name, self.options.queues)
+        self._registration = Registration(
+            queue.backend, self.name, self.options.queues, heartbeat=self.options.heartbeat
+        )
         # Checked here too: RunOptions may come from Python, not the CLI.
         self._timeout = parse_timeout(self.options.timeout, "run timeout")
         self._grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS

@@ -42,7 +42,8 @@ JOBS_SHOWN_PER_GROUP = 3  # gc-error's text report: a few jobs of each group, th
     default=DEFAULT_HEARTBEAT_SECONDS,
     show_default="30s",
     help="The workers' `run --heartbeat` (the slowest, if they differ): --ghost-after shorter than "
-    "two of them is refused, as it would put back the job of a live worker.",
+    "two of them is refused, as it would put back the job of a live worker. (The sweep also "
+    "waits two of the heartbeat each worker registered.)",
 )
 @click.option("--hook", metavar="PATH", help="Call pkg.mod:func with the affected jobs (a list of dicts).")
 @click.option("--json", "as_json", is_flag=True, help="Print the affected jobs as JSON.")

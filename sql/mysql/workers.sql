@@ -6,8 +6,8 @@
 
 -- name: worker_register
 -- A worker starting: its row (again, should a reconnect find it there already).
-INSERT INTO batchq_worker (name, host, pid, kind, serves, started_at, last_seen)
-VALUES (%(name)s, %(host)s, %(pid)s, %(kind)s, %(serves)s, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
+INSERT INTO batchq_worker (name, host, pid, kind, serves, heartbeat_seconds, started_at, last_seen)
+VALUES (%(name)s, %(host)s, %(pid)s, %(kind)s, %(serves)s, %(heartbeat)s, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))
 ON DUPLICATE KEY UPDATE last_seen = UTC_TIMESTAMP(6);
 
 -- name: worker_seen
@@ -51,3 +51,7 @@ WHERE (%(host)s IS NULL OR BINARY host = %(host)s)
 -- name: worker_stop
 -- Ask one worker, found alive by workers_matching, to finish its job and exit.
 UPDATE batchq_worker SET stop_requested = 1 WHERE name = %(name)s AND BINARY name = %(name)s;
+
+-- name: worker_heartbeat
+-- A registered worker's `run --heartbeat` (NULL: not recorded), for gc-processing --ghost-after.
+SELECT heartbeat_seconds FROM batchq_worker WHERE name = %(name)s AND BINARY name = %(name)s;

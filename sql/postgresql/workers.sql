@@ -4,8 +4,8 @@
 
 -- name: worker_register
 -- A worker starting: its row (again, should a reconnect find it there already).
-INSERT INTO batchq_worker (name, host, pid, kind, serves, started_at, last_seen)
-VALUES (%(name)s, %(host)s, %(pid)s, %(kind)s, %(serves)s, clock_timestamp(), clock_timestamp())
+INSERT INTO batchq_worker (name, host, pid, kind, serves, heartbeat_seconds, started_at, last_seen)
+VALUES (%(name)s, %(host)s, %(pid)s, %(kind)s, %(serves)s, %(heartbeat)s, clock_timestamp(), clock_timestamp())
 ON CONFLICT (name) DO UPDATE SET last_seen = clock_timestamp();
 
 -- name: worker_seen
@@ -49,3 +49,7 @@ WHERE (%(host)s::text IS NULL OR host = %(host)s::text)
 -- name: worker_stop
 -- Ask one worker, found alive by workers_matching, to finish its job and exit.
 UPDATE batchq_worker SET stop_requested = true WHERE name = %(name)s::text;
+
+-- name: worker_heartbeat
+-- A registered worker's `run --heartbeat` (NULL: not recorded), for gc-processing --ghost-after.
+SELECT heartbeat_seconds FROM batchq_worker WHERE name = %(name)s;

@@ -4,8 +4,8 @@
 
 -- name: worker_register
 -- A worker starting: its row (again, should a reconnect find it there already).
-INSERT INTO batchq_worker (name, host, pid, kind, serves, started_at, last_seen)
-VALUES (:name, :host, :pid, :kind, :serves, strftime('%Y-%m-%d %H:%M:%f', 'now'),
+INSERT INTO batchq_worker (name, host, pid, kind, serves, heartbeat_seconds, started_at, last_seen)
+VALUES (:name, :host, :pid, :kind, :serves, :heartbeat, strftime('%Y-%m-%d %H:%M:%f', 'now'),
         strftime('%Y-%m-%d %H:%M:%f', 'now'))
 ON CONFLICT (name) DO UPDATE SET last_seen = strftime('%Y-%m-%d %H:%M:%f', 'now');
 
@@ -49,3 +49,7 @@ WHERE (:host IS NULL OR host = :host)
 -- name: worker_stop
 -- Ask one worker, found alive by workers_matching, to finish its job and exit.
 UPDATE batchq_worker SET stop_requested = 1 WHERE name = :name;
+
+-- name: worker_heartbeat
+-- A registered worker's `run --heartbeat` (NULL: not recorded), for gc-processing --ghost-after.
+SELECT heartbeat_seconds FROM batchq_worker WHERE name = :name;

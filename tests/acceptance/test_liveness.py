@@ -313,6 +313,38 @@ def test_a_ghost_after_a_live_workers_heartbeat_cannot_satisfy_is_refused(
 
 
 @pytest.mark.slow
+def test_a_worker_beating_slower_than_the_sweep_was_told_is_not_taken_for_a_ghost(
+    server_url: str, tmp_path: Path
+) -> None:
+    """The sweep is told the workers beat every second (--worker-heartbeat 1s), so --ghost-after
+    2s passes its check; this worker beats every 4 s, and its session sits idle up to 4 s between
+    beats. The sweep reads the heartbeat the worker registered and waits two of them: the job
+    of the live worker is never put back, however often the sweep runs."""
+    queue = Queue(server_url, task_modules=["liveness_jobs"])
+    hang_until = tmp_path / "go"
+    queue.enqueue(LONG_JOB, {"n": 0, "sleep": 60, "until": str(hang_until)})
+    worker = _start_worker(server_url, "--max-jobs", "1", "--heartbeat", "4s")
+    try:
+        wait_for(lambda: ledger(queue) == [0])
+        deadline = time.monotonic() + 9  # two beats and more: idle passes 2 s between them
+        while time.monotonic() < deadline:
+            report = gc_processing(queue, ghost_after=2, heartbeat=1)
+            assert report.requeued == [], report.requeued
+            time.sleep(0.2)
+        [row] = job_rows(queue)
+        assert (row["status"], row["error_count"]) == ("processing", 0)
+        hang_until.touch()
+        assert worker.wait(timeout=60) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        worker.communicate()
+    assert ledger(queue) == [0]  # run once
+    assert job_rows(queue) == []
+    queue.close()
+
+
+@pytest.mark.slow
 def test_gc_processing_sees_and_ends_ghosts_only_with_the_privileges_documented(
     server_name: str, server_url: str, tmp_path: Path
 ) -> None:

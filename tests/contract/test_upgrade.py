@@ -58,7 +58,9 @@ def database_at(backend_name: str, tmp_path: Path, upto: int) -> str:
     backend = create_backend(url)
     with backend.errors():
         cur = backend.conn.cursor()
-        for table in ("batchq_schema", "batchq_queue", "batchq_schedule", "batchq_history", *TABLES):
+        # every table a migration creates: one left from an earlier test would have today's columns
+        later = ("batchq_worker", "batchq_partition", "batchq_lease")
+        for table in ("batchq_schema", "batchq_queue", "batchq_schedule", "batchq_history", *later, *TABLES):
             cur.execute(
                 f"DROP TABLE IF EXISTS {table}" + (" CASCADE" if backend_name == "postgresql" else "")
             )

@@ -233,12 +233,17 @@ def _failed_line(job: sweeps.FailedJob) -> str:
 
 def _errors(job: sweeps.FailedJob) -> str:
     if job.error_count_before is not None:
-        return f"{job.error_count_before} errors, reset to 0"
+        return f"{_n_errors(job.error_count_before)}, reset to 0"
     if not job.dropped:
-        return f"{job.error_count} errors"
+        return _n_errors(job.error_count)
     # Dropped while waiting: never out of tries; maybe after a few while backing off.
-    tries = "" if str(job.error_count) == "0" else f" after {job.error_count} errors"
+    tries = "" if str(job.error_count) == "0" else f" after {_n_errors(job.error_count)}"
     return f"dropped while waiting{tries}"
+
+
+def _n_errors(count: object) -> str:
+    """'1 error', '3 errors'; a count written by hand (any value) as stored."""
+    return f"{count} error" + ("" if str(count) == "1" else "s")
 
 
 def _seen(first: datetime | str | None, last: datetime | str | None) -> str:

@@ -88,7 +88,7 @@ def test_gc_error_report_json_hook_and_requeue(queue: Queue, db_url: str, tmp_pa
     assert run_batchq(db_url, "run").returncode == 0
     report = run_batchq(db_url, "gc-error")
     assert report.returncode == 3
-    assert f"#{job_id} default jobs:fail (1 errors): ValueError: boom: 'x'" in report.stdout
+    assert f"#{job_id} default jobs:fail (1 error): ValueError: boom: 'x'" in report.stdout
     hook_out = tmp_path / "hook"
     listed = run_batchq(db_url, "gc-error", "--json", "--hook", "jobs:save_hook", HOOK_OUT=str(hook_out))
     assert listed.returncode == 3

@@ -390,7 +390,7 @@ def test_connection_killed_during_claim(
     run_query_on(admin, server_name, "jobs_table_unlock")
     out, err = worker.communicate(timeout=60)
     assert worker.returncode == 0, err
-    assert "reconnecting" in err and "1 reconnects" in err
+    assert "reconnecting" in err and "1 reconnect," in err
     assert ledger(queue) == list(range(20))
     assert job_rows(queue) == []
     FIGURES.append(Figures(server_name, "connection killed during claim", 1, 20, conn_kills=1))
@@ -408,7 +408,7 @@ def test_connection_killed_during_finalize(
     admin.rollback()
     out, err = worker.communicate(timeout=60)
     assert worker.returncode == 0, err
-    assert "1 reconnects" in err and "0 stale finishes" in err
+    assert "1 reconnect," in err and "0 stale finishes" in err
     assert ledger(queue) == [0]  # finished once: the retried DELETE carried the claim token
     assert job_rows(queue) == []
     FIGURES.append(Figures(server_name, "connection killed during finalize", 1, 1, conn_kills=1))

@@ -74,7 +74,7 @@ def test_gc_error_words_dropped_jobs_as_dropped(queue: Queue, db_url: str) -> No
     assert f"    #{dropped} {Q} jobs:noop (dropped while waiting): QueueFull: dropped to make room" in (
         "\n".join(lines)
     )
-    assert f"    #{failed} default jobs:fail (1 errors): ValueError: boom" in report.stdout
+    assert f"    #{failed} default jobs:fail (1 error): ValueError: boom" in report.stdout
     assert "(0 errors)" not in report.stdout
     [dropped_job] = [job for job in gc_error(queue) if job.dropped]
     assert dropped_job.id == dropped

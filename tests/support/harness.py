@@ -56,7 +56,7 @@ def account(queue: Queue, jobs: int, figures: Figures) -> Figures:
     return figures
 
 
-_SUMMARY = re.compile(r"(\d+) lock conflicts retried, (\d+) reconnects")
+_SUMMARY = re.compile(r"(\d+) lock conflicts? retried, (\d+) reconnects?\b")
 
 
 class WorkerPool:

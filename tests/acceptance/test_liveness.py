@@ -278,6 +278,28 @@ def test_gc_processing_puts_back_a_job_whose_worker_vanished_behind_a_ghost_sess
     queue.close()
 
 
+@contextmanager
+def _one_long_job(server_url: str, tmp_path: Path, *run_args: str) -> Iterator[Queue]:
+    """A live worker (`batchq run *run_args`) running one job that hangs until the block ends;
+    then the job is let finish: it ran once, and the worker exited 0 (killed if the block fails)."""
+    queue = Queue(server_url, task_modules=["liveness_jobs"])
+    hang_until = tmp_path / "go"
+    queue.enqueue(LONG_JOB, {"n": 0, "sleep": 60, "until": str(hang_until)})
+    worker = _start_worker(server_url, "--max-jobs", "1", *run_args)
+    try:
+        wait_for(lambda: ledger(queue) == [0])
+        yield queue
+        hang_until.touch()
+        assert worker.wait(timeout=60) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        worker.communicate()
+    assert ledger(queue) == [0]  # run once
+    assert job_rows(queue) == []
+    queue.close()
+
+
 @pytest.mark.slow
 def test_a_ghost_after_a_live_workers_heartbeat_cannot_satisfy_is_refused(
     server_url: str, tmp_path: Path
@@ -285,12 +307,7 @@ def test_a_ghost_after_a_live_workers_heartbeat_cannot_satisfy_is_refused(
     """A healthy worker (the default 30s heartbeat) runs a job whose session sits idle between
     beats: --ghost-after 0, or under two heartbeats, would take it for a ghost and run its job
     twice. It is refused before the sweep reads anything; the job runs once."""
-    queue = Queue(server_url, task_modules=["liveness_jobs"])
-    hang_until = tmp_path / "go"
-    queue.enqueue(LONG_JOB, {"n": 0, "sleep": 60, "until": str(hang_until)})
-    worker = _start_worker(server_url, "--max-jobs", "1")
-    try:
-        wait_for(lambda: ledger(queue) == [0])
+    with _one_long_job(server_url, tmp_path) as queue:
         time.sleep(2)  # the worker's session sits idle: its next beat is up to 30s away
         for too_short in ("0", "10s", "59s"):
             refused = run_batchq(server_url, "gc-processing", "--ghost-after", too_short)
@@ -301,15 +318,6 @@ def test_a_ghost_after_a_live_workers_heartbeat_cannot_satisfy_is_refused(
         assert (row["status"], row["error_count"]) == ("processing", 0)
         allowed = run_batchq(server_url, "gc-processing", "--ghost-after", "1m")
         assert (allowed.returncode, allowed.stdout, allowed.stderr) == (0, "", "")  # alive, idle < 1m
-        hang_until.touch()
-        assert worker.wait(timeout=60) == 0
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-        worker.communicate()
-    assert ledger(queue) == [0]  # run once
-    assert job_rows(queue) == []
-    queue.close()
 
 
 @pytest.mark.slow
@@ -320,12 +328,7 @@ def test_a_worker_beating_slower_than_the_sweep_was_told_is_not_taken_for_a_ghos
     2s passes its check; this worker beats every 4 s, and its session sits idle up to 4 s between
     beats. The sweep reads the heartbeat the worker registered and waits two of them: the job
     of the live worker is never put back, however often the sweep runs."""
-    queue = Queue(server_url, task_modules=["liveness_jobs"])
-    hang_until = tmp_path / "go"
-    queue.enqueue(LONG_JOB, {"n": 0, "sleep": 60, "until": str(hang_until)})
-    worker = _start_worker(server_url, "--max-jobs", "1", "--heartbeat", "4s")
-    try:
-        wait_for(lambda: ledger(queue) == [0])
+    with _one_long_job(server_url, tmp_path, "--heartbeat", "4s") as queue:
         deadline = time.monotonic() + 9  # two beats and more: idle passes 2 s between them
         while time.monotonic() < deadline:
             report = gc_processing(queue, ghost_after=2, heartbeat=1)
@@ -333,15 +336,6 @@ def test_a_worker_beating_slower_than_the_sweep_was_told_is_not_taken_for_a_ghos
             time.sleep(0.2)
         [row] = job_rows(queue)
         assert (row["status"], row["error_count"]) == ("processing", 0)
-        hang_until.touch()
-        assert worker.wait(timeout=60) == 0
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-        worker.communicate()
-    assert ledger(queue) == [0]  # run once
-    assert job_rows(queue) == []
-    queue.close()
 
 
 @pytest.mark.slow

@@ -73,6 +73,14 @@ class Floor:
             "priority": 0,
             "max_errors": 10,
             "delay": delay,
+            # the rest of batchq's enqueue statement, as Queue.enqueue fills it for a plain job
+            "at": None,
+            "concurrency_key": None,
+            "concurrency_limit": None,
+            "timeout": None,
+            "task_version": 1,
+            "backoff": None,
+            "partitions": 1,
         }
 
     def multi_sql(self, n: int) -> str:

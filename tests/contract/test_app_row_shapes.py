@@ -124,3 +124,21 @@ def test_every_message_operation_on_a_connection_of_another_row_shape(
         assert "typed" not in queues and queues["made"] == 100
     finally:
         mq.close()
+
+
+def test_a_rolled_back_transaction_of_another_row_shape_leaves_nothing(
+    queue: Queue, db_url: str, shaped: Any
+) -> None:
+    """The job and the message exist exactly when the app's transaction commits, whatever its
+    connection's row shape: rolled back, nothing of them is left."""
+    mq = MessageQueue(db_url)
+    try:
+        mq.create_queue("shaped")  # before the app's transaction takes its locks
+        queue.enqueue("jobs:noop", {"n": 1}, conn=shaped)
+        queue.enqueue_many("jobs:noop", [{"n": 2}, {"n": 3}], conn=shaped)
+        mq.send("shaped", {"n": 4}, conn=shaped)
+        shaped.rollback()
+        assert sum(s.ready for s in queue.stats()) == 0
+        assert mq.read("shaped", vt=30) == []
+    finally:
+        mq.close()

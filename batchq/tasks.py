@@ -512,14 +512,14 @@ def task_version(func: Callable[..., Any] | None) -> int:
 def checked_task_version(func: Callable[..., Any] | None, name: str) -> int:
     """task_version(func), for a job about to be written: one range on every backend (the
     servers' columns refuse more; SQLite would store it, and no worker could ever run it)."""
-    version = getattr(func, "batchq_version", 1)
+    version = task_version(func)
     low, high = VERSION_RANGE
-    if isinstance(version, int) and not isinstance(version, bool) and not low <= version <= high:
+    if not isinstance(version, bool) and not low <= version <= high:
         raise ConfigError(
             f"task {name!r} declares version {version!r}: a task's version is a whole number from "
             f"{low} to {high}; declare it with @task(version=...)"
         )
-    return task_version(func)
+    return version
 
 
 def declares_version(func: Callable[..., Any] | None) -> bool:

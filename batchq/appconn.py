@@ -142,7 +142,7 @@ def _other_dialect(what: str, found: str, dialect: str, where: object) -> Config
 
 
 def _framework_unwrapper(conn: Any) -> Callable[[Any, str, object], Any] | None:
-    if "django.db" in sys.modules and _is_django(conn):
+    if is_django_connection(conn):
         return _django
     if "sqlalchemy" in sys.modules:
         from sqlalchemy.engine import Connection, Engine
@@ -157,8 +157,10 @@ def _framework_unwrapper(conn: Any) -> Callable[[Any, str, object], Any] | None:
     return None
 
 
-def _is_django(conn: Any) -> bool:
+def is_django_connection(conn: Any) -> bool:
     """A Django DatabaseWrapper, or the ConnectionProxy of ``django.db.connection``."""
+    if "django.db" not in sys.modules:
+        return False
     from django.db.backends.base.base import BaseDatabaseWrapper
     from django.utils.connection import ConnectionProxy
 

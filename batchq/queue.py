@@ -25,6 +25,7 @@ from .explain import Explanation, explain
 from .history import HistoryEntry, prune, read_history
 from .job import JOB_ID_RANGE
 from .locks import Lock, Semaphore
+from .oncommit import after_commit
 from .partitions import (
     COUNT_CACHE_SECONDS,
     PartitionInfo,
@@ -150,6 +151,61 @@ class Queue(OnDatabase):
         ``backoff`` (a duration) is this job's first retry delay, doubling with each failure up
         to an hour; without it, the task's @task(backoff=...), else `batchq run --backoff`.
         """
+        row = self._job(
+            task,
+            payload,
+            queue=queue,
+            delay=delay,
+            priority=priority,
+            max_errors=max_errors,
+            serializer=serializer,
+            concurrency_key=concurrency_key,
+            concurrency_limit=concurrency_limit,
+            unique_key=unique_key,
+            timeout=timeout,
+            backoff=backoff,
+            conn=conn,
+        )
+        return self._write_job(row, conn)
+
+    def enqueue_on_commit(self, app: Any, task: Task, payload: Any = None, **options: Any) -> None:
+        """Write the job once the transaction ``app`` is in commits, on the queue's own
+        connection; nothing if it rolls back. For a queue in another database than the app's
+        (else enqueue(conn=...) is better: the job commits with the app's data, atomically).
+
+        ``app``: a Django connection (``django.db.connection``; outside atomic() the job is
+        written at once) or an SQLAlchemy Session. ``options``: enqueue's, but conn. Everything
+        is checked, and the payload serialised, now: bad input raises here. A failure to write
+        the job after the commit is logged (logger ``batchq.on_commit``) and raised where the app
+        commits; a crash between the app's commit and the write loses the job
+        (docs/app-transactions.md)."""
+        if "conn" in options:
+            raise ConfigError(
+                "enqueue_on_commit() writes on the queue's own connection once the app's transaction "
+                "commits: pass that transaction's connection or Session as its first argument, no conn="
+            )
+        row = self._job(task, payload, **options)
+        what = f"enqueueing {row['task']} into queue {row['queue']!r}"
+        after_commit(app, lambda: self._write_job(row, None), what)
+
+    def _job(
+        self,
+        task: Task,
+        payload: Any,
+        *,
+        queue: str = "default",
+        delay: Delay | datetime = None,
+        priority: int = 0,
+        max_errors: int | None = None,
+        serializer: str = "json",
+        concurrency_key: str | None = None,
+        concurrency_limit: int | None = None,
+        unique_key: str | None = None,
+        timeout: Delay = None,
+        backoff: Delay = None,
+        conn: Any = None,
+    ) -> dict[str, Any]:
+        """enqueue's job row, checked and with its payload serialised, nothing written."""
         template = self.job_template(
             task,
             queue,
@@ -164,12 +220,16 @@ class Queue(OnDatabase):
             backoff=backoff,
         )
         row = self.job_row(template, payload)
-        backend = self.backend
         if unique_key is not None:
             row["unique_key"] = _check_unique_key(unique_key)
+        return row
+
+    def _write_job(self, row: dict[str, Any], conn: Any) -> Enqueued:
+        """Write a job row of _job (on ``conn``: in the caller's transaction)."""
+        backend, queue = self.backend, row["queue"]
         if self._bounded(queue, conn):
             return self._in_turn(queue, conn, lambda: self._enqueue_bounded(row, conn))
-        if unique_key is not None:
+        if row["unique_key"] is not None:
             return self._enqueue_unique(row, conn)
         if conn is not None:
             return Enqueued(backend.insert_job(row, conn))

@@ -1,15 +1,16 @@
-"""A Django app that enqueues with conn=: `python django_conn_app.py URL SCENARIO`.
+"""A Django app that enqueues with conn=: `python django_conn_app.py URL SCENARIO TMPDIR`.
 
 Django is configured once per process, so each scenario runs in a process of its own
 (tests/contract/test_django_conn.py). DATABASES["default"] is the queue's database at URL (the
 batchq tables are there); "other" is a database of another dialect (an SQLite file for the
-servers' queues, the PostgreSQL test server for SQLite's). Prints one JSON object: what the
+servers' queues, in TMPDIR; the PostgreSQL test server for SQLite's). Prints one JSON object: what the
 scenario saw; the test then looks at the database from outside.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from typing import Any
@@ -26,7 +27,7 @@ def databases(url: str) -> dict[str, Any]:
     if parsed.dialect == "sqlite":
         other = server_settings(parse_url(os.environ["BATCHQ_TEST_POSTGRESQL_URL"]))
         return {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": parsed.database}, "other": other}
-    other = {"ENGINE": "django.db.backends.sqlite3", "NAME": os.path.join(os.environ["TMPDIR"], "other.db")}
+    other = {"ENGINE": "django.db.backends.sqlite3", "NAME": os.path.join(sys.argv[3], "other.db")}
     return {"default": server_settings(parsed), "other": other}
 
 
@@ -149,7 +150,116 @@ def every_operation() -> None:
     mq.close()
 
 
-SCENARIOS = (committed, rolled_back, autocommit, savepoint, broken, other_dialect, every_operation)
+def ready() -> int:
+    looker = Queue(url)
+    try:
+        return sum(s.ready for s in looker.stats())
+    finally:
+        looker.close()
+
+
+def app_note(n: int) -> None:
+    """The app's write in its own database ("other"), not the queue's."""
+    with connections["other"].cursor() as cur:
+        cur.execute("INSERT INTO app_note (n) VALUES (%s)", [n])
+
+
+def app_notes() -> list[int]:
+    with connections["other"].cursor() as cur:
+        cur.execute("SELECT n FROM app_note ORDER BY n")
+        return [row[0] for row in cur.fetchall()]
+
+
+def on_commit(body: Any) -> Any:
+    """A scenario of enqueue_on_commit on the "other" database, whose notes start empty."""
+
+    def scenario() -> None:
+        with connections["other"].cursor() as cur:
+            cur.execute("CREATE TABLE IF NOT EXISTS app_note (n INTEGER NOT NULL)")
+            cur.execute("DELETE FROM app_note")
+        body()
+        seen["notes"] = app_notes()
+        seen["ready_after"] = ready()
+
+    scenario.__name__ = body.__name__
+    return scenario
+
+
+@on_commit
+def on_commit_committed() -> None:
+    with transaction.atomic(using="other"):
+        app_note(1)
+        queue.enqueue_on_commit(connections["other"], "jobs:noop", {"n": 1}, queue="mail")
+        seen["ready_inside"] = ready()
+
+
+@on_commit
+def on_commit_rolled_back() -> None:
+    try:
+        with transaction.atomic(using="other"):
+            app_note(1)
+            queue.enqueue_on_commit(connections["other"], "jobs:noop", {"n": 1})
+            raise RuntimeError("the view failed")
+    except RuntimeError:
+        pass
+    with transaction.atomic(using="other"):
+        app_note(2)  # a later commit does not bring the dropped job back
+
+
+@on_commit
+def on_commit_autocommit() -> None:
+    queue.enqueue_on_commit(connections["other"], "jobs:noop", {"n": 1})
+    seen["ready_at_once"] = ready()
+
+
+@on_commit
+def on_commit_savepoint() -> None:
+    with transaction.atomic(using="other"):
+        queue.enqueue_on_commit(connections["other"], "jobs:noop", {"n": 1})
+        try:
+            with transaction.atomic(using="other"):
+                queue.enqueue_on_commit(connections["other"], "jobs:noop", {"n": 2})
+                raise RuntimeError("inner failed")
+        except RuntimeError:
+            pass
+
+
+@on_commit
+def on_commit_failure() -> None:
+    """The job cannot be written after the commit (its bounded queue is full): logged with what
+    was lost, raised where the atomic() block ends; the app's data stays committed."""
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    logging.getLogger("batchq.on_commit").addHandler(Keep())
+    queue.configure("full", max_length=1, overflow="reject")
+    queue.enqueue("jobs:noop", queue="full")
+    try:
+        with transaction.atomic(using="other"):
+            app_note(1)
+            queue.enqueue_on_commit(connections["other"], "jobs:noop", {"n": 1}, queue="full")
+    except Exception as exc:
+        seen["raised"] = type(exc).__name__
+    seen["logged"] = records
+
+
+SCENARIOS = (
+    committed,
+    rolled_back,
+    autocommit,
+    savepoint,
+    broken,
+    other_dialect,
+    every_operation,
+    on_commit_committed,
+    on_commit_rolled_back,
+    on_commit_autocommit,
+    on_commit_savepoint,
+    on_commit_failure,
+)
 {f.__name__: f for f in SCENARIOS}[scenario]()
 queue.close()
 print(json.dumps(seen))

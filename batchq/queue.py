@@ -134,8 +134,9 @@ class Queue(OnDatabase):
     ) -> Enqueued:
         """Write one job and return its id. Bad input raises before anything is written.
 
-        With ``conn=`` (an open PyMySQL / sqlite3 / psycopg connection) the INSERT joins
-        that connection's transaction: the job exists only if the caller commits.
+        With ``conn=`` (what the app holds: a Django connection, an SQLAlchemy Connection or
+        Session, a PyMySQL / mysqlclient / psycopg / sqlite3 connection; batchq.appconn) the
+        INSERT joins that transaction: the job exists only if the caller commits.
 
         With ``concurrency_key``, workers run at most ``concurrency_limit`` (default 1) jobs of
         that key at once; the job waits as 'blocked' meanwhile, and other jobs run past it.

@@ -51,8 +51,8 @@ class Sending(MessageQueueCore):
 
         ``headers``: one dict (or None) per message, in order, as PGMQ; a single dict is every
         message's. Every message is validated before anything is written. The queue must exist.
-        With ``conn=`` (the application's open PyMySQL / sqlite3 / psycopg connection) the
-        messages join that connection's transaction: they exist only if the caller commits.
+        With ``conn=`` (what the application holds: batchq.appconn) the messages join that
+        transaction: they exist only if the caller commits.
         A bounded queue that is full drops its oldest messages or raises QueueFull (nothing
         written), by its overflow policy.
         """

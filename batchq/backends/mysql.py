@@ -221,7 +221,7 @@ class MySQLBackend(Backend):
         connection = cur.connection
         driver = driver_of(connection)
         pieces = self._enqueue_pieces(cur, row, driver)
-        if pieces is None:  # cannot happen with batchq's own statement; stay correct anyway
+        if pieces is None:  # mysqlclient; else cannot happen with batchq's own statement
             statement = self._fitting(cur, self.sql("enqueue"), row)
         else:
             before, after = pieces
@@ -233,19 +233,21 @@ class MySQLBackend(Backend):
     def _enqueue_pieces(self, cur: Any, row: dict[str, Any], driver: Driver) -> tuple[bytes, bytes] | None:
         """The enqueue statement as sent before and after its payload, for this row's other
         values on this connection (escaping depends on its character set and sql_mode): the
-        last one made is kept (where the driver tells what escaping depends on)."""
+        last one made is kept. None where the driver does not tell what escaping depends on
+        (mysqlclient): the statement is then built whole."""
         connection = cur.connection
         escaping = driver.escaping(connection)
+        if escaping is None:  # what escaping depends on is not known: nothing can be kept
+            return None
         # Types too: 1 == 1.0 == True, but they are escaped differently.
         key = (escaping, tuple((type(value), value) for name, value in row.items() if name != "payload"))
         known = self._enqueue_pieces_known.get(connection)
-        if escaping is not None and known is not None and known[0] == key:
+        if known is not None and known[0] == key:
             return known[1]  # type: ignore[no-any-return]
         marked = driver.statement(cur, self.sql("enqueue"), {**row, "payload": _PAYLOAD_MARK})
         before, mark, after = marked.partition(driver.literal(connection, _PAYLOAD_MARK))
         pieces = (before, after) if mark else None
-        if escaping is not None:
-            self._enqueue_pieces_known[connection] = (key, pieces)
+        self._enqueue_pieces_known[connection] = (key, pieces)
         return pieces
 
     def insert_unique(self, row: dict[str, Any], conn: Any = None) -> int | None:

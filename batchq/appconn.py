@@ -104,13 +104,12 @@ def _is_subclass(cls: type, module: str, name: str) -> bool:
     return isinstance(base, type) and issubclass(cls, base)
 
 
+_DRIVER_NAMES = {"pymysql": "PyMySQL", "MySQLdb": "mysqlclient (MySQLdb)", "psycopg": "psycopg"}
+
+
 def _driver_name(cls: type) -> str:
-    return {
-        "pymysql": "PyMySQL",
-        "MySQLdb": "mysqlclient (MySQLdb)",
-        "psycopg": "psycopg",
-        "sqlite3": "sqlite3",
-    }.get(cls.__module__.split(".")[0], cls.__qualname__)
+    package = cls.__module__.split(".")[0]
+    return _DRIVER_NAMES.get(package, package)
 
 
 def _driver_of(raw: Any, what: str, dialect: str, where: object) -> Any:
@@ -132,9 +131,9 @@ def _other_dialect(what: str, found: str, dialect: str, where: object) -> Config
     at = f" ({where})" if where else ""
     return ConfigError(
         f"conn= got {what} to a {DIALECT_NAMES[found]} database, but this queue's database is "
-        f"{DIALECT_NAMES[dialect]}{at}: pass a connection to the queue's database (a job joins "
-        "only a transaction of its own database), or enqueue with enqueue_on_commit() to write "
-        "the job once the app's transaction commits"
+        f"{DIALECT_NAMES[dialect]}{at}: pass a connection to the queue's database (a write joins "
+        "only a transaction of its own database); to write a job once the app's transaction "
+        "commits, use enqueue_on_commit()"
     )
 
 

@@ -75,3 +75,10 @@ def flaky(payload: dict[str, Any]) -> str:
 def twice(payload: Any = None) -> None:
     CALLS.append(("twice", payload))
     raise RuntimeError("always")
+
+
+def sleepy(seconds: float) -> None:
+    import time
+
+    CALLS.append(("sleepy", seconds))
+    time.sleep(seconds)

@@ -300,3 +300,25 @@ def test_an_unreadable_payload_is_shown_not_raised(db_url: str, q: Queue) -> Non
     [job] = enqueued_jobs(q)
     assert "unreadable payload" in repr(job.payload) and job.payload != {"x": 1}
     assert_not_enqueued(q, payload={"x": 1})
+
+
+def test_drain_stops_a_job_at_its_timeout_as_a_worker_does(q: Queue) -> None:
+    import testing_app as app
+
+    q.enqueue(app.sleepy, 30, timeout="0.5s")
+    [outcome] = drain(q)
+    assert outcome.failed and outcome.error is not None
+    assert outcome.error.startswith("JobTimeout: timed out after 500ms"), outcome.error
+    [row] = job_rows(q)
+    assert (row["status"], row["error_count"]) == ("scheduled", 1)
+
+
+def test_inline_checks_a_typed_queues_schema(q: Queue) -> None:
+    import testing_app as app
+
+    q.create_queue("typed", schema={"type": "object", "required": ["id"]})
+    with inline() as block:
+        with pytest.raises(PayloadError, match="does not match the type of queue 'typed'"):
+            q.enqueue(app.note, {"name": "no id"}, queue="typed")
+        q.enqueue(app.note, {"id": 1}, queue="typed")
+    assert calls() == [("note", {"id": 1})] and len(block.ran) == 1

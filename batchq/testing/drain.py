@@ -24,7 +24,8 @@ class DrainLimit(AssertionError):
 
 
 def drain(
-    queue: Queue,
+    q: Queue,
+    /,
     queues: str | Iterable[str] | None = None,
     *,
     with_scheduled: bool | Duration = False,
@@ -46,13 +47,13 @@ def drain(
         raise ConfigError(f"bad max_jobs {max_jobs!r}: use a whole number of 1 or more")
     names = _queue_names(queues)
     if with_scheduled is not False:
-        _make_due(queue, names if names is not None else _queues_with_jobs(queue), with_scheduled)
+        _make_due(q, names if names is not None else _queues_with_jobs(q), with_scheduled)
     outcomes = Outcomes()
     while True:  # one pass per set of queues: a job may enqueue into a queue not yet seen
-        serving = names if names is not None else _queues_with_jobs(queue)
+        serving = names if names is not None else _queues_with_jobs(q)
         if not serving:
             break
-        worker = _DrainWorker(queue, RunOptions(queues=serving, max_jobs=max_jobs - len(outcomes) + 1))
+        worker = _DrainWorker(q, RunOptions(queues=serving, max_jobs=max_jobs - len(outcomes) + 1))
         worker.run()
         outcomes.extend(worker.outcomes)
         if len(outcomes) > max_jobs:

@@ -98,12 +98,13 @@ class Inline:
 
 @contextmanager
 def inline(
-    queue: Queue | None = None,
+    q: Queue | None = None,
+    /,
     *,
     errors: str = "raise",
     task_modules: str | Iterable[str] | None = None,
 ) -> Iterator[Inline]:
-    """Run jobs at enqueue while the block runs: ``queue``'s enqueues, or every Queue's (None).
+    """Run jobs at enqueue while the block runs: ``q``'s enqueues, or every Queue's (None).
 
     ``errors="raise"``: what the task raises comes out of enqueue() (a task returning False
     raises JobFailed); ``"record"``: enqueue returns as usual and the failure is in ``ran``.
@@ -147,13 +148,13 @@ def inline(
 
     # On the class (every Queue) or on the one instance; what was there before comes back after,
     # so that blocks nest.
-    owner: Any = Queue if queue is None else queue
+    owner: Any = Queue if q is None else q
     before = {name: vars(owner).get(name) for name in ("enqueue", "enqueue_many")}
-    if queue is None:
+    if q is None:
         Queue.enqueue, Queue.enqueue_many = inline_enqueue, inline_enqueue_many  # type: ignore[method-assign]
     else:
-        queue.enqueue = inline_enqueue.__get__(queue)  # type: ignore[method-assign]
-        queue.enqueue_many = inline_enqueue_many.__get__(queue)  # type: ignore[method-assign]
+        q.enqueue = inline_enqueue.__get__(q)  # type: ignore[method-assign]
+        q.enqueue_many = inline_enqueue_many.__get__(q)  # type: ignore[method-assign]
     try:
         yield block
     finally:

@@ -18,8 +18,10 @@ _BLOCK = re.compile(r"^```(?P<lang>\w+)\n(?P<code>.*?)^```$", re.MULTILINE | re.
 
 
 def quickstart() -> list[tuple[str, str]]:
-    """[(language, code)] of the README's quickstart, in order."""
-    found = _QUICKSTART.search((ROOT / "README.md").read_text("utf-8"))
+    """[(language, code)] of the README's quickstart, in order: the README's first section."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    assert re.findall(r"^## .*", text, re.MULTILINE)[0] == "## Quickstart"
+    found = _QUICKSTART.search(text)
     assert found, "README.md has no <!-- quickstart --> ... <!-- /quickstart --> markers"
     blocks = [(m["lang"], m["code"]) for m in _BLOCK.finditer(found["body"])]
     assert [lang for lang, _ in blocks] == ["python", "python", "sh", "cron"], blocks

@@ -420,8 +420,7 @@ class Queue(OnDatabase):
         version is stored as it is here, at enqueue; a backoff only when given (NULL: a worker
         uses the task's as it is then, else its own)."""
         check_queue_name(queue)
-        name = self.resolver.name_for(task)
-        func = self.resolver.resolve(name)
+        name, func = self.resolver.task_for(task)
         if max_errors is None:  # the task's own (@task(max_errors=...)), else the default
             max_errors = task_policy(func)[0] or DEFAULT_MAX_ERRORS
         _check_int("priority", priority, PRIORITY_RANGE)

@@ -52,6 +52,8 @@ class Inline:
 
     def run(self, queue: Queue, task: Any, payloads: list[Any], options: dict[str, Any]) -> int:
         """Check as enqueue does, then run one job per payload; returns the last job's number."""
+        conn = options["conn"]  # what the app holds, as enqueue unwraps it (batchq.appconn)
+        conn = None if conn is None else queue.backend.app_connection(conn)
         template = queue.job_template(
             task,
             options["queue"],
@@ -61,7 +63,7 @@ class Inline:
             options["serializer"],
             options["concurrency_key"],
             options["concurrency_limit"],
-            conn=options["conn"],
+            conn=conn,
             timeout=options["timeout"],
             backoff=options["backoff"],
         )

@@ -279,3 +279,15 @@ def test_sqlite3_and_raw_drivers_still_pass_as_they_are(queue: Queue, db_url: st
     conn.commit()
     conn.close()
     assert ready(queue) == 1
+
+
+def test_inline_mode_takes_what_the_app_holds(queue: Queue, engine: sa.Engine) -> None:
+    """batchq.testing.inline() runs the job at enqueue with enqueue's own checks, reading on the
+    app's connection as enqueue does: a Session works there as a driver connection does."""
+    from batchq.testing import inline
+
+    with Session(engine) as session, inline(queue) as block:
+        queue.enqueue("jobs:noop", {"n": 1}, conn=session)
+        queue.enqueue_many("jobs:noop", [{"n": 2}], conn=session)
+    assert [outcome.succeeded for outcome in block.ran] == [True, True]
+    assert ready(queue) == 0  # run, not written

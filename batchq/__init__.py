@@ -20,6 +20,7 @@ from .errors import (
     TaskError,
     TaskNotAllowed,
 )
+from .job import current_job
 from .locks import Acquired, Lock, LockInfo, Semaphore
 from .queue import Enqueued, Queue, QueueStats
 from .tasks import task
@@ -77,6 +78,7 @@ __all__ = [
     "Subscription",
     "TaskError",
     "TaskNotAllowed",
+    "current_job",
     "subscriber",
     "task",
 ]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -111,3 +113,22 @@ def _json_int(value: int | None) -> str:
 
 def _json_text(value: str | None) -> str:
     return "null" if value is None else _KEPT_JSON.encode(value)
+
+
+# The job a worker is calling, in the thread (and the asyncio.run) that calls it.
+_current: ContextVar[Job | None] = ContextVar("batchq_current_job", default=None)
+
+
+def current_job() -> Job | None:
+    """The job whose task is running here, or None outside a worker's call: for a task that
+    needs its job's id, or which try this is (``error_count`` + 1)."""
+    return _current.get()
+
+
+@contextmanager
+def calling(job: Job) -> Iterator[None]:
+    token = _current.set(job)
+    try:
+        yield
+    finally:
+        _current.reset(token)

@@ -24,7 +24,7 @@ from .errors import BackendError, BackendUnavailable, ConfigError
 from .failures import fingerprint, fingerprint_of, timeout_fingerprint
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
 from .history import KEPT_STATEMENT_BYTES, Meter, Usage
-from .job import Claim, Job, Kept
+from .job import Claim, Job, Kept, calling
 from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
 from .queue import Queue, payload_mismatch
 from .registry import Registration
@@ -641,7 +641,8 @@ class Worker:
         assert watchdog is not None, "jobs are called by run()"
         watch = watchdog.begin(job, job_timeout(job, func, self._timeout))
         try:
-            result = call_task(func, (payload,) if present else ())
+            with calling(job):
+                result = call_task(func, (payload,) if present else ())
         except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a task too: the job's failure
             error = exc
         watchdog.end(watch)  # at once: no JobTimeout is raised past this line

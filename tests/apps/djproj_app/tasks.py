@@ -1,0 +1,69 @@
+"""Django Tasks for the tests: each records that it ran in the file DJPROJ_LEDGER."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django_tasks import TaskContext, task
+
+
+def _record(label: str) -> None:
+    with open(os.environ["DJPROJ_LEDGER"], "a") as ledger:
+        ledger.write(label + "\n")
+
+
+@task()
+def add(a: int, b: int) -> int:
+    _record(f"add {a} {b}")
+    return a + b
+
+
+@task()
+def echo(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    _record("echo")
+    return {"args": list(args), "kwargs": kwargs}
+
+
+@task()
+def record(label: str) -> None:
+    _record(label)
+
+
+@task(queue_name="mail")
+def send_mail(to: str) -> str:
+    _record(f"mail {to}")
+    return f"sent to {to}"
+
+
+@task()
+def boom(message: str) -> None:
+    _record("boom")
+    raise ValueError(message)
+
+
+@task()
+def returns_false() -> bool:
+    _record("false")
+    return False
+
+
+@task()
+async def async_add(a: int, b: int) -> int:
+    _record("async")
+    return a + b
+
+
+@task(takes_context=True)
+def whoami(context: TaskContext) -> dict[str, Any]:
+    return {"id": context.task_result.id, "attempt": context.attempt}
+
+
+@task()
+def not_json() -> Any:
+    return object()
+
+
+def plain_function(payload: Any = None) -> None:
+    """Not a Task: a row naming it must not run it."""
+    _record("plain function ran")

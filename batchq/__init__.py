@@ -22,6 +22,7 @@ from .errors import (
 )
 from .locks import Acquired, Lock, LockInfo, Semaphore
 from .queue import Enqueued, Queue, QueueStats
+from .results import JobError, JobResult
 from .tasks import task
 from .timeouts import JobTimeout
 
@@ -54,6 +55,8 @@ __all__ = [
     "BatchqError",
     "ConfigError",
     "Enqueued",
+    "JobError",
+    "JobResult",
     "JobTimeout",
     "Lock",
     "LockError",

@@ -23,6 +23,7 @@ from .errors import (
 from .job import current_job
 from .locks import Acquired, Lock, LockInfo, Semaphore
 from .queue import Enqueued, Queue, QueueStats
+from .results import JobError, JobResult
 from .tasks import task
 from .timeouts import JobTimeout
 
@@ -55,6 +56,8 @@ __all__ = [
     "BatchqError",
     "ConfigError",
     "Enqueued",
+    "JobError",
+    "JobResult",
     "JobTimeout",
     "Lock",
     "LockError",

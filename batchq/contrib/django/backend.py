@@ -109,7 +109,7 @@ class BatchqBackend(BaseTaskBackend):
             "priority": task.priority,
             "delay": _run_after(task.run_after),
             "max_errors": self.settings.max_errors,
-            # "keep_result": self.settings.keep_result,  # TEMP until s24-results
+            "keep_result": self.settings.keep_result,
         }
         conn = self._connection()
         if conn is not None:

@@ -28,6 +28,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from ...config import check_queue_name, parse_url
 from ...errors import ConfigError
+from ...tasks import keep_result_seconds
 
 KNOWN_OPTIONS = {"DATABASE", "URL", "MAX_ERRORS", "KEEP_RESULT", "TASK_MODULES"}
 DEFAULT_MAX_ERRORS = 1
@@ -70,6 +71,11 @@ def read_options(alias: str, queues: set[str], options: Mapping[str, Any]) -> Ba
     max_errors = options.get("MAX_ERRORS", DEFAULT_MAX_ERRORS)
     if isinstance(max_errors, bool) or not isinstance(max_errors, int) or not 1 <= max_errors <= 65535:
         raise ImproperlyConfigured(f"{where}['OPTIONS']['MAX_ERRORS'] must be a whole number from 1 to 65535")
+    keep_result = options.get("KEEP_RESULT", True)
+    try:
+        keep_result_seconds(keep_result)
+    except ConfigError as exc:
+        raise ImproperlyConfigured(f"{where}['OPTIONS']['KEEP_RESULT']: {exc}") from None
     modules = options.get("TASK_MODULES", ())
     if isinstance(modules, str) or not all(isinstance(m, str) for m in modules):
         raise ImproperlyConfigured(f"{where}['OPTIONS']['TASK_MODULES'] must be a list of module names")
@@ -77,7 +83,7 @@ def read_options(alias: str, queues: set[str], options: Mapping[str, Any]) -> Ba
         database=None if url is not None else (database or "default"),
         url=url,
         max_errors=max_errors,
-        keep_result=options.get("KEEP_RESULT", True),
+        keep_result=keep_result,
         task_modules=tuple(modules),
     )
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .appconn import takes_app_conn
 from .backends import OnDatabase, stored_text
 from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
 from .config import (
@@ -127,6 +128,7 @@ class Queue(OnDatabase):
 
     # -- enqueue --------------------------------------------------------------
 
+    @takes_app_conn
     def enqueue(
         self,
         task: Task,
@@ -184,8 +186,6 @@ class Queue(OnDatabase):
         )
         row = self.job_row(template, payload)
         backend = self.backend
-        if conn is not None:
-            backend.check_connection(conn)
         if unique_key is not None:
             row["unique_key"] = _check_unique_key(unique_key)
         if self._bounded(queue, conn):
@@ -220,6 +220,7 @@ class Queue(OnDatabase):
             "its jobs end as fast as they are enqueued; try again"
         )
 
+    @takes_app_conn
     def enqueue_many(
         self,
         task: Task,
@@ -271,8 +272,6 @@ class Queue(OnDatabase):
 
         if not stored:
             return 0
-        if conn is not None:
-            backend.check_connection(conn)
         if self._bounded(queue, conn):  # room for every payload, written or skipped for its key
             return self._in_turn(
                 queue, conn, lambda: self._room_for(queue, len(stored), conn, lambda: insert(conn))
@@ -416,15 +415,14 @@ class Queue(OnDatabase):
             "keep_result": keep_seconds,
             "partitions": self._partitions(conn),  # last: the only part that may read the database
         }
-        self.payload_type(queue, conn)  # for job_row to check payloads against
+        self.payload_type(queue, conn=conn)  # for job_row to check payloads against
         return template
 
-    def payload_type(self, queue: str, conn: Any = None) -> QueueType:
+    @takes_app_conn
+    def payload_type(self, queue: str, *, conn: Any = None) -> QueueType:
         """A job queue's type as this process knows it, read again when over a second old."""
         known = self._types.fresh(queue)
         if known is None:
-            if conn is not None:
-                self.backend.check_connection(conn)
             row = self.backend.fetchone("queue_schema", {"queue": queue}, conn=conn)
             known = self._types.learn(queue, None if row is None else row["payload_schema"])
         return known
@@ -435,8 +433,6 @@ class Queue(OnDatabase):
         no connection of its own."""
         known, now = self._partitions_known, time.monotonic()
         if known is None or now >= known[0]:
-            if conn is not None:
-                self.backend.check_connection(conn)
             count = max(partition_count(self.backend, conn), 1)
             known = self._partitions_known = (now + COUNT_CACHE_SECONDS, count)
         return known[1]

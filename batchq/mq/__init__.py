@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..appconn import takes_app_conn
 from .after_reading import AfterReading
 from .archive import Archive
 from .core import Seconds
@@ -72,6 +73,7 @@ class MessageQueue(QueueLifecycle, Sending, Reading, AfterReading, Archive):
 
         return unsubscribe(self, topic, subscriber)
 
+    @takes_app_conn
     def publish(
         self,
         topic: str,

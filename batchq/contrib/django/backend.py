@@ -111,10 +111,8 @@ class BatchqBackend(BaseTaskBackend):
             "max_errors": self.settings.max_errors,
             "keep_result": self.settings.keep_result,
         }
-        conn = self._connection()
-        if conn is not None:
-            conn.ensure_connection()
-            options["conn"] = enqueue_connection(conn)
+        # The alias's Django connection: inside atomic() the job joins the block (batchq.appconn).
+        options["conn"] = self._connection()
         return self.queue().enqueue(register(task), payload, **options)
 
     def get_result(self, result_id: str) -> Any:
@@ -127,11 +125,6 @@ class BatchqBackend(BaseTaskBackend):
         except Exception as exc:
             messages.append(checks.Error(str(exc), obj=f"TASKS[{self.alias!r}]", id="batchq.E001"))
         return messages
-
-
-def enqueue_connection(conn: Any) -> Any:
-    """What batchq's enqueue(conn=...) takes for a Django connection."""
-    return conn.connection
 
 
 def _run_after(run_after: datetime | None) -> datetime | None:

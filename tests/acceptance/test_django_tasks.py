@@ -9,6 +9,8 @@ runs the OPTIONS URL path (Django's database an SQLite file, the queue on the te
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -381,3 +383,20 @@ def _insert_job(backend_name: str, task: str, payload: bytes) -> tuple[str, tupl
         f"VALUES ('default', {mark}, {mark}, 'json', 1, {now[backend_name]}, {now[backend_name]})"
     )
     return sql, (task, payload)
+
+
+def test_django_backend_contract(backend_name: str, db_url: str, project: DjangoProject) -> None:
+    """Django's own expectations of a Tasks backend (tests/apps/djproj_app/tests.py, adapted from
+    django-tasks and django-tasks-db), run by Django's test runner: its test database gets
+    batchq's tables from the contrib app's migration, and is dropped at the end (no batchq
+    connection left open on it)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "django", "test", "djproj_app", "--noinput"],
+        env=project.env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "\nOK" in done.stderr and "Ran 23 tests" in done.stderr, done.stderr
+    assert "Destroying test database" in done.stderr and "Traceback" not in done.stderr, done.stderr

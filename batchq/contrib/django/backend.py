@@ -77,12 +77,8 @@ class BatchqBackend(BaseTaskBackend):
 
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         self.validate_task(task)
-        try:
-            payload: dict[str, Any] = normalize_json({"args": args, "kwargs": kwargs})
-        except (TypeError, ValueError) as exc:
-            raise InvalidTask(
-                f"the arguments of task {task.module_path} cannot be stored as JSON: {exc}"
-            ) from None
+        # TypeError for what JSON cannot carry ("Unsupported type: ..."), as Django's own backends.
+        payload: dict[str, Any] = normalize_json({"args": args, "kwargs": kwargs})
         if self.alias != DEFAULT_ALIAS:
             payload["backend"] = self.alias
         job_id = self._write(task, payload)
@@ -116,7 +112,14 @@ class BatchqBackend(BaseTaskBackend):
         return self.queue().enqueue(register(task), payload, **options)
 
     def get_result(self, result_id: str) -> Any:
-        return results.task_result(self, result_id)
+        queue = self.queue()
+        try:
+            return results.task_result(self, queue, result_id)
+        finally:
+            # batchq's own connection lives no longer than the call, as Django's own last no longer
+            # than a request by default: nothing is left open that would keep the test runner
+            # from dropping its database, or hold a server session per idle thread.
+            queue.close()
 
     def check(self, **kwargs: Any) -> list[Any]:
         messages = list(super().check(**kwargs))

@@ -33,9 +33,8 @@ STATUSES = {
 NO_EXCEPTION_CLASS = "builtins.Exception"  # a failure that was no exception (its worker died)
 
 
-def task_result(backend: Any, result_id: str) -> Any:
+def task_result(backend: Any, queue: Any, result_id: str) -> Any:
     job_id = _job_id(result_id)
-    queue = backend.queue()
     call = _call_of(queue, job_id)
     if call is None:
         raise TaskResultDoesNotExist(result_id)

@@ -67,3 +67,18 @@ def not_json() -> Any:
 def plain_function(payload: Any = None) -> None:
     """Not a Task: a row naming it must not run it."""
     _record("plain function ran")
+
+
+@task()
+def noop_task(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+@task()
+async def noop_task_async(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+@task()
+def calculate_meaning_of_life() -> int:
+    return 42

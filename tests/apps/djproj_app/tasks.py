@@ -82,3 +82,17 @@ async def noop_task_async(*args: Any, **kwargs: Any) -> None:
 @task()
 def calculate_meaning_of_life() -> int:
     return 42
+
+
+@task()
+def hang_once(marker: str) -> str:
+    """Hangs (until killed) the first time, returns at once the next."""
+    if os.path.exists(marker):
+        _record("second try")
+        return "done"
+    open(marker, "w").close()
+    _record("first try")
+    import time
+
+    time.sleep(300)
+    return "slept"

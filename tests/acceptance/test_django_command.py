@@ -54,6 +54,15 @@ def test_mistakes_are_one_line(db_url: str, tmp_path: Path) -> None:
     assert_one_line_error(bad_option, "no such option", "manage.py batchq run --help", status=2)
 
 
+def test_check_refuses_an_in_memory_queue(tmp_path: Path) -> None:
+    """`manage.py check`: a queue in an in-memory SQLite database no worker could reach."""
+    project = DjangoProject("sqlite:///:memory:", tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "django", "check"], env=project.env(), capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "(batchq.E001) database 'default' is an in-memory SQLite" in done.stderr
+
+
 def test_call_command(db_url: str, tmp_path: Path) -> None:
     """call_command("batchq", ...) from Python: 0 returns; another status raises CommandError."""
     project = DjangoProject(db_url, tmp_path)

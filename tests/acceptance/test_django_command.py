@@ -50,6 +50,10 @@ def test_mistakes_are_one_line(db_url: str, tmp_path: Path) -> None:
     assert_one_line_error(not_batchq, "TASKS['other'] is DummyBackend", "--backend ALIAS", status=2)
     unknown = project.batchq("--backend", "nosuch", "stats")
     assert_one_line_error(unknown, "no task backend 'nosuch'", status=2)
+    bad_settings = project.batchq("run", DJPROJ_MAX_ERRORS="0")
+    assert_one_line_error(bad_settings, "TASKS['default']['OPTIONS']['MAX_ERRORS']", status=2)
+    in_memory = DjangoProject("sqlite:///:memory:", tmp_path).batchq("run")
+    assert_one_line_error(in_memory, "in-memory SQLite database", status=2)
     bad_option = project.batchq("run", "--no-such-option")
     assert_one_line_error(bad_option, "no such option", "manage.py batchq run --help", status=2)
 

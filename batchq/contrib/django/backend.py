@@ -19,7 +19,7 @@ from django.db import connections
 from django.utils import timezone
 
 from ...config import check_queue_name
-from ...errors import BatchqError, ConfigError
+from ...errors import ConfigError
 from ...queue import Queue
 from . import results
 from .compat import BaseTaskBackend, InvalidTask, TaskResult, TaskResultStatus, normalize_json, task_enqueued
@@ -139,4 +139,4 @@ def _run_after(run_after: datetime | None) -> datetime | None:
     return timezone.make_aware(run_after, timezone.get_default_timezone())
 
 
-__all__ = ["BatchqBackend", "BatchqError"]
+__all__ = ["BatchqBackend"]

@@ -64,17 +64,16 @@ class DjangoTask:
 
 
 def _call_of(payload: Any) -> tuple[list[Any], dict[str, Any], str]:
-    if not isinstance(payload, dict) or not isinstance(payload.get("args", []), list):
+    """(args, kwargs, backend alias) of a payload; a row written by hand may hold anything."""
+    shaped = isinstance(payload, dict)
+    args = payload.get("args", []) if shaped else None
+    kwargs = payload.get("kwargs", {}) if shaped else None
+    alias = payload.get("backend", DEFAULT_ALIAS) if shaped else None
+    if not isinstance(args, list) or not isinstance(kwargs, dict) or not isinstance(alias, str):
         raise PayloadError(
             f"a Django task's payload is {{'args': [...], 'kwargs': {{...}}}}, not {payload!r}"
         )
-    kwargs = payload.get("kwargs", {})
-    alias = payload.get("backend", DEFAULT_ALIAS)
-    if not isinstance(kwargs, dict) or not isinstance(alias, str):
-        raise PayloadError(
-            f"a Django task's payload is {{'args': [...], 'kwargs': {{...}}}}, not {payload!r}"
-        )
-    return payload.get("args", []), kwargs, alias
+    return args, kwargs, alias
 
 
 def _running_result(task: Any, args: list[Any], kwargs: dict[str, Any], alias: str) -> Any:

@@ -16,6 +16,7 @@ from argparse import REMAINDER, ArgumentParser
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
@@ -54,10 +55,14 @@ class Command(BaseCommand):
         alias, args = _backend_alias(args)
         backend = _backend(alias)
         command = next((a for a in args if not a.startswith("-")), None)
+        try:
+            url = backend.url
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None
         if command == "run":
             args = _run_args(args, alias, backend)
         try:
-            cli.main(args=["--url", backend.url, *args], prog_name=PROG, standalone_mode=True)
+            cli.main(args=["--url", url, *args], prog_name=PROG, standalone_mode=True)
         except SystemExit as exc:
             return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         return 0
@@ -80,6 +85,8 @@ def _backend(alias: str) -> Any:
         backend = task_backends[alias]
     except InvalidTaskBackend as exc:
         raise CommandError(f"no task backend {alias!r}: {exc}") from None
+    except ImproperlyConfigured as exc:  # the backend's OPTIONS or QUEUES
+        raise CommandError(str(exc)) from None
     if not isinstance(backend, BatchqBackend):
         raise CommandError(
             f"TASKS[{alias!r}] is {type(backend).__name__}, not batchq.contrib.django.BatchqBackend: "

@@ -93,6 +93,11 @@ class Enqueued(int):
         enqueued._source = None
         return enqueued
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) as its id and ``created``, never with its queue: a Queue holds
+        connections. An unpickled one's ``result()`` says to call ``queue.result(id)``."""
+        return (Enqueued, (int(self), self.created))
+
     def result(self, *, wait: float | None = None) -> JobResult:
         """The job's state and, once it ended, its outcome: ``Queue.result(self, wait=wait)``."""
         if self._source is None:

@@ -5,6 +5,9 @@ written by hand."""
 
 from __future__ import annotations
 
+import copy
+import json
+import pickle
 import threading
 import time
 from collections.abc import Iterator
@@ -189,6 +192,15 @@ def test_unknown_ids_say_unknown_and_bad_ones_are_refused(rq: Queue) -> None:
             rq.result(1, wait=wait)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="queue.result"):
         Enqueued(5).result()
+
+
+def test_an_enqueued_id_pickles_and_copies_without_its_queue(rq: Queue) -> None:
+    job = rq.enqueue("result_jobs:returns", 1, keep_result=True)
+    for again in (pickle.loads(pickle.dumps(job)), copy.deepcopy(job), copy.copy(job)):
+        assert (again, again.created, type(again)) == (job, True, Enqueued)
+        with pytest.raises(ConfigError, match="queue.result"):
+            again.result()
+    assert job.result().status == "waiting" and json.dumps({"id": job}) == f'{{"id": {int(job)}}}'
 
 
 # -- retention ------------------------------------------------------------------------------------

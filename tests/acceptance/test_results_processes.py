@@ -84,8 +84,17 @@ def test_the_result_command(rq: Queue, db_url: str) -> None:
     assert_one_line_error(run_batchq(db_url, "result", str(plain)), f"no result for job {plain}")
     assert_one_line_error(run_batchq(db_url, "result", "x"), "'x' is not a valid integer", status=2)
     assert_one_line_error(run_batchq(db_url, "result", "1", "--wait", "soon"), "bad duration", status=2)
+    by_cli = run_batchq(db_url, "enqueue", "result_jobs:returns", '[1, "two"]', "--keep-result", "1h", **ENV)
+    assert by_cli.returncode == 0, by_cli.stderr
+    assert run_batchq(db_url, "run", **ENV).returncode == 0
+    assert run_batchq(db_url, "result", by_cli.stdout.strip()).stdout == '[1, "two"]\n'
+    bad_keep = run_batchq(db_url, "enqueue", "result_jobs:returns", "--keep-result", "0", **ENV)
+    assert_one_line_error(bad_keep, "keep_result", status=2)
     sql(rq, f"UPDATE batchq_history SET expires_at = '2000-01-01 00:00:00' WHERE id = {int(ok)}")
     pruned = run_batchq(db_url, "prune")
     assert (pruned.returncode, pruned.stdout, pruned.stderr) == (0, "", "")  # quiet, for cron
     assert_one_line_error(run_batchq(db_url, "result", str(ok)), f"no result for job {ok}")
-    assert [int(row[0]) for row in sql(rq, "SELECT id FROM batchq_history")] == [bad]
+    assert sorted(int(row[0]) for row in sql(rq, "SELECT id FROM batchq_history")) == [
+        bad,
+        int(by_cli.stdout),
+    ]

@@ -188,7 +188,7 @@ class HistoryEntry:
     id: int
     queue: str
     task: str
-    outcome: str  # succeeded | failed
+    outcome: str  # succeeded | failed | cancelled (a job that keeps its result, cancelled)
     attempts: int
     worker: str | None
     enqueued_at: datetime | str | None

@@ -94,6 +94,11 @@ class Enqueued(int):
         enqueued._source = None
         return enqueued
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) as its id and ``created``, never with its queue: a Queue holds
+        connections. An unpickled one's ``result()`` says to call ``queue.result(id)``."""
+        return (Enqueued, (int(self), self.created))
+
     def result(self, *, wait: float | None = None) -> JobResult:
         """The job's state and, once it ended, its outcome: ``Queue.result(self, wait=wait)``."""
         if self._source is None:
@@ -472,12 +477,27 @@ class Queue(OnDatabase):
     # -- cancel and inspect -----------------------------------------------------
 
     def cancel(self, job_id: int) -> bool:
-        """Delete a job nobody is running. False if it is claimed or gone (or could never exist)."""
+        """Delete a job nobody is running. False if it is claimed or gone (or could never exist).
+        A waiting job that keeps its result (keep_result, or its queue's keep_for) is kept as
+        cancelled, in the same transaction."""
         if isinstance(job_id, bool) or not isinstance(job_id, int):
             raise ConfigError(f"bad job id {job_id!r}: use a whole number")
         if not JOB_ID_RANGE[0] <= job_id <= JOB_ID_RANGE[1]:
             return False  # out of every backend's id range: no such job
-        return self.backend.retrying(lambda: self.backend.execute("job_cancel", {"id": job_id})) == 1
+        backend, params = self.backend, {"id": job_id}
+
+        def attempt() -> bool:
+            try:
+                with backend.transaction():
+                    kept = backend.execute("job_keep_cancelled", params)
+                    deleted = backend.execute("job_cancel", params)
+                    if kept and not deleted:  # claimed in between: its record must not stay
+                        raise _Claimed
+            except _Claimed:
+                return False
+            return deleted == 1
+
+        return backend.retrying(attempt)
 
     def cancel_where(self, queue: str, *, task: Task | None = None, older_than: Duration = 0) -> int:
         """Delete every waiting job (ready, delayed or blocked) of ``queue``, of ``task`` when
@@ -723,6 +743,10 @@ class Queue(OnDatabase):
     def tick(self) -> TickReport:
         """Enqueue the due schedules' jobs, each slot once across hosts: Schedules.tick."""
         return self.schedules.tick()
+
+
+class _Claimed(Exception):
+    """Rolls back a cancel whose job a worker claimed between its copy and its DELETE."""
 
 
 def payload_mismatch(known: QueueType, payload: Any, serializer: str) -> str | None:

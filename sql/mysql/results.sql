@@ -23,3 +23,17 @@ DELETE FROM batchq_history
 WHERE expires_at <= UTC_TIMESTAMP(6)
 ORDER BY expires_at
 LIMIT %(batch)s;
+
+-- name: job_keep_cancelled
+-- Queue.cancel, in its transaction before job_cancel: a waiting job that keeps its result (its
+-- own keep_result, or its queue's keep_for) is copied into batchq_history as cancelled. If
+-- job_cancel then deletes nothing (a worker claimed it in between), the transaction rolls back.
+REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker, enqueued_at,
+                             started_at, finished_at, error, error_class, expires_at)
+SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'cancelled', j.error_count, j.last_worker, j.created_at,
+       j.last_started_at, UTC_TIMESTAMP(6), j.last_error, j.error_class,
+       UTC_TIMESTAMP(6) + INTERVAL ROUND(j.keep_result * 1000000) MICROSECOND
+FROM batchq_job j
+WHERE j.id = %(id)s AND j.status IN ('ready', 'scheduled', 'blocked')
+  AND (j.keep_result IS NOT NULL
+       OR EXISTS (SELECT 1 FROM batchq_queue q WHERE q.name = j.queue AND q.keep_for IS NOT NULL));

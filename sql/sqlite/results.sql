@@ -26,3 +26,17 @@ WHERE id IN (
     ORDER BY expires_at
     LIMIT :batch
 );
+
+-- name: job_keep_cancelled
+-- Queue.cancel, in its transaction before job_cancel: a waiting job that keeps its result (its
+-- own keep_result, or its queue's keep_for) is copied into batchq_history as cancelled.
+INSERT OR REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                                       enqueued_at, started_at, finished_at, error, error_class, expires_at)
+SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'cancelled', j.error_count, j.last_worker, j.created_at,
+       j.last_started_at, strftime('%Y-%m-%d %H:%M:%f', 'now'), j.last_error, j.error_class,
+       CASE WHEN j.keep_result IS NOT NULL
+            THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', j.keep_result)) END
+FROM batchq_job j
+WHERE j.id = :id AND j.status IN ('ready', 'scheduled', 'blocked')
+  AND (j.keep_result IS NOT NULL
+       OR EXISTS (SELECT 1 FROM batchq_queue q WHERE q.name = j.queue AND q.keep_for IS NOT NULL));

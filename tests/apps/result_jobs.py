@@ -3,10 +3,7 @@ its results by itself. Importable as `result_jobs` (BATCHQ_TASK_MODULES=result_j
 
 from __future__ import annotations
 
-import os
-import signal
 import time
-from pathlib import Path
 from typing import Any
 
 from batchq import task
@@ -27,31 +24,19 @@ def raises(message: str = "bad input") -> None:
     raise ValueError(message)
 
 
-def returns_a_set(payload: Any = None) -> set[int]:
-    return {1, 2}
+def returns_false(payload: Any = None) -> bool:
+    return False
 
 
-def sleeps(seconds: float) -> float:
-    time.sleep(seconds)
-    return seconds
+def sleeps_then_returns(payload: dict[str, Any]) -> Any:
+    time.sleep(payload["sleep"])
+    return payload["value"]
 
 
-def returns_then_dies(ledger: str) -> str:
-    """The first call writes a line to ``ledger`` and is SIGKILLed after the task returned: its
-    worker is killed before the claim that would commit its end (a later call just returns)."""
-    path = Path(ledger)
-    first = not path.exists()
-    with path.open("a") as f:
-        f.write(f"{os.getpid()}\n")
-    if first:
-        # Dies between this return and its commit: a thread kills the process once the worker
-        # is past the call, before the next claim commits.
-        import threading
+def records_then_returns(payload: dict[str, Any]) -> Any:
+    """Writes its number into test_ledger (jobs.record: one row per run), then returns what
+    ``returns`` names: "set" (a value JSON cannot carry), else n * 10."""
+    from jobs import record
 
-        def kill() -> None:
-            time.sleep(0.05)
-            os.kill(os.getpid(), signal.SIGKILL)
-
-        threading.Thread(target=kill, daemon=True).start()
-        time.sleep(0.01)  # the return happens; the kill lands while the worker records it
-    return "done"
+    record(payload)
+    return {1, 2} if payload.get("returns") == "set" else payload["n"] * 10

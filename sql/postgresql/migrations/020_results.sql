@@ -7,9 +7,14 @@ ALTER TABLE batchq_job ADD COLUMN IF NOT EXISTS keep_result DOUBLE PRECISION NUL
 ALTER TABLE batchq_job ADD COLUMN IF NOT EXISTS error_class VARCHAR(255) NULL;
 
 -- A kept result's end of life (finished_at + keep_result; NULL: the queue's keep_for, or
--- `prune --older-than`, decides), and the failed try's exception class.
+-- `prune --older-than`, decides), the failed try's exception class, and the outcome
+-- 'cancelled' (a kept job cancelled before it ran). NOT VALID: the rows there are valid, and
+-- none is scanned under the lock; new rows are checked.
 ALTER TABLE batchq_history ADD COLUMN IF NOT EXISTS expires_at TIMESTAMPTZ NULL;
 ALTER TABLE batchq_history ADD COLUMN IF NOT EXISTS error_class VARCHAR(255) NULL;
+ALTER TABLE batchq_history DROP CONSTRAINT IF EXISTS batchq_history_outcome_check;
+ALTER TABLE batchq_history ADD CONSTRAINT batchq_history_outcome_check
+    CHECK (outcome IN ('succeeded', 'failed', 'cancelled')) NOT VALID;
 CREATE INDEX IF NOT EXISTS batchq_history_expires ON batchq_history (expires_at) WHERE expires_at IS NOT NULL;
 
 -- Queue.result(id, wait=...) LISTENs on batchq_results: a job's record written (it succeeded, or

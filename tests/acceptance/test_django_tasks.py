@@ -154,6 +154,18 @@ for i in {ids!r}:
     assert report.returncode == 3 and "djproj_app.tasks.boom" in report.stdout
 
 
+def test_cancelled_job_reads_failed(project: DjangoProject) -> None:
+    """`batchq cancel ID`: a job that never ran reads as FAILED (Django's "unable to start"),
+    with no error, and no worker runs it."""
+    [job_id] = shell(project, "out = [tasks.record.enqueue('never').id]")
+    cancelled = project.batchq("cancel", job_id)
+    assert cancelled.returncode == 0, cancelled.stderr
+    run_worker(project)
+    result = shell(project, f"out = described(backend.get_result({job_id!r}))")
+    assert result["status"] == "FAILED" and result["errors"] == [] and result["attempts"] == 0
+    assert project.ran() == []
+
+
 def test_retries_with_max_errors(project: DjangoProject) -> None:
     """OPTIONS MAX_ERRORS > 1: a failed try leaves the job READY, due again after the backoff."""
     project.extra_env["DJPROJ_MAX_ERRORS"] = "2"

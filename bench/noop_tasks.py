@@ -1,6 +1,6 @@
 """A Django Task that does nothing, for bench/django_enqueue.py."""
 
-from django_tasks import task
+from batchq.contrib.django.compat import task  # django.tasks, or the backport
 
 
 @task()

@@ -108,7 +108,7 @@ def test_killed_worker_job_runs_again(db_url: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert project.ran() == ["first try", "second try"]
     result = project.shell(
-        f"from django_tasks import default_task_backend as b\nr = b.get_result({job!r})\n"
+        f"from batchq.contrib.django.compat import default_task_backend as b\nr = b.get_result({job!r})\n"
         "out = [str(r.status), r.return_value, r.attempts]"
     )
     assert result == ["SUCCESSFUL", "done", 2]

@@ -25,8 +25,8 @@ PRELUDE = """
 from datetime import datetime, timedelta
 from django.db import connection, transaction
 from django.utils import timezone
-from django_tasks import default_task_backend as backend, TaskResultStatus
-from django_tasks.exceptions import InvalidTaskError, TaskResultDoesNotExist
+from batchq.contrib.django.compat import default_task_backend as backend, TaskResultStatus
+from batchq.contrib.django.compat import InvalidTask as InvalidTaskError, TaskResultDoesNotExist
 from djproj_app import tasks
 
 def described(r):

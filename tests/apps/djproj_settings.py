@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from batchq.config import parse_url
+from batchq.contrib.django.compat import DUMMY_BACKEND
 
 URL = os.environ["DJPROJ_URL"]
 
@@ -54,5 +55,5 @@ TASKS = {
         "QUEUES": ["default", "mail"],
         "OPTIONS": OPTIONS,
     },
-    "other": {"BACKEND": "django_tasks.backends.dummy.DummyBackend"},
+    "other": {"BACKEND": DUMMY_BACKEND},
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from django_tasks import TaskContext, task
+from batchq.contrib.django.compat import TaskContext, task  # django.tasks, or the backport
 
 
 def _record(label: str) -> None:

@@ -19,11 +19,18 @@ from typing import Any
 from django.db import connection, transaction
 from django.test import SimpleTestCase, TransactionTestCase
 from django.utils import timezone
-from django_tasks import TaskResultStatus, default_task_backend, task, task_backends
-from django_tasks.exceptions import InvalidTaskError, TaskResultDoesNotExist, TaskResultMismatch
-from django_tasks.signals import task_enqueued
 
 from batchq.contrib.django import BatchqBackend
+from batchq.contrib.django.compat import InvalidTask as InvalidTaskError
+from batchq.contrib.django.compat import (  # django.tasks (Django 6), or the backport
+    TaskResultDoesNotExist,
+    TaskResultMismatch,
+    TaskResultStatus,
+    default_task_backend,
+    task,
+    task_backends,
+    task_enqueued,
+)
 
 from . import tasks as test_tasks
 

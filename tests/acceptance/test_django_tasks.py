@@ -283,13 +283,12 @@ out = [later, now]
 def test_run_after_naive_when_use_tz_is_off(project: DjangoProject) -> None:
     """USE_TZ = False: run_after is a naive time in TIME_ZONE (Europe/Paris, not UTC)."""
     project.extra_env["DJPROJ_USE_TZ"] = "0"
-    shell(
+    job_id = shell(
         project,
         """
 soon = timezone.now() + timedelta(seconds=2)  # naive, Paris time
 assert timezone.is_naive(soon) and abs(soon - datetime.utcnow()) > timedelta(minutes=30)
-tasks.record.using(run_after=soon).enqueue("soon")
-out = None
+out = tasks.record.using(run_after=soon).enqueue("soon").id
 """,
     )
     run_worker(project)
@@ -297,6 +296,16 @@ out = None
     time.sleep(2.2)
     run_worker(project)
     assert project.ran() == ["soon"]
+    times = project.shell(  # naive again, in TIME_ZONE, as Django's own datetimes are then
+        PRELUDE
+        + f"""
+r = backend.get_result({job_id!r})
+before = datetime.now() - timedelta(minutes=1)
+times = (r.enqueued_at, r.started_at, r.finished_at)
+out = [timezone.is_naive(t) and before < t <= datetime.now() for t in times]
+"""
+    )
+    assert times == [True, True, True]
 
 
 def test_priority_order_and_queues(project: DjangoProject) -> None:
@@ -381,6 +390,46 @@ def test_rows_naming_other_things_are_refused(project: DjangoProject, db_url: st
     for name, (status, error) in rows.items():
         assert status == "failed", (name, status, error)
         assert error.startswith(("TaskNotAllowed: ", "TaskError: ")), (name, error)
+
+
+def test_odd_payloads_of_a_real_task_fail_cleanly(
+    project: DjangoProject, db_url: str, backend_name: str
+) -> None:
+    """Rows naming a registered Task with payloads Django would never write: each fails with its
+    reason (never a TypeError inside the task's own code, never a traceback of the worker)."""
+    payloads = {
+        b"[1, 2]": "PayloadError: a Django task's payload is",
+        b'{"args": "12"}': "PayloadError: a Django task's payload is",
+        b'{"args": [1, 2], "kwargs": [3]}': "PayloadError: a Django task's payload is",
+        b'{"args": [1, 2], "backend": 7}': "PayloadError: a Django task's payload is",
+        b'{"args": [1, 2], "backend": "nosuch"}': "InvalidTaskBackend",
+        b'{"args": [1, 2], "backend": "other"}': "PayloadError: the job names task backend 'other'",
+        b'{"args": [1], "kwargs": {"c": 2}}': "TypeError: add() got an unexpected keyword argument 'c'",
+        b"null": "PayloadError: a Django task's payload is",
+    }
+    conn = app_connection(db_url)
+    try:
+        cur = conn.cursor()
+        for payload in payloads:
+            cur.execute(*_insert_job(backend_name, "djproj_app.tasks.add", payload))
+        conn.commit()
+    finally:
+        conn.close()
+    run_worker(project)
+    assert project.ran() == []
+    conn = app_connection(db_url)
+    try:
+        cur = conn.cursor()
+        cur.execute("SELECT payload, status, last_error FROM batchq_job")
+        rows = {
+            bytes(payload) if payload is not None else b"null": (status, error)
+            for payload, status, error in cur
+        }
+    finally:
+        conn.close()
+    for payload, needle in payloads.items():
+        status, error = rows[payload]
+        assert status == "failed" and needle in error, (payload, error)
 
 
 def _insert_job(backend_name: str, task: str, payload: bytes) -> tuple[str, tuple[object, ...]]:

@@ -33,6 +33,7 @@ class BatchqBackend(BaseTaskBackend):
     supports_async_task = True
     supports_get_result = True
     supports_priority = True
+    batchq_backend = True  # what a worker checks of the alias a job names (entry.DjangoTask)
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)

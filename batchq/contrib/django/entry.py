@@ -43,8 +43,10 @@ class DjangoTask:
     def __call__(self, payload: Any) -> Any:
         args, kwargs, alias = _call_of(payload)
         task = self._task.using(backend=alias) if alias != self._task.backend else self._task
-        result = _running_result(task, args, kwargs, alias)
         backend_type = type(task.get_backend())
+        if not getattr(backend_type, "batchq_backend", False):  # a row naming another framework's
+            raise PayloadError(f"the job names task backend {alias!r}, which is not a batchq backend")
+        result = _running_result(task, args, kwargs, alias)
         close_old_connections()  # as a request does: no connection broken by the last job
         try:
             task_started.send(sender=backend_type, task_result=result)

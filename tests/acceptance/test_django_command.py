@@ -8,9 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.db import fresh_database_url
 from tests.support.django_project import DjangoProject
 from tests.support.processes import assert_one_line_error, wait_for
+
+pytestmark = pytest.mark.slow  # Django processes and workers: seconds per test
 
 
 def test_init_db_and_sweeps_pass_through(backend_name: str, tmp_path: Path) -> None:

@@ -21,6 +21,9 @@ from batchq import Queue
 from tests.support.db import app_connection
 from tests.support.django_project import DjangoProject
 
+# Each test starts Django processes and `manage.py batchq run` workers: several seconds.
+pytestmark = pytest.mark.slow
+
 PRELUDE = """
 from datetime import datetime, timedelta
 from django.db import connection, transaction

@@ -3,10 +3,9 @@ with batchq's async API (batchq.aio) on the request's SQLAlchemy AsyncSession.
 
 The order and the job are both in the app's database (run `batchq init-db` on it): the job is
 written through the session (conn=), so it exists exactly when the order does. README.md says
-how to run it and its worker.
+how to run it and its worker. (No `from __future__ import annotations`: FastAPI reads the
+dependencies of the views' annotations, which name create_app's local `session`.)
 """
-
-from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
@@ -80,7 +79,7 @@ def create_app(batchq_url: str | None = None, database: str | None = None) -> Fa
         # In the session's transaction: committed with the order, rolled back with it.
         job = await queue.enqueue(confirm, {"order": order_id}, queue="mail", conn=s, keep_result=True)
         if not order.item.strip():  # a refusal after both writes: neither stays
-            raise HTTPException(422, "an order needs an item")
+            raise HTTPException(400, "an order needs an item")
         await s.commit()
         return {"id": order_id, "job": job}
 

@@ -47,7 +47,7 @@ class Job:
         max_errors, timeout_seconds, task_version, backoff, keep_result."""
         job_id, queue, task, payload, serializer, priority, error_count, max_errors, timeout = row[:9]
         fields = (queue, task, payload, serializer, priority, error_count, max_errors, timeout)
-        # task_version and backoff positionally: a claim builds a Job per row, and a frozen
+        # task_version, backoff and keep_result positionally: a claim builds a Job per row, and a frozen
         # dataclass's __init__ called with keywords cost 2.6 us against 2.2 (timeit, 3.11).
         return cls(job_id, *fields, claim_token, row[9], row[10], row[11])
 

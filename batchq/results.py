@@ -29,8 +29,13 @@ from .job import JOB_ID_RANGE
 # kept result (never existed, its result not kept, or expired).
 STATUSES = ("waiting", "running", "succeeded", "failed", "cancelled", "unknown")
 FINAL = frozenset({"succeeded", "failed", "cancelled", "unknown"})
-_FROM_JOB = {"ready": "waiting", "scheduled": "waiting", "blocked": "waiting", "processing": "running"}
-_FROM_JOB["failed"] = "failed"
+_FROM_JOB = {
+    "ready": "waiting",
+    "scheduled": "waiting",
+    "blocked": "waiting",
+    "processing": "running",
+    "failed": "failed",
+}
 _FROM_RECORD = {"succeeded": "succeeded", "failed": "failed", "cancelled": "cancelled"}
 # wait= polls at first every FIRST_POLL seconds, doubling up to MAX_POLL (on PostgreSQL a NOTIFY
 # wakes it sooner; polling remains for jobs that keep nothing: their end notifies nobody).

@@ -44,6 +44,7 @@ class MessageQueueFigures:
     visible: int = 0  # readable now (vt <= now)
     delayed: int = 0  # not yet visible, never read: a send's delay
     held: int = 0  # not visible, read: a consumer holds it (in flight)
+    redelivered: int = 0  # read more than once: a consumer's hold ran out before it finished
     oldest_age_seconds: float | None = None  # the oldest message's age (None: empty, or no time)
     archived: int = 0  # in the archive
     sent: int = 0  # ever sent (committed): the queue's sent counter
@@ -121,6 +122,7 @@ def queue_figures(backend: Backend, queue: str | None = None) -> list[MessageQue
             found.visible = stored_count(row["visible"])
             found.delayed = stored_count(row["delayed"])
             found.held = stored_count(row["held"])
+            found.redelivered = stored_count(row["redelivered"])
             found.oldest_age_seconds = stored_seconds(row["oldest_age_seconds"])
     for row in backend.fetchall("mqview_archive", params):
         found = by_name.get(stored_text(row["queue"]))

@@ -11,11 +11,12 @@ ORDER BY m.queue;
 
 -- name: mqview_messages
 -- Per queue: messages, visible now, delayed (never read, vt ahead), held (read, vt ahead) and
--- the oldest message's age in seconds.
+-- the oldest message's age in seconds; redelivered: read more than once (a consumer's hold ran out).
 SELECT queue, COUNT(*) AS length,
        SUM(vt <= UTC_TIMESTAMP(6)) AS visible,
        SUM(vt > UTC_TIMESTAMP(6) AND read_ct = 0) AS delayed,
        SUM(vt > UTC_TIMESTAMP(6) AND read_ct <> 0) AS held,
+       SUM(read_ct > 1) AS redelivered,
        TIMESTAMPDIFF(MICROSECOND, MIN(enqueued_at), UTC_TIMESTAMP(6)) / 1e6 AS oldest_age_seconds
 FROM batchq_message
 WHERE %(queue)s IS NULL OR queue = %(queue)s

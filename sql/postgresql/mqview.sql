@@ -12,11 +12,12 @@ ORDER BY m.queue;
 
 -- name: mqview_messages
 -- Per queue: messages, visible now, delayed (never read, vt ahead), held (read, vt ahead) and
--- the oldest message's age in seconds.
+-- the oldest message's age in seconds; redelivered: read more than once (a consumer's hold ran out).
 SELECT queue, COUNT(*) AS length,
        COUNT(*) FILTER (WHERE vt <= clock_timestamp()) AS visible,
        COUNT(*) FILTER (WHERE vt > clock_timestamp() AND read_ct = 0) AS delayed,
        COUNT(*) FILTER (WHERE vt > clock_timestamp() AND read_ct <> 0) AS held,
+       COUNT(*) FILTER (WHERE read_ct > 1) AS redelivered,
        EXTRACT(EPOCH FROM clock_timestamp() - MIN(enqueued_at))::float8 AS oldest_age_seconds
 FROM batchq_message
 WHERE %(queue)s::text IS NULL OR queue = %(queue)s::text

@@ -116,8 +116,9 @@ def configure(
     as_json: bool,
 ) -> None:
     """Show a job queue's settings (paused, keep_for, max_length and overflow, type), or set those
-    given, then show them. Pause and resume with `batchq pause` / `resume`; a message queue's
-    settings with `batchq mq configure`."""
+    given: quietly, but for what a change did to waiting jobs (--json prints the settings after).
+    Pause and resume with `batchq pause` / `resume`; a message queue's settings with `batchq mq
+    configure`."""
     check_queue_name(queue_name)  # printing too: '' or a typo is no queue, not one with defaults
     bound = check_bound_options(max_length, overflow)
     new_schema = read_schema(schema) if schema is not None else None
@@ -139,12 +140,15 @@ def configure(
         mismatched = queue.alter_queue(queue_name, schema=new_schema, force=force)
         if mismatched:
             notes.append(f"{counted(mismatched, 'waiting job')} do not match the new type (forced)")
+    changed = bool(changes) or schema is not None
     settings = job_queue_settings(queue.backend, queue_name).get(queue_name, JobQueueSettings(queue_name))
     if as_json:
         print_json({**settings.as_dict(), "notes": notes})
         return
     for note in notes:
         click.echo(note)
+    if changed:
+        return  # quiet when it did what it was told (-v or no option shows the settings)
     print_settings(f"job queue {queue_name}", job_queue_lines(settings))
 
 

@@ -279,7 +279,7 @@ def delete(ctx: click.Context, queue_name: str, msg_id: int) -> None:
 def purge(ctx: click.Context, queue_name: str, yes: bool) -> None:
     """Delete every message of QUEUE, held or not (its archive stays). Asks first, stating how
     many; with no terminal, --yes is needed."""
-    if not yes and not sys.stdin.isatty():
+    if not yes and not _terminal():
         usage_error("mq purge asks for confirmation: add --yes when there is no terminal")
     queues = _open(ctx)
     found = _one(queues, queue_name)
@@ -294,6 +294,11 @@ def purge(ctx: click.Context, queue_name: str, yes: bool) -> None:
         )
     deleted = queues.purge_queue(found.queue)
     click.echo(f"deleted {counted(deleted, 'message')} of queue {_shown(found.queue)}")
+
+
+def _terminal() -> bool:
+    """Whether someone can answer the confirmation (cron has no terminal)."""
+    return sys.stdin.isatty()
 
 
 @mq.command("configure")
@@ -315,7 +320,8 @@ def configure(
     as_json: bool,
 ) -> None:
     """Show a message queue's settings (max_length and overflow, type, durability, subscription),
-    or set those given, then show them. Durability is fixed when the queue is created."""
+    or set those given (quietly, but for what a change did to the messages; --json prints the
+    settings after). Durability is fixed when the queue is created."""
     bound = check_bound_options(max_length, overflow)
     new_schema = read_schema(schema) if schema is not None else None
     if force and schema is None:
@@ -331,12 +337,15 @@ def configure(
         mismatched = queues.alter_queue(name, schema=new_schema, force=force)
         if mismatched:
             notes.append(f"{counted(mismatched, 'message')} do not match the new type (forced)")
+    changed = bound is not NOT_GIVEN or schema is not None
     f = _one(queues, name)
     if as_json:
         print_json({**_listed(f), "notes": notes})
         return
     for note in notes:
         click.echo(note)
+    if changed:
+        return  # quiet when it did what it was told (-v or no option shows the settings)
     print_settings(
         f"message queue {_shown(name)}",
         [

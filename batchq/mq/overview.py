@@ -119,9 +119,9 @@ def queue_figures(backend: Backend, queue: str | None = None) -> list[MessageQue
         found = by_name.get(stored_text(row["queue"]))
         if found is not None:
             found.messages = stored_count(row["length"])
-            found.visible = stored_count(row["visible"])
-            found.delayed = stored_count(row["delayed"])
-            found.held = stored_count(row["held"])
+            found.visible = stored_count(row["n_visible"])
+            found.delayed = stored_count(row["n_delayed"])
+            found.held = stored_count(row["n_held"])
             found.redelivered = stored_count(row["redelivered"])
             found.oldest_age_seconds = stored_seconds(row["oldest_age_seconds"])
     for row in backend.fetchall("mqview_archive", params):

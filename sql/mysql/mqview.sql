@@ -13,9 +13,9 @@ ORDER BY m.queue;
 -- Per queue: messages, visible now, delayed (never read, vt ahead), held (read, vt ahead) and
 -- the oldest message's age in seconds; redelivered: read more than once (a consumer's hold ran out).
 SELECT queue, COUNT(*) AS length,
-       SUM(vt <= UTC_TIMESTAMP(6)) AS visible,
-       SUM(vt > UTC_TIMESTAMP(6) AND read_ct = 0) AS delayed,
-       SUM(vt > UTC_TIMESTAMP(6) AND read_ct <> 0) AS held,
+       SUM(vt <= UTC_TIMESTAMP(6)) AS n_visible,
+       SUM(vt > UTC_TIMESTAMP(6) AND read_ct = 0) AS n_delayed,
+       SUM(vt > UTC_TIMESTAMP(6) AND read_ct <> 0) AS n_held,
        SUM(read_ct > 1) AS redelivered,
        TIMESTAMPDIFF(MICROSECOND, MIN(enqueued_at), UTC_TIMESTAMP(6)) / 1e6 AS oldest_age_seconds
 FROM batchq_message

@@ -1,6 +1,7 @@
 -- The operator's views of the message queues (`batchq mq list/stats/peek`, `stats`, `metrics`,
 -- the dashboard): plain SELECTs in autocommit, ages on the server's clock (clock_timestamp()).
--- batchq_message includes its UNLOGGED child (non-durable queues).
+-- batchq_message includes its UNLOGGED child (non-durable queues). A time written by hand as
+-- infinity cannot be subtracted from: isfinite() keeps such rows from failing the view.
 
 -- name: mqview_queues
 -- Every queue (or one: :queue), with its settings, its type and the messages ever sent.
@@ -14,11 +15,12 @@ ORDER BY m.queue;
 -- Per queue: messages, visible now, delayed (never read, vt ahead), held (read, vt ahead) and
 -- the oldest message's age in seconds; redelivered: read more than once (a consumer's hold ran out).
 SELECT queue, COUNT(*) AS length,
-       COUNT(*) FILTER (WHERE vt <= clock_timestamp()) AS visible,
-       COUNT(*) FILTER (WHERE vt > clock_timestamp() AND read_ct = 0) AS delayed,
-       COUNT(*) FILTER (WHERE vt > clock_timestamp() AND read_ct <> 0) AS held,
+       COUNT(*) FILTER (WHERE vt <= clock_timestamp()) AS n_visible,
+       COUNT(*) FILTER (WHERE vt > clock_timestamp() AND read_ct = 0) AS n_delayed,
+       COUNT(*) FILTER (WHERE vt > clock_timestamp() AND read_ct <> 0) AS n_held,
        COUNT(*) FILTER (WHERE read_ct > 1) AS redelivered,
-       EXTRACT(EPOCH FROM clock_timestamp() - MIN(enqueued_at))::float8 AS oldest_age_seconds
+       CASE WHEN isfinite(MIN(enqueued_at))
+            THEN EXTRACT(EPOCH FROM clock_timestamp() - MIN(enqueued_at))::float8 END AS oldest_age_seconds
 FROM batchq_message
 WHERE %(queue)s::text IS NULL OR queue = %(queue)s::text
 GROUP BY queue;
@@ -33,7 +35,8 @@ GROUP BY queue;
 -- A page of a queue's messages in id order after :after, as they stand (nothing is read:
 -- read_ct and vt stay), with how far ahead vt is (negative: visible).
 SELECT id AS msg_id, read_ct, enqueued_at, vt, message::text AS message, headers::text AS headers,
-       EXTRACT(EPOCH FROM vt - clock_timestamp())::float8 AS vt_in_seconds
+       CASE WHEN isfinite(vt) THEN EXTRACT(EPOCH FROM vt - clock_timestamp())::float8
+            WHEN vt > clock_timestamp() THEN 'Infinity'::float8 ELSE '-Infinity'::float8 END AS vt_in_seconds
 FROM batchq_message
 WHERE queue = %(queue)s AND id > %(after)s
 ORDER BY id
@@ -42,6 +45,7 @@ LIMIT %(limit)s;
 -- name: mqview_message
 -- One message as it stands (a peek: nothing is read).
 SELECT id AS msg_id, read_ct, enqueued_at, vt, message::text AS message, headers::text AS headers,
-       EXTRACT(EPOCH FROM vt - clock_timestamp())::float8 AS vt_in_seconds
+       CASE WHEN isfinite(vt) THEN EXTRACT(EPOCH FROM vt - clock_timestamp())::float8
+            WHEN vt > clock_timestamp() THEN 'Infinity'::float8 ELSE '-Infinity'::float8 END AS vt_in_seconds
 FROM batchq_message
 WHERE queue = %(queue)s AND id = %(id)s;

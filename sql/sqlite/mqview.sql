@@ -14,9 +14,9 @@ ORDER BY m.queue;
 -- Per queue: messages, visible now, delayed (never read, vt ahead), held (read, vt ahead) and
 -- the oldest message's age in seconds; redelivered: read more than once (a consumer's hold ran out).
 SELECT queue, COUNT(*) AS length,
-       SUM(coalesce(julianday(vt) <= julianday('now'), 1)) AS visible,
-       SUM(coalesce(julianday(vt) > julianday('now'), 0) AND read_ct = 0) AS delayed,
-       SUM(coalesce(julianday(vt) > julianday('now'), 0) AND read_ct <> 0) AS held,
+       SUM(coalesce(julianday(vt) <= julianday('now'), 1)) AS n_visible,
+       SUM(coalesce(julianday(vt) > julianday('now'), 0) AND read_ct = 0) AS n_delayed,
+       SUM(coalesce(julianday(vt) > julianday('now'), 0) AND read_ct <> 0) AS n_held,
        SUM(read_ct > 1) AS redelivered,
        (julianday('now') - julianday(MIN(enqueued_at))) * 86400.0 AS oldest_age_seconds
 FROM batchq_message

@@ -21,6 +21,7 @@ from ..mq.overview import (
     PeekedMessage,
     message_page,
     peek,
+    purge_up_to,
     queue_figures,
 )
 from .common import DURATION, common_options, existing_only, fail, print_json, usage_error
@@ -277,8 +278,9 @@ def delete(ctx: click.Context, queue_name: str, msg_id: int) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
 def purge(ctx: click.Context, queue_name: str, yes: bool) -> None:
-    """Delete every message of QUEUE, held or not (its archive stays). Asks first, stating how
-    many; with no terminal, --yes is needed."""
+    """Delete every message of QUEUE, held or not (its archive stays): those there when it counts
+    them, not those sent meanwhile. Asks first, stating how many; with no terminal, --yes is
+    needed."""
     if not yes and not _terminal():
         usage_error("mq purge asks for confirmation: add --yes when there is no terminal")
     queues = _open(ctx)
@@ -292,7 +294,7 @@ def purge(ctx: click.Context, queue_name: str, yes: bool) -> None:
             f"({found.held} held by consumers)?",
             abort=True,
         )
-    deleted = queues.purge_queue(found.queue)
+    deleted = purge_up_to(queues.backend, found.queue, found.max_id)  # not those sent since
     click.echo(f"deleted {counted(deleted, 'message')} of queue {_shown(found.queue)}")
 
 

@@ -46,6 +46,7 @@ class MessageQueueFigures:
     held: int = 0  # not visible, read: a consumer holds it (in flight)
     redelivered: int = 0  # read more than once: a consumer's hold ran out before it finished
     oldest_age_seconds: float | None = None  # the oldest message's age (None: empty, or no time)
+    max_id: int = 0  # the newest message's id (0: empty): what a purge confirmed by a human reaches
     archived: int = 0  # in the archive
     sent: int = 0  # ever sent (committed): the queue's sent counter
     max_length: int | None = None  # None: unbounded
@@ -123,6 +124,7 @@ def queue_figures(backend: Backend, queue: str | None = None) -> list[MessageQue
             found.delayed = stored_count(row["n_delayed"])
             found.held = stored_count(row["n_held"])
             found.redelivered = stored_count(row["redelivered"])
+            found.max_id = stored_count(row["max_id"])
             found.oldest_age_seconds = stored_seconds(row["oldest_age_seconds"])
     for row in backend.fetchall("mqview_archive", params):
         found = by_name.get(stored_text(row["queue"]))
@@ -192,3 +194,11 @@ def _stored_json(value: Any) -> Any:
     if value is None or not isinstance(value, (str, bytes, bytearray, memoryview)):
         return value if value is None else stored_text(value)
     return _json_or_text(bytes(value) if not isinstance(value, str) else value)
+
+
+def purge_up_to(backend: Backend, queue: str, up_to: int) -> int:
+    """Delete the queue's messages (held or not) with ids up to ``up_to``, the newest a person was
+    shown when they confirmed; returns how many. One statement: the archive stays."""
+    if isinstance(up_to, bool) or not isinstance(up_to, int) or not 0 <= up_to <= MSG_ID_RANGE[1]:
+        raise ConfigError(f"bad up_to {up_to!r}: use the newest message id the confirmation showed")
+    return backend.retrying(lambda: backend.execute("mqview_purge_up_to", {"queue": queue, "up_to": up_to}))

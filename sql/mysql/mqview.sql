@@ -17,7 +17,8 @@ SELECT queue, COUNT(*) AS length,
        SUM(vt > UTC_TIMESTAMP(6) AND read_ct = 0) AS n_delayed,
        SUM(vt > UTC_TIMESTAMP(6) AND read_ct <> 0) AS n_held,
        SUM(read_ct > 1) AS redelivered,
-       TIMESTAMPDIFF(MICROSECOND, MIN(enqueued_at), UTC_TIMESTAMP(6)) / 1e6 AS oldest_age_seconds
+       TIMESTAMPDIFF(MICROSECOND, MIN(enqueued_at), UTC_TIMESTAMP(6)) / 1e6 AS oldest_age_seconds,
+       MAX(id) AS max_id
 FROM batchq_message
 WHERE %(queue)s IS NULL OR queue = %(queue)s
 GROUP BY queue;
@@ -44,3 +45,8 @@ SELECT id AS msg_id, read_ct, enqueued_at, vt, message, headers,
        TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), vt) / 1e6 AS vt_in_seconds
 FROM batchq_message
 WHERE queue = %(queue)s AND id = %(id)s;
+
+-- name: mqview_purge_up_to
+-- An operator's purge of what they were shown: the queue's messages (held or not) up to the last
+-- id they saw, so that a message sent after they looked is not deleted unseen.
+DELETE FROM batchq_message WHERE queue = %(queue)s AND id <= %(up_to)s;

@@ -20,7 +20,8 @@ SELECT queue, COUNT(*) AS length,
        COUNT(*) FILTER (WHERE vt > clock_timestamp() AND read_ct <> 0) AS n_held,
        COUNT(*) FILTER (WHERE read_ct > 1) AS redelivered,
        CASE WHEN isfinite(MIN(enqueued_at))
-            THEN EXTRACT(EPOCH FROM clock_timestamp() - MIN(enqueued_at))::float8 END AS oldest_age_seconds
+            THEN EXTRACT(EPOCH FROM clock_timestamp() - MIN(enqueued_at))::float8 END AS oldest_age_seconds,
+       MAX(id) AS max_id
 FROM batchq_message
 WHERE %(queue)s::text IS NULL OR queue = %(queue)s::text
 GROUP BY queue;
@@ -49,3 +50,8 @@ SELECT id AS msg_id, read_ct, enqueued_at, vt, message::text AS message, headers
             WHEN vt > clock_timestamp() THEN 'Infinity'::float8 ELSE '-Infinity'::float8 END AS vt_in_seconds
 FROM batchq_message
 WHERE queue = %(queue)s AND id = %(id)s;
+
+-- name: mqview_purge_up_to
+-- An operator's purge of what they were shown: the queue's messages (held or not) up to the last
+-- id they saw, so that a message sent after they looked is not deleted unseen.
+DELETE FROM batchq_message WHERE queue = %(queue)s AND id <= %(up_to)s;

@@ -18,7 +18,8 @@ SELECT queue, COUNT(*) AS length,
        SUM(coalesce(julianday(vt) > julianday('now'), 0) AND read_ct = 0) AS n_delayed,
        SUM(coalesce(julianday(vt) > julianday('now'), 0) AND read_ct <> 0) AS n_held,
        SUM(read_ct > 1) AS redelivered,
-       (julianday('now') - julianday(MIN(enqueued_at))) * 86400.0 AS oldest_age_seconds
+       (julianday('now') - julianday(MIN(enqueued_at))) * 86400.0 AS oldest_age_seconds,
+       MAX(id) AS max_id
 FROM batchq_message
 WHERE :queue IS NULL OR queue = :queue
 GROUP BY queue;
@@ -45,3 +46,8 @@ SELECT id AS msg_id, read_ct, enqueued_at, vt, message, headers,
        (julianday(vt) - julianday('now')) * 86400.0 AS vt_in_seconds
 FROM batchq_message
 WHERE queue = :queue AND id = :id;
+
+-- name: mqview_purge_up_to
+-- An operator's purge of what they were shown: the queue's messages (held or not) up to the last
+-- id they saw, so that a message sent after they looked is not deleted unseen.
+DELETE FROM batchq_message WHERE queue = :queue AND id <= :up_to;

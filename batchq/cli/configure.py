@@ -14,7 +14,7 @@ import click
 from ..config import check_queue_name, counted, format_duration
 from ..errors import ConfigError
 from ..queue_settings import JobQueueSettings, job_queue_settings
-from .common import common_options, open_queue, print_json
+from .common import common_options, open_queue, print_json, printable
 
 OFF = "off"
 
@@ -82,7 +82,7 @@ NOT_GIVEN = object()
 
 
 def describe_type(name: str | None) -> str:
-    return "none (untyped)" if name is None else name
+    return "none (untyped)" if name is None else printable(name)
 
 
 def print_settings(title: str, lines: list[tuple[str, str]]) -> None:

@@ -24,7 +24,7 @@ from ..mq.overview import (
     purge_up_to,
     queue_figures,
 )
-from .common import DURATION, common_options, existing_only, fail, print_json, usage_error
+from .common import DURATION, common_options, existing_only, fail, print_json, printable, usage_error
 from .configure import (
     NOT_GIVEN,
     OFF,
@@ -86,9 +86,7 @@ def _open(ctx: click.Context) -> MessageQueue:
     return queues
 
 
-def _shown(name: str) -> str:
-    """A name as printed: as it is, or escaped when it holds what a terminal would act on."""
-    return name if name.isprintable() else repr(name)[1:-1]
+_shown = printable
 
 
 def _one(queues: MessageQueue, name: str) -> MessageQueueFigures:
@@ -118,7 +116,7 @@ def list_(ctx: click.Context, as_json: bool) -> None:
     for f in found:
         bound = "-" if f.max_length is None else f"{f.max_length} {f.overflow}"
         created = format_time(f.created_at).removesuffix(" UTC")
-        kind = f.type_name or "-"
+        kind = _shown(f.type_name or "-")
         note = "" if f.durable else " (non-durable)"
         click.echo(f"{_shown(f.queue):<24} {created:<19} {bound:<18} {kind:<20} {_subscription(f)}{note}")
 
@@ -164,7 +162,7 @@ def print_mq_table(found: list[MessageQueueFigures]) -> None:
     )
     for f in found:
         oldest = "-" if f.oldest_age_seconds is None else format_duration(f.oldest_age_seconds)
-        settings = ", ".join(f"{k} {v}" for k, v in f.settings().items())
+        settings = ", ".join(f"{k} {_shown(str(v))}" for k, v in f.settings().items())
         if f.subscription is not None:
             settings = ", ".join(filter(None, [f"subscriber of {_shown(f.subscription.topic)}", settings]))
         click.echo(

@@ -12,7 +12,7 @@ from ..config import counted
 from ..mq.overview import queue_figures
 from ..queue import QueueStats
 from ..queue_settings import JobQueueSettings, job_queue_settings
-from .common import age, common_options, n_jobs, open_queue, print_json, usage_error
+from .common import age, common_options, n_jobs, open_queue, print_json, printable, usage_error
 from .mq import print_mq_table
 
 
@@ -58,7 +58,9 @@ def stats(ctx: click.Context, as_json: bool) -> None:
     for r in rows:
         oldest = age(r.oldest_processing_seconds) if r.oldest_processing_seconds is not None else "-"
         name = r.queue + (" (paused)" if r.paused else "")
-        shown = ", ".join(f"{k} {v}" for k, v in _set(settings, r.queue).items() if k != "paused")
+        shown = ", ".join(
+            f"{k} {printable(str(v))}" for k, v in _set(settings, r.queue).items() if k != "paused"
+        )
         click.echo(
             f"{name:<20} {r.ready:>8} {r.delayed:>8} {r.blocked:>8} {r.processing:>10} {oldest:>8} "
             f"{r.failed:>8}  {shown or '-'}"

@@ -258,3 +258,22 @@ def test_odd_rows_and_hostile_names_are_shown_never_raised(m: MessageQueue, db_u
     assert states[3] == "held"  # vt far ahead (PostgreSQL: infinity), read 3 times
     if d == "sqlite":
         assert states["x"] == "visible"  # a vt that is no time: visible, as readers take it
+
+
+def test_purge_deletes_what_it_counted_not_what_came_while_it_asked(
+    m: MessageQueue, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill(m)
+    asked: list[str] = []
+
+    def answer_after_a_send(question: str, abort: bool = False) -> bool:
+        asked.append(question)
+        asked.append(str(m.send("mail", {"sent": "while the operator read the question"})))
+        return True
+
+    monkeypatch.setattr("batchq.cli.mq._terminal", lambda: True)
+    monkeypatch.setattr("click.confirm", answer_after_a_send)
+    result = batchq(db_url, "mq", "purge", "mail")
+    assert result.exit_code == 0 and "deleted 5 messages of queue mail" in result.output
+    assert asked[0] == "Delete the 5 messages of message queue 'mail' (2 held by consumers)?"
+    assert [p.msg_id for p in message_page(m.backend, "mail")] == [int(asked[1])]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 import re
 
-from batchq import MessageQueue
+from batchq import MessageQueue, Queue
 from tests.support.dashboard import dashboard
 from tests.support.db import sql
 
@@ -147,3 +147,20 @@ def test_hostile_names_and_odd_rows_are_escaped_and_never_fail_a_page(db_url: st
         assert "&lt;/pre&gt;&lt;script&gt;" in queue.body
         assert board.get("/mq/queue?queue=mail").status == 200
     m.close()
+
+
+def test_the_queues_page_shows_each_job_queues_settings(db_url: str) -> None:
+    queue = Queue(db_url)
+    queue.configure("mail", keep_for="7d", max_length=5, overflow="reject")
+    queue.alter_queue("mail", schema={"title": "Mail <b>", "type": "object"})
+    queue.pause("idle")
+    try:
+        with dashboard(db_url) as board:
+            page = board.get("/").body
+            row = re.search(r'data-queue="mail">.*?</tr>', page, re.S)
+            assert row is not None
+            assert "keep_for 7d00h, max_length 5, overflow reject, type Mail &lt;b&gt;" in row.group(0)
+            idle = re.search(r'data-queue="idle">.*?</tr>', page, re.S)
+            assert idle is not None and '<td class="settings"><span class="muted">-</span>' in idle.group(0)
+    finally:
+        queue.close()

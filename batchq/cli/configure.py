@@ -26,7 +26,7 @@ max_length_option = click.option(
 overflow_option = click.option(
     "--overflow",
     type=click.Choice(["drop_oldest", "reject"]),
-    help="What a send to a full queue does (with --max-length; default drop_oldest).",
+    help="What a send to a full queue does (with --max-length; default: the queue's own, else drop_oldest).",
 )
 schema_option = click.option(
     "--schema",
@@ -81,6 +81,14 @@ def check_bound_options(max_length: str | None, overflow: str | None) -> int | N
 NOT_GIVEN = object()
 
 
+def kept_overflow(bound: Any, given: str | None, current: str | None) -> str | None:
+    """The policy to store with a new bound: the one given, else the queue's own (a new
+    --max-length alone keeps a reject queue rejecting), else the default."""
+    if bound is None:
+        return None
+    return given or current
+
+
 def describe_type(name: str | None) -> str:
     return "none (untyped)" if name is None else printable(name)
 
@@ -130,7 +138,8 @@ def configure(
         changes["keep_for"] = None if keep_for.strip().lower() == OFF else keep_for
     if bound is not NOT_GIVEN:
         changes["max_length"] = bound
-        changes["overflow"] = overflow
+        before = job_queue_settings(queue.backend, queue_name).get(queue_name)
+        changes["overflow"] = kept_overflow(bound, overflow, before.overflow if before else None)
     notes = []
     if changes:
         dropped = queue.configure(queue_name, **changes)

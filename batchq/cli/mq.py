@@ -32,6 +32,7 @@ from .configure import (
     describe_type,
     force_option,
     json_option,
+    kept_overflow,
     max_length_option,
     overflow_option,
     print_settings,
@@ -44,7 +45,8 @@ log = logging.getLogger("batchq.mq")
 
 @click.group("mq")
 def mq() -> None:
-    """Message queues (batchq.MessageQueue)."""
+    """Message queues (batchq.MessageQueue): list them, their figures, peek at messages, archive,
+    delete or purge them, configure a queue, prune the archive."""
 
 
 @mq.command("prune")
@@ -327,10 +329,12 @@ def configure(
     if force and schema is None:
         raise ConfigError("--force goes with --schema: it changes a type despite waiting messages")
     queues = _open(ctx)
-    name = _one(queues, queue_name).queue
+    before = _one(queues, queue_name)
+    name = before.queue
     notes = []
     if bound is not NOT_GIVEN:
-        dropped = queues.configure_queue(name, max_length=bound, overflow=overflow)  # type: ignore[arg-type]
+        policy = kept_overflow(bound, overflow, before.overflow)
+        dropped = queues.configure_queue(name, max_length=bound, overflow=policy)  # type: ignore[arg-type]
         if dropped:
             notes.append(f"{counted(dropped, 'message')} archived to fit the new bound (drop_oldest)")
     if schema is not None:

@@ -277,3 +277,19 @@ def test_purge_deletes_what_it_counted_not_what_came_while_it_asked(
     assert result.exit_code == 0 and "deleted 5 messages of queue mail" in result.output
     assert asked[0] == "Delete the 5 messages of message queue 'mail' (2 held by consumers)?"
     assert [p.msg_id for p in message_page(m.backend, "mail")] == [int(asked[1])]
+
+
+def test_a_new_bound_alone_keeps_the_queues_overflow_policy(
+    m: MessageQueue, queue: Queue, db_url: str
+) -> None:
+    fill(m)  # mail: 100, reject
+    assert batchq(db_url, "mq", "configure", "mail", "--max-length", "50").exit_code == 0
+    assert (figures(m, "mail").max_length, figures(m, "mail").overflow) == (50, "reject")
+    assert batchq(db_url, "configure", "jobs", "--max-length", "5", "--overflow", "reject").exit_code == 0
+    data = json.loads(batchq(db_url, "configure", "jobs", "--max-length", "9", "--json").output)
+    assert (data["max_length"], data["overflow"]) == (9, "reject")
+    data = json.loads(batchq(db_url, "configure", "fresh", "--max-length", "9", "--json").output)
+    assert (data["max_length"], data["overflow"]) == (9, "drop_oldest")  # the default
+    assert batchq(db_url, "configure", "jobs", "--max-length", "off").exit_code == 0
+    data = json.loads(batchq(db_url, "configure", "jobs", "--max-length", "4", "--json").output)
+    assert data["overflow"] == "drop_oldest"  # a lifted bound keeps no policy

@@ -188,7 +188,7 @@ class HistoryEntry:
     id: int
     queue: str
     task: str
-    outcome: str  # succeeded | failed
+    outcome: str  # succeeded | failed | cancelled (a job that keeps its result, cancelled)
     attempts: int
     worker: str | None
     enqueued_at: datetime | str | None
@@ -252,9 +252,15 @@ def read_history(backend: Backend, filters: dict[str, Any]) -> list[HistoryEntry
     return [HistoryEntry.from_row(row) for row in backend.fetchall("history_list", filters)]
 
 
-def prune(backend: Backend, limits: Sequence[tuple[str | None, float]], batch: int = PRUNE_BATCH) -> int:
+def prune(
+    backend: Backend,
+    limits: Sequence[tuple[str | None, float]],
+    batch: int = PRUNE_BATCH,
+    spare: bool = False,
+) -> int:
     """Delete the history records older than each (queue, seconds) of ``limits`` (queue None:
-    every queue's); returns how many.
+    every queue's); returns how many. ``spare`` (a queue's keep_for): not the records whose own
+    keep_result has not run out (batchq.results).
 
     In statements of ``batch`` records (1,000), each its own transaction in autocommit: a
     statement deletes in a few milliseconds, so it never holds many row locks or a long
@@ -266,7 +272,7 @@ def prune(backend: Backend, limits: Sequence[tuple[str | None, float]], batch: i
     total = 0
     for queue, older_than in limits:
         name = "history_prune" if queue is None else "history_prune_queue"
-        params = {"queue": queue, "older_than": older_than, "batch": batch}
+        params = {"queue": queue, "older_than": older_than, "batch": batch, "spare": spare}
         while True:
             deleted = backend.retrying(partial(backend.execute, name, params))
             total += deleted

@@ -416,3 +416,19 @@ def test_a_pickled_jobs_value_json_cannot_carry_is_kept_pickled_and_signed(db_ur
         assert signed.result(pickled).note == "kept pickled, but its text is not base64: not read"
     finally:
         signed.close()
+
+
+def test_results_are_kept_by_batch_and_partition_claims_too(rq: Queue) -> None:
+    """Every claim path that finishes jobs keeps the ones that ask: a batch mixing kept and
+    unkept jobs, and claims within leased partitions (which finish kept jobs before claiming)."""
+    ids = [rq.enqueue("result_jobs:returns", i, keep_result=bool(i % 2)) for i in range(6)]
+    drain(rq, batch_size=4)
+    assert [rq.result(i).status for i in ids] == ["unknown", "succeeded"] * 3
+    assert [rq.result(i).value for i in ids[1::2]] == [1, 3, 5]
+    rq.set_partitions(2)
+    try:
+        more = [rq.enqueue("result_jobs:returns", i, keep_result=True) for i in range(10, 14)]
+        drain(rq, claim="partition")
+        assert [rq.result(i).value for i in more] == [10, 11, 12, 13]
+    finally:
+        rq.set_partitions(0)

@@ -729,7 +729,7 @@ class Queue(OnDatabase):
         (from its kept result), unknown (no job and no kept result: never existed, not kept, or
         expired). With ``wait`` (seconds), until the job has ended or that time has passed (then
         its state as it is: no error); on PostgreSQL woken by NOTIFY, elsewhere polled."""
-        return wait_for_result(self.backend, job_id, wait)
+        return wait_for_result(self.backend, job_id, wait, self.secret)
 
     def prune(self, older_than: Duration | None = None, *, queue: str | None = None) -> int:
         """Delete history records: with ``older_than``, every record finished longer ago than

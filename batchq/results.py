@@ -14,6 +14,7 @@ good, elsewhere (and for a job that keeps nothing) by polling with a short backo
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -22,8 +23,10 @@ from functools import partial
 from typing import Any
 
 from .backends import Backend, Row, stored_count, stored_text, stored_time
-from .errors import ConfigError
+from .errors import ConfigError, SignatureError
+from .history import PICKLED_NOTE
 from .job import JOB_ID_RANGE
+from .serializers import loads
 
 # What Queue.result says of a job. waiting: ready, delayed or blocked; unknown: no job and no
 # kept result (never existed, its result not kept, or expired).
@@ -100,32 +103,35 @@ def check_job_id(job_id: Any) -> int:
     return int(job_id)
 
 
-def read_result(backend: Backend, job_id: int) -> JobResult:
-    """The job's state now: its row if it is still in the job table, else its kept record."""
+def read_result(backend: Backend, job_id: int, secret: bytes | None = None) -> JobResult:
+    """The job's state now: its row if it is still in the job table, else its kept record
+    (``secret``: to verify and unpickle a result kept pickled, history.PICKLED_NOTE)."""
     job_id = check_job_id(job_id)
     if not JOB_ID_RANGE[0] <= job_id <= JOB_ID_RANGE[1]:
         return JobResult(job_id, "unknown")
     rows = backend.retrying(partial(backend.fetchall, "result_read", {"id": job_id}))
     row = next((r for r in rows if r["source"] == "job"), rows[0] if rows else None)
-    return JobResult(job_id, "unknown") if row is None else _from_row(job_id, row)
+    return JobResult(job_id, "unknown") if row is None else _from_row(job_id, row, secret)
 
 
-def wait_for_result(backend: Backend, job_id: int, wait: float | None) -> JobResult:
+def wait_for_result(
+    backend: Backend, job_id: int, wait: float | None, secret: bytes | None = None
+) -> JobResult:
     """read_result, again until the job has ended or ``wait`` seconds have passed (then the
     state it is in: never raises for the time)."""
     job_id = check_job_id(job_id)
     if wait is None:
-        return read_result(backend, job_id)
+        return read_result(backend, job_id, secret)
     if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
         raise ConfigError(f"bad wait {wait!r}: use a number of seconds, 0 or more, or None")
     deadline = time.monotonic() + wait
-    result = read_result(backend, job_id)
+    result = read_result(backend, job_id, secret)
     if result.finished or wait == 0:
         return result
     pause = FIRST_POLL_SECONDS
     with backend.result_notes() as sleep:  # PostgreSQL: LISTEN before the read that decides
         while True:
-            result = read_result(backend, job_id)
+            result = read_result(backend, job_id, secret)
             remaining = deadline - time.monotonic()
             if result.finished or remaining <= 0:
                 return result
@@ -146,7 +152,7 @@ def prune_expired(backend: Backend, batch: int = PRUNE_BATCH) -> int:
 # -- reading rows (any row: also one written by hand) ----------------------------------------
 
 
-def _from_row(job_id: int, row: Row) -> JobResult:
+def _from_row(job_id: int, row: Row, secret: bytes | None) -> JobResult:
     source, state = row["source"], _text(row["state"])
     status = (_FROM_JOB if source == "job" else _FROM_RECORD).get(state or "", "unknown")
     attempts = stored_count(row["attempts"]) + (1 if status == "running" else 0)
@@ -154,6 +160,8 @@ def _from_row(job_id: int, row: Row) -> JobResult:
     if status == "succeeded" and row["result"] is not None:
         value, unreadable = _json(row["result"])
         note = note or unreadable
+        if note == PICKLED_NOTE:
+            value, note = _unpickled(value, secret)
     error = _error(_text(row["error"]), _text(row["error_class"])) if status == "failed" else None
     return JobResult(
         id=job_id,
@@ -184,6 +192,23 @@ def _json(value: Any) -> tuple[Any, str | None]:
         return json.loads(text), None
     except (ValueError, RecursionError):
         return text, "the stored result is not valid JSON: its text is given"
+
+
+def _unpickled(stored: Any, secret: bytes | None) -> tuple[Any, str | None]:
+    """A result kept pickled: verified with the secret, then unpickled (as payloads are); one
+    that cannot be (no secret, a wrong signature, not base64, a pickle that fails) is None, with
+    a note saying why."""
+    if not secret:
+        return None, "kept pickled and signed: give Queue(secret=...) (or BATCHQ_SECRET) to read it"
+    try:
+        data = base64.b64decode(str(stored), validate=True)
+        return loads(data, "pickle", secret), None
+    except SignatureError:
+        return None, "kept pickled, with a missing or wrong signature: refused, never unpickled"
+    except (ValueError, TypeError):
+        return None, "kept pickled, but its text is not base64: not read"
+    except Exception as exc:  # the pickle itself fails: a class gone from the code, say
+        return None, f"kept pickled, and unpickling it failed: {type(exc).__name__}: {exc}"[:255]
 
 
 def _error(text: str | None, class_path: str | None) -> JobError:

@@ -457,7 +457,8 @@ class Worker:
             if failure is None:
                 # A success's figures go only into the history: measured only when it is kept.
                 if self._keeps(job):
-                    self._kept[job.id] = meter.kept(job.id, result)
+                    secret = self.queue.secret if job.serializer == "pickle" else None
+                    self._kept[job.id] = meter.kept(job.id, result, secret)
                 self.summary.succeeded += 1
                 done.append(job)
                 if debug:

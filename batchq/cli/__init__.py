@@ -42,7 +42,7 @@ COMMANDS = {
     "metrics": "metrics:metrics",
     "history": "history:history",
     "prune": "history:prune",
-    "configure": "history:configure",
+    "configure": "configure:configure",
     "dashboard": "dashboard:dashboard",
     "mq": "mq:mq",
     "consume": "consume:consume",

@@ -40,3 +40,8 @@ def records_then_returns(payload: dict[str, Any]) -> Any:
 
     record(payload)
     return {1, 2} if payload.get("returns") == "set" else payload["n"] * 10
+
+
+def returns_a_set(payload: Any = None) -> set[int]:
+    """A value JSON cannot carry."""
+    return {1, 2}

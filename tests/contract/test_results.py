@@ -382,3 +382,53 @@ def test_migration_020_keeps_the_history_there_and_reads_it_as_results(
         assert q.prune("1d") == 2
     finally:
         q.close()
+
+
+# -- pickled results (only with a signed, pickled payload) -------------------------------------
+
+
+def test_a_pickled_jobs_value_json_cannot_carry_is_kept_pickled_and_signed(db_url: str) -> None:
+    """A job whose enqueuer opted in to pickle (a signed payload) keeps a value JSON cannot carry
+    pickled and signed as its payload is; read back only with the secret. JSON values stay JSON,
+    and a JSON job's set is still its repr (nobody opted in to pickle there)."""
+    from batchq.history import PICKLED_NOTE
+
+    signed = Queue(db_url, task_modules=MODULES, secret=b"s3cret")
+    try:
+        when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+        pickled = signed.enqueue("result_jobs:returns", {when}, serializer="pickle", keep_result=True)
+        plain = signed.enqueue("result_jobs:returns", [1], serializer="pickle", keep_result=True)
+        json_job = signed.enqueue("result_jobs:returns_a_set", keep_result=True)
+        drain(signed)
+        assert (signed.result(pickled).value, signed.result(pickled).note) == ({when}, None)
+        assert (signed.result(plain).value, signed.result(plain).note) == ([1], None)
+        assert signed.result(json_job).value == "{1, 2}"
+        notes = dict(sql(signed, "SELECT id, result_note FROM batchq_history"))
+        assert notes[pickled] == PICKLED_NOTE and notes[plain] is None
+        for other, why in (
+            (Queue(db_url), "give Queue(secret=...)"),
+            (Queue(db_url, secret="wrong"), "signature"),
+        ):
+            found = other.result(pickled)
+            assert found.status == "succeeded" and found.value is None and why in (found.note or "")
+            other.close()
+        sql(signed, f"UPDATE batchq_history SET result = '\"not base64!\"' WHERE id = {int(pickled)}")
+        assert signed.result(pickled).note == "kept pickled, but its text is not base64: not read"
+    finally:
+        signed.close()
+
+
+def test_results_are_kept_by_batch_and_partition_claims_too(rq: Queue) -> None:
+    """Every claim path that finishes jobs keeps the ones that ask: a batch mixing kept and
+    unkept jobs, and claims within leased partitions (which finish kept jobs before claiming)."""
+    ids = [rq.enqueue("result_jobs:returns", i, keep_result=bool(i % 2)) for i in range(6)]
+    drain(rq, batch_size=4)
+    assert [rq.result(i).status for i in ids] == ["unknown", "succeeded"] * 3
+    assert [rq.result(i).value for i in ids[1::2]] == [1, 3, 5]
+    rq.set_partitions(2)
+    try:
+        more = [rq.enqueue("result_jobs:returns", i, keep_result=True) for i in range(10, 14)]
+        drain(rq, claim="partition")
+        assert [rq.result(i).value for i in more] == [10, 11, 12, 13]
+    finally:
+        rq.set_partitions(0)

@@ -18,7 +18,7 @@ from pymysql.constants import CLIENT, SERVER_STATUS
 from ..config import DEFAULT_PORTS, counted
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
 from ..job import Claim, Job, Kept, kept_document
-from .base import Backend, DuplicateKey, TransientError, done_params
+from .base import Backend, DuplicateKey, TransientError, bridged, done_params
 from .liveness import Liveness
 
 _CONNECTION_LOST = {2003, 2006, 2013, 2055, 1927, 4031}  # 1927/4031: killed / idle-timeout
@@ -107,7 +107,7 @@ class MySQLBackend(Backend):
 
     def _connect(self) -> Any:
         url = self.url
-        conn = pymysql.connect(
+        conn = self._open(
             host=url.host,
             port=url.port or DEFAULT_PORTS["mysql"],
             user=url.user or "root",
@@ -136,6 +136,10 @@ class MySQLBackend(Backend):
         turned_off = url.options.get("skip_locked") == "off"
         self.skip_locked = supports_skip_locked(self.server_version) and not turned_off
         return conn
+
+    def _open(self, **arguments: Any) -> Any:
+        """The driver's connect (batchq.aio opens an asyncio driver's connection instead)."""
+        return pymysql.connect(**arguments)
 
     def _use_leases_on_galera(self) -> None:
         """GET_LOCK is not replicated: a worker's lock on one node is free on the others, where
@@ -421,7 +425,7 @@ class MySQLBackend(Backend):
         return self._query(name, params, None, _statement_results)
 
     def check_connection(self, conn: Any) -> None:
-        if not isinstance(conn, pymysql.connections.Connection):
+        if not isinstance(conn, pymysql.connections.Connection) and not bridged(conn, self.dialect):
             raise ConfigError(f"conn= must be an open PyMySQL connection for a MySQL queue, not {conn!r}")
 
     def describe(self) -> str:

@@ -22,7 +22,7 @@ except ImportError as exc:  # an optional extra
     raise ConfigError("a postgresql:// URL needs psycopg: pip install 'batchq[postgresql]'") from exc
 
 from ..job import Claim, Job, Kept, kept_document
-from .base import Backend, DuplicateKey, TransientError, done_params
+from .base import Backend, DuplicateKey, TransientError, bridged, done_params
 from .liveness import Liveness
 
 log = logging.getLogger("batchq.backend")
@@ -85,7 +85,7 @@ class PostgreSQLBackend(Backend):
         }
         if self.pooled:
             params["prepare_threshold"] = None  # a prepared statement lives in one server session
-        conn = psycopg.connect(  # a failure is translated (and redacted) by errors()
+        conn = self._open(  # a failure is translated (and redacted) by errors()
             host=",".join(host for host, _ in url.hosts),  # libpq tries them in turn
             port=",".join(str(port or DEFAULT_PORTS["postgresql"]) for _, port in url.hosts),
             user=url.user or None,
@@ -108,6 +108,10 @@ class PostgreSQLBackend(Backend):
         if "pgbouncer" not in url.options:
             self._refuse_unnamed_pooler(conn)
         return conn
+
+    def _open(self, **arguments: Any) -> Any:
+        """The driver's connect (batchq.aio opens an asyncio driver's connection instead)."""
+        return psycopg.connect(**arguments)
 
     def _refuse_unnamed_pooler(self, conn: Any) -> None:
         """Refuse a connection pooler the URL does not name: its sessions are not the server's.
@@ -244,7 +248,7 @@ class PostgreSQLBackend(Backend):
         return True
 
     def check_connection(self, conn: Any) -> None:
-        if not isinstance(conn, psycopg.Connection):
+        if not isinstance(conn, psycopg.Connection) and not bridged(conn, self.dialect):
             raise ConfigError(
                 f"conn= must be an open psycopg (3) connection for a PostgreSQL queue, not {conn!r}"
             )

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
 from ..job import Claim, Job, Kept, kept_document
-from .base import Backend, DuplicateKey, TransientError, done_params
+from .base import Backend, DuplicateKey, TransientError, bridged, done_params
 from .liveness import Liveness, ProcessLiveness
 
 MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING
@@ -56,7 +56,7 @@ class SQLiteBackend(Backend):
                 )
             _make_parent(path, self.url)
         # isolation_level=None: autocommit; transactions are explicit BEGIN IMMEDIATE.
-        conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        conn = self._open(path, timeout=30, isolation_level=None, check_same_thread=False)
         # SQLite stores any bytes in a TEXT column: a row written by hand that is not UTF-8 must
         # read as text with U+FFFD (its job then fails with the reason), never fail the claim or
         # the sweep that reads it. Payloads are read as BLOBs (CAST in the claim).
@@ -64,6 +64,10 @@ class SQLiteBackend(Backend):
         for name in SESSION_QUERIES:  # WAL, foreign keys
             conn.execute(self.sql(name))
         return conn
+
+    def _open(self, path: str, **arguments: Any) -> Any:
+        """The driver's connect (batchq.aio opens an asyncio driver's connection instead)."""
+        return sqlite3.connect(path, **arguments)
 
     def _new_cursor(self, conn: Any = None) -> Any:
         cur = (conn if conn is not None else self.conn).cursor()
@@ -161,7 +165,7 @@ class SQLiteBackend(Backend):
         return max(1, min(ROWS_PER_INSERT, limit - shared))
 
     def check_connection(self, conn: Any) -> None:
-        if not isinstance(conn, sqlite3.Connection):
+        if not isinstance(conn, sqlite3.Connection) and not bridged(conn, self.dialect):
             raise ConfigError(f"conn= must be an open sqlite3 connection for a SQLite queue, not {conn!r}")
 
     def describe(self) -> str:

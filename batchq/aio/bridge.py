@@ -134,9 +134,41 @@ class PsycopgBridge(BridgedConnection):
         return self.driver_connection.cursor(*args, **kwargs)  # not a coroutine
 
 
-class AiomysqlBridge(BridgedConnection):
+class MySQLCursor(BridgedCursor):
+    """aiomysql's or asyncmy's cursor, its values escaped by the bridge (MySQLBridge.escape) as
+    PyMySQL escapes them, the statement sent without parameters: aiomysql 0.3 escapes bytes
+    with a function PyMySQL 1.1 removed (a TypeError for every bytes value), and neither
+    escapes a list (batchq's ``IN %(ids)s``)."""
+
+    def mogrify(self, query: str, args: Any = None) -> str:
+        if args is None:
+            return query
+        escape = self.connection.escape
+        if isinstance(args, dict):
+            return query % {key: escape(value) for key, value in args.items()}
+        return query % tuple(escape(value) for value in args)
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        if params is not None:
+            sql = self.mogrify(sql, params)
+        return self.connection.wait(self._cursor.execute(sql))
+
+
+class MySQLBridge(BridgedConnection):
     batchq_bridged_dialect = "mysql"
 
+    def cursor(self, *args: Any, **kwargs: Any) -> BridgedCursor:
+        return MySQLCursor(self, self._driver_cursor(*args, **kwargs))
+
+    def escape(self, obj: Any) -> str:
+        if isinstance(obj, (bytes, bytearray)):
+            return f"X'{obj.hex()}'"
+        if type(obj) in (tuple, list, set, frozenset):  # as PyMySQL: (a,b,c), for IN
+            return "(" + ",".join(self.escape(item) for item in obj) + ")"
+        return str(self.driver_connection.escape(obj))
+
+
+class AiomysqlBridge(MySQLBridge):
     def _driver_cursor(self, *classes: Any) -> Any:
         import aiomysql  # type: ignore[import-untyped]
 
@@ -145,9 +177,7 @@ class AiomysqlBridge(BridgedConnection):
         return self.wait(self.driver_connection.cursor(*mapped))
 
 
-class AsyncmyBridge(BridgedConnection):
-    batchq_bridged_dialect = "mysql"
-
+class AsyncmyBridge(MySQLBridge):
     def _driver_cursor(self, cls: Any = None) -> Any:
         from asyncmy.cursors import Cursor
 

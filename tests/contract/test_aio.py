@@ -116,7 +116,9 @@ async def test_refused_input_leaves_the_app_transaction_going(
     assert len(job_rows(look)) == 2
 
 
-async def test_a_connection_of_another_kind_is_refused(backend_name: str, aq: AsyncQueue, tmp_path: Any) -> None:
+async def test_a_connection_of_another_kind_is_refused(
+    backend_name: str, aq: AsyncQueue, tmp_path: Any
+) -> None:
     other = {"sqlite": "psycopg", "postgresql": "aiosqlite", "mysql": "aiosqlite"}[backend_name]
     other_url = SERVER_URLS["postgresql"] if other == "psycopg" else f"sqlite:///{tmp_path / 'other.db'}"
     with pytest.raises(ConfigError, match="conn="):
@@ -150,7 +152,10 @@ async def test_unique_bounded_and_typed_queues(
         first = await aq.enqueue("jobs:record", {"n": 1}, unique_key="k1", conn=conn)
         second = await aq.enqueue("jobs:record", {"n": 2}, unique_key="k1", conn=conn)
         assert first.created and not second.created and second == first
-        assert await aq.enqueue_many("jobs:record", [{"n": 3}, {"n": 4}], unique_keys=["k1", "k2"], conn=conn) == 1
+        assert (
+            await aq.enqueue_many("jobs:record", [{"n": 3}, {"n": 4}], unique_keys=["k1", "k2"], conn=conn)
+            == 1
+        )
         await done()
 
         await aq.configure("full", max_length=1, overflow="reject")
@@ -183,9 +188,7 @@ async def test_bad_input_writes_nothing_on_own_connections(aq: AsyncQueue, look:
 
 
 @pytest.mark.parametrize("pool_size", [1, 4])
-async def test_many_concurrent_coroutines_lose_no_job(
-    pool_size: int, db_url: str, look: Queue
-) -> None:
+async def test_many_concurrent_coroutines_lose_no_job(pool_size: int, db_url: str, look: Queue) -> None:
     async with AsyncQueue(db_url, task_modules=["jobs"], pool_size=pool_size) as aq:
         ids = await asyncio.gather(*[aq.enqueue("jobs:record", {"n": n}) for n in range(200)])
         counts = await asyncio.gather(*[aq.enqueue_many("jobs:record", [{"n": n}] * 5) for n in range(20)])
@@ -193,7 +196,9 @@ async def test_many_concurrent_coroutines_lose_no_job(
     assert len(job_rows(look)) == 300
 
 
-async def test_concurrent_app_transactions(backend_name: str, db_url: str, aq: AsyncQueue, look: Queue) -> None:
+async def test_concurrent_app_transactions(
+    backend_name: str, db_url: str, aq: AsyncQueue, look: Queue
+) -> None:
     """Ten coroutines, each in its own app connection's transaction; odd ones roll back."""
     kind = KINDS[backend_name][1]  # SQLAlchemy's AsyncSession
 

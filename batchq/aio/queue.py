@@ -10,7 +10,7 @@ from typing import Any, Generic, TypeVar
 
 from ..backends import Backend, Database
 from ..config import DatabaseURL
-from ..errors import BatchqError
+from ..errors import BatchqError, ConfigError
 from ..explain import Explanation
 from ..mq import MessageQueue
 from ..mq.records import Message, QueueMetrics
@@ -22,6 +22,8 @@ from .bridge import greenlet_spawn
 T = TypeVar("T")
 API = TypeVar("API", Queue, MessageQueue)
 
+# Connections of its own per AsyncQueue: 4 on a server (bench/async_enqueue.py: 200 concurrent
+# enqueues ~10% faster than with 1), 1 on SQLite (one writer at a time: more only contend).
 DEFAULT_POOL_SIZE = 4
 
 # The backend lent to the call running in this task (its greenlet shares the task's context).
@@ -52,7 +54,7 @@ class _Pool:
 
     def __init__(self, make: Callable[[], Backend], size: int) -> None:
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise ValueError(f"pool_size must be an int of at least 1, not {size!r}")
+            raise ConfigError(f"pool_size must be an int of at least 1, not {size!r}")
         self._make = make
         self._idle: list[Backend] = []
         self._slots = asyncio.Semaphore(size)
@@ -90,9 +92,11 @@ class _Async(Generic[API]):
 
     sync: API
 
-    def _setup(self, sync: API, url_text: str | None, pool_size: int, mysql_driver: str) -> None:
+    def _setup(self, sync: API, url_text: str | None, pool_size: int | None, mysql_driver: str) -> None:
         self.sync = sync
         url = sync.url
+        if pool_size is None:
+            pool_size = 1 if url.dialect == "sqlite" else DEFAULT_POOL_SIZE
         sync.database = _LentDatabase(url_text)
         self._pool = _Pool(lambda: async_backend(url, mysql_driver), pool_size)
         # For conn= calls: never connected (the caller's connection runs every statement), one for
@@ -146,7 +150,7 @@ class AsyncQueue(_Async[Queue]):
     """``batchq.Queue`` for asyncio: the same arguments, calls and errors, awaited.
 
     ``pool_size``: connections of its own (opened on first use) for calls without ``conn=``;
-    more concurrent calls wait for one. ``mysql_driver``: "asyncmy" (the default) or "aiomysql".
+    more concurrent calls wait for one (default 4; 1 on SQLite, which has one writer). ``mysql_driver``: "asyncmy" (the default) or "aiomysql".
     """
 
     def __init__(
@@ -155,7 +159,7 @@ class AsyncQueue(_Async[Queue]):
         *,
         secret: str | bytes | None = None,
         task_modules: str | Iterable[str] | None = None,
-        pool_size: int = DEFAULT_POOL_SIZE,
+        pool_size: int | None = None,
         mysql_driver: str = "asyncmy",
     ) -> None:
         self._setup(Queue(url, secret=secret, task_modules=task_modules), url, pool_size, mysql_driver)
@@ -205,7 +209,7 @@ class AsyncMessageQueue(_Async[MessageQueue]):
     call that takes ``conn=`` there takes the async connections here (see AsyncQueue)."""
 
     def __init__(
-        self, url: str | None = None, *, pool_size: int = DEFAULT_POOL_SIZE, mysql_driver: str = "asyncmy"
+        self, url: str | None = None, *, pool_size: int | None = None, mysql_driver: str = "asyncmy"
     ) -> None:
         self._setup(MessageQueue(url), url, pool_size, mysql_driver)
 

@@ -22,7 +22,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "apps")]
@@ -58,7 +57,8 @@ def per_call_sync(url: str, n: int, app: bool) -> float:
 
 
 async def per_call_async(url: str, n: int, driver: str, app: bool) -> float:
-    async with AsyncQueue(url, task_modules=["jobs"], mysql_driver=driver if "my" in driver else "asyncmy") as aq:
+    mysql_driver = driver if "my" in driver else "asyncmy"
+    async with AsyncQueue(url, task_modules=["jobs"], mysql_driver=mysql_driver) as aq:
         conn = await open_driver(driver, url) if app else None
         await aq.enqueue(TASK, {"i": -1}, conn=conn)
         start = time.perf_counter()

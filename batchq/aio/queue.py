@@ -150,7 +150,8 @@ class AsyncQueue(_Async[Queue]):
     """``batchq.Queue`` for asyncio: the same arguments, calls and errors, awaited.
 
     ``pool_size``: connections of its own (opened on first use) for calls without ``conn=``;
-    more concurrent calls wait for one (default 4; 1 on SQLite, which has one writer). ``mysql_driver``: "asyncmy" (the default) or "aiomysql".
+    more concurrent calls wait for one (default 4; 1 on SQLite, which has one writer).
+    ``mysql_driver``: "asyncmy" (the default) or "aiomysql".
     """
 
     def __init__(

@@ -23,7 +23,7 @@ MYSQL_DRIVERS = ("asyncmy", "aiomysql")
 
 
 class _OnTheLoop:
-    def _pause(self, seconds: float) -> None:
+    def sleep(self, seconds: float) -> None:
         await_(asyncio.sleep(seconds))
 
 

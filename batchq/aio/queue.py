@@ -9,8 +9,8 @@ from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
 from ..backends import Backend, Database
-from ..config import DatabaseURL
-from ..errors import BatchqError, ConfigError
+from ..config import DatabaseURL, parse_duration
+from ..errors import ConfigError
 from ..explain import Explanation
 from ..mq import MessageQueue
 from ..mq.records import Message, QueueMetrics
@@ -65,11 +65,11 @@ class _Pool:
             backend = self._idle.pop() if self._idle else self._make()
             try:
                 yield backend
-            except (Exception, asyncio.CancelledError) as exc:
-                if isinstance(exc, BatchqError) or not isinstance(exc, asyncio.CancelledError):
-                    self._idle.append(backend)  # its own errors leave the connection as it was
-                else:
-                    await _close(backend)
+            except asyncio.CancelledError:
+                await _close(backend)  # perhaps mid-statement: its connection is not lent again
+                raise
+            except Exception:
+                self._idle.append(backend)  # an error: the backend has dropped a lost connection
                 raise
             self._idle.append(backend)
 
@@ -235,6 +235,28 @@ class AsyncMessageQueue(_Async[MessageQueue]):
     async def read(self, queue: str, *, conn: Any = None, **options: Any) -> list[Message]:
         """``MessageQueue.read`` (vt=, qty=, where=): the messages now hidden from other readers."""
         return await self._call(lambda m, c: m.read(queue, conn=c, **options), conn)
+
+    async def read_with_poll(
+        self,
+        queue: str,
+        vt: Any = 30,
+        qty: int = 1,
+        max_poll_seconds: Any = 5,
+        poll_interval_ms: int = 100,
+        *,
+        where: Any = None,
+    ) -> list[Message]:
+        """``MessageQueue.read_with_poll``: ``read``, again every ``poll_interval_ms`` until a
+        message comes or ``max_poll_seconds`` are up. The waits are the loop's, holding no
+        connection (a pool of one, on SQLite, stays free for a send meanwhile)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + parse_duration(max_poll_seconds, "max_poll_seconds")
+        interval = parse_duration(poll_interval_ms, "poll_interval_ms") / 1000
+        while True:
+            messages = await self.read(queue, vt=vt, qty=qty, where=where)
+            if messages or loop.time() >= deadline:
+                return messages
+            await asyncio.sleep(max(0.0, min(interval, deadline - loop.time())))
 
     async def pop(self, queue: str, *, conn: Any = None) -> Message | None:
         return await self._call(lambda m, c: m.pop(queue, conn=c), conn)

@@ -370,11 +370,11 @@ class Backend(ABC):
                 if attempt == attempts - 1:
                     raise
                 self.transient_retries += 1
-                self._pause(random.uniform(0, min(0.005 * 2**attempt, TRANSIENT_BACKOFF_MAX)))
+                self.sleep(random.uniform(0, min(0.005 * 2**attempt, TRANSIENT_BACKOFF_MAX)))
         raise AssertionError("unreachable")
 
-    def _pause(self, seconds: float) -> None:
-        """Wait between two tries (batchq.aio's backends give the event loop the time)."""
+    def sleep(self, seconds: float) -> None:
+        """Wait (between two tries, two polls): batchq.aio's backends give the event loop the time."""
         time.sleep(seconds)
 
     # -- the job cycle ------------------------------------------------------------

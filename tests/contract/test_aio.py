@@ -349,6 +349,12 @@ async def test_message_queue_calls(amq: AsyncMessageQueue, db_url: str) -> None:
     popped = await amq.pop("mail")
     assert popped is not None and popped.msg_id == ids[2]
     assert (await amq.metrics("mail")).queue_length == 0
+    # A poll waits on the loop: a send from another coroutine meanwhile is what it returns.
+    poll = asyncio.create_task(amq.read_with_poll("mail", vt=30, max_poll_seconds=10, poll_interval_ms=50))
+    await asyncio.sleep(0.2)
+    assert not poll.done()
+    sent = await amq.send("mail", {"n": 4})
+    assert [m.msg_id for m in await poll] == [sent]
     sync = MessageQueue(db_url)
     try:
         assert [a.msg_id for a in sync.read_archive("mail")] == [ids[0]]

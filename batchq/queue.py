@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .appconn import takes_app_conn
 from .backends import OnDatabase, stored_text
 from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
 from .config import (
@@ -24,6 +25,7 @@ from .explain import Explanation, explain
 from .history import HistoryEntry, prune, read_history
 from .job import JOB_ID_RANGE
 from .locks import Lock, Semaphore
+from .oncommit import after_commit
 from .partitions import (
     COUNT_CACHE_SECONDS,
     PartitionInfo,
@@ -31,13 +33,16 @@ from .partitions import (
     partition_count,
     set_partition_count,
 )
+from .results import JobResult, prune_expired, wait_for_result
 from .serializers import dumps, numbered, secret_from_env, which_of
 from .tasks import (
     Resolver,
     check_task_name,
     checked_task_version,
+    keep_result_seconds,
     modules_from_env,
     split_modules,
+    task_keep_result,
     task_policy,
 )
 from .typed import QueueType, SchemaSpec, TypeCache, count_mismatched, refuse_pickle, schema_text
@@ -78,14 +83,31 @@ class QueueStats:
 class Enqueued(int):
     """What ``enqueue()`` returns: the job's id, an ``int`` as ever, and ``created``: True if this
     call wrote the job, False if a job with its ``unique_key`` was already waiting or running and
-    this is that job's id (nothing was written)."""
+    this is that job's id (nothing was written). ``result(wait=...)`` is its queue's
+    ``Queue.result(id, wait=...)`` (batchq.results)."""
 
     created: bool
+    _source: Queue | None
 
     def __new__(cls, job_id: int, created: bool = True) -> Enqueued:
         enqueued = super().__new__(cls, job_id)
         enqueued.created = created
+        enqueued._source = None
         return enqueued
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) as its id and ``created``, never with its queue: a Queue holds
+        connections. An unpickled one's ``result()`` says to call ``queue.result(id)``."""
+        return (Enqueued, (int(self), self.created))
+
+    def result(self, *, wait: float | None = None) -> JobResult:
+        """The job's state and, once it ended, its outcome: ``Queue.result(self, wait=wait)``."""
+        if self._source is None:
+            raise ConfigError(
+                f"job {int(self)}: this id was not returned by Queue.enqueue, so it knows no queue: "
+                "call queue.result(job_id) instead"
+            )
+        return self._source.result(int(self), wait=wait)
 
 
 class Queue(OnDatabase):
@@ -112,6 +134,7 @@ class Queue(OnDatabase):
 
     # -- enqueue --------------------------------------------------------------
 
+    @takes_app_conn
     def enqueue(
         self,
         task: Task,
@@ -127,12 +150,14 @@ class Queue(OnDatabase):
         unique_key: str | None = None,
         timeout: Delay = None,
         backoff: Delay = None,
+        keep_result: bool | Duration | None = None,
         conn: Any = None,
     ) -> Enqueued:
         """Write one job and return its id. Bad input raises before anything is written.
 
-        With ``conn=`` (an open PyMySQL / sqlite3 / psycopg connection) the INSERT joins
-        that connection's transaction: the job exists only if the caller commits.
+        With ``conn=`` (what the app holds: a Django connection, an SQLAlchemy Connection or
+        Session, a PyMySQL / mysqlclient / psycopg / sqlite3 connection; batchq.appconn) the
+        INSERT joins that transaction: the job exists only if the caller commits.
 
         With ``concurrency_key``, workers run at most ``concurrency_limit`` (default 1) jobs of
         that key at once; the job waits as 'blocked' meanwhile, and other jobs run past it.
@@ -147,7 +172,68 @@ class Queue(OnDatabase):
 
         ``backoff`` (a duration) is this job's first retry delay, doubling with each failure up
         to an hour; without it, the task's @task(backoff=...), else `batchq run --backoff`.
+
+        ``keep_result`` (True: for a day, or a duration) keeps the job's outcome, its return
+        value or its error, for ``Queue.result(id)`` (and ``.result()`` of what this returns);
+        without it, the task's @task(keep_result=...); False keeps nothing whatever the task says.
         """
+        row = self._job(
+            task,
+            payload,
+            queue=queue,
+            delay=delay,
+            priority=priority,
+            max_errors=max_errors,
+            serializer=serializer,
+            concurrency_key=concurrency_key,
+            concurrency_limit=concurrency_limit,
+            unique_key=unique_key,
+            timeout=timeout,
+            backoff=backoff,
+            keep_result=keep_result,
+            conn=conn,
+        )
+        return self._write_job(row, conn)
+
+    def enqueue_on_commit(self, app: Any, task: Task, payload: Any = None, **options: Any) -> None:
+        """Write the job once the transaction ``app`` is in commits, on the queue's own
+        connection; nothing if it rolls back. For a queue in another database than the app's
+        (else enqueue(conn=...) is better: the job commits with the app's data, atomically).
+
+        ``app``: a Django connection (``django.db.connection``; outside atomic() the job is
+        written at once) or an SQLAlchemy Session. ``options``: enqueue's, but conn. Everything
+        is checked, and the payload serialised, now: bad input raises here. A failure to write
+        the job after the commit is logged (logger ``batchq.on_commit``) and raised where the app
+        commits; a crash between the app's commit and the write loses the job
+        (docs/app-transactions.md)."""
+        if "conn" in options:
+            raise ConfigError(
+                "enqueue_on_commit() writes on the queue's own connection once the app's transaction "
+                "commits: pass that transaction's connection or Session as its first argument, no conn="
+            )
+        row = self._job(task, payload, **options)
+        what = f"enqueueing {row['task']} into queue {row['queue']!r}"
+        after_commit(app, lambda: self._write_job(row, None), what)
+
+    def _job(
+        self,
+        task: Task,
+        payload: Any,
+        *,
+        queue: str = "default",
+        delay: Delay | datetime = None,
+        priority: int = 0,
+        max_errors: int | None = None,
+        serializer: str = "json",
+        concurrency_key: str | None = None,
+        concurrency_limit: int | None = None,
+        unique_key: str | None = None,
+        timeout: Delay = None,
+        backoff: Delay = None,
+        keep_result: bool | Duration | None = None,
+        conn: Any = None,
+    ) -> dict[str, Any]:
+        """enqueue's job row, checked and with its payload serialised, nothing written."""
         template = self.job_template(
             task,
             queue,
@@ -160,20 +246,26 @@ class Queue(OnDatabase):
             conn=conn,
             timeout=timeout,
             backoff=backoff,
+            keep_result=keep_result,
         )
         row = self.job_row(template, payload)
-        backend = self.backend
-        if conn is not None:
-            backend.check_connection(conn)
         if unique_key is not None:
             row["unique_key"] = _check_unique_key(unique_key)
+        return row
+
+    def _write_job(self, row: dict[str, Any], conn: Any) -> Enqueued:
+        """Write a job row of _job (on ``conn``: in the caller's transaction)."""
+        backend, queue = self.backend, row["queue"]
         if self._bounded(queue, conn):
-            return self._in_turn(queue, conn, lambda: self._enqueue_bounded(row, conn))
-        if unique_key is not None:
-            return self._enqueue_unique(row, conn)
-        if conn is not None:
-            return Enqueued(backend.insert_job(row, conn))
-        return Enqueued(backend.retrying(lambda: backend.insert_job(row)))
+            enqueued = self._in_turn(queue, conn, lambda: self._enqueue_bounded(row, conn))
+        elif row["unique_key"] is not None:
+            enqueued = self._enqueue_unique(row, conn)
+        elif conn is not None:
+            enqueued = Enqueued(backend.insert_job(row, conn))
+        else:
+            enqueued = Enqueued(backend.retrying(lambda: backend.insert_job(row)))
+        enqueued._source = self
+        return enqueued
 
     def _enqueue_unique(self, row: dict[str, Any], conn: Any) -> Enqueued:
         """INSERT unless the key is held (the database decides: its unique index), else look up
@@ -196,6 +288,7 @@ class Queue(OnDatabase):
             "its jobs end as fast as they are enqueued; try again"
         )
 
+    @takes_app_conn
     def enqueue_many(
         self,
         task: Task,
@@ -211,6 +304,7 @@ class Queue(OnDatabase):
         unique_keys: Iterable[str | None] | None = None,
         timeout: Delay = None,
         backoff: Delay = None,
+        keep_result: bool | Duration | None = None,
         conn: Any = None,
     ) -> int:
         """Write one job per payload in one statement batch, all or none; returns how many.
@@ -231,6 +325,7 @@ class Queue(OnDatabase):
             conn=conn,
             timeout=timeout,
             backoff=backoff,
+            keep_result=keep_result,
         )
         stored = self._job_payloads(template, payloads)
         backend = self.backend
@@ -245,8 +340,6 @@ class Queue(OnDatabase):
 
         if not stored:
             return 0
-        if conn is not None:
-            backend.check_connection(conn)
         if self._bounded(queue, conn):  # room for every payload, written or skipped for its key
             return self._in_turn(
                 queue, conn, lambda: self._room_for(queue, len(stored), conn, lambda: insert(conn))
@@ -354,14 +447,14 @@ class Queue(OnDatabase):
         conn: Any = None,
         timeout: Delay = None,
         backoff: Delay = None,
+        keep_result: bool | Duration | None = None,
     ) -> dict[str, Any]:
         """Everything of a job row but its payload, validated once per call (``conn``: the
         caller's connection, where the partition count is read when it is due). The task's
         version is stored as it is here, at enqueue; a backoff only when given (NULL: a worker
         uses the task's as it is then, else its own)."""
         check_queue_name(queue)
-        name = self.resolver.name_for(task)
-        func = self.resolver.resolve(name)
+        name, func = self.resolver.task_for(task)
         if max_errors is None:  # the task's own (@task(max_errors=...)), else the default
             max_errors = task_policy(func)[0] or DEFAULT_MAX_ERRORS
         _check_int("priority", priority, PRIORITY_RANGE)
@@ -370,6 +463,7 @@ class Queue(OnDatabase):
         concurrency_limit = _check_concurrency(concurrency_key, concurrency_limit)
         timeout_seconds = parse_timeout(timeout, "timeout")
         backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
+        keep_seconds = task_keep_result(func) if keep_result is None else keep_result_seconds(keep_result)
         template = {
             "queue": queue,
             "task": name,
@@ -384,17 +478,18 @@ class Queue(OnDatabase):
             "timeout": timeout_seconds,
             "task_version": checked_task_version(func, name),
             "backoff": backoff_seconds,
+            # enqueue's, else the task's (@task(keep_result=...)): NULL keeps nothing (batchq.results)
+            "keep_result": keep_seconds,
             "partitions": self._partitions(conn),  # last: the only part that may read the database
         }
-        self.payload_type(queue, conn)  # for job_row to check payloads against
+        self.payload_type(queue, conn=conn)  # for job_row to check payloads against
         return template
 
-    def payload_type(self, queue: str, conn: Any = None) -> QueueType:
+    @takes_app_conn
+    def payload_type(self, queue: str, *, conn: Any = None) -> QueueType:
         """A job queue's type as this process knows it, read again when over a second old."""
         known = self._types.fresh(queue)
         if known is None:
-            if conn is not None:
-                self.backend.check_connection(conn)
             row = self.backend.fetchone("queue_schema", {"queue": queue}, conn=conn)
             known = self._types.learn(queue, None if row is None else row["payload_schema"])
         return known
@@ -405,8 +500,6 @@ class Queue(OnDatabase):
         no connection of its own."""
         known, now = self._partitions_known, time.monotonic()
         if known is None or now >= known[0]:
-            if conn is not None:
-                self.backend.check_connection(conn)
             count = max(partition_count(self.backend, conn), 1)
             known = self._partitions_known = (now + COUNT_CACHE_SECONDS, count)
         return known[1]
@@ -446,12 +539,27 @@ class Queue(OnDatabase):
     # -- cancel and inspect -----------------------------------------------------
 
     def cancel(self, job_id: int) -> bool:
-        """Delete a job nobody is running. False if it is claimed or gone (or could never exist)."""
+        """Delete a job nobody is running. False if it is claimed or gone (or could never exist).
+        A waiting job that keeps its result (keep_result, or its queue's keep_for) is kept as
+        cancelled, in the same transaction."""
         if isinstance(job_id, bool) or not isinstance(job_id, int):
             raise ConfigError(f"bad job id {job_id!r}: use a whole number")
         if not JOB_ID_RANGE[0] <= job_id <= JOB_ID_RANGE[1]:
             return False  # out of every backend's id range: no such job
-        return self.backend.retrying(lambda: self.backend.execute("job_cancel", {"id": job_id})) == 1
+        backend, params = self.backend, {"id": job_id}
+
+        def attempt() -> bool:
+            try:
+                with backend.transaction():
+                    kept = backend.execute("job_keep_cancelled", params)
+                    deleted = backend.execute("job_cancel", params)
+                    if kept and not deleted:  # claimed in between: its record must not stay
+                        raise _Claimed
+            except _Claimed:
+                return False
+            return deleted == 1
+
+        return backend.retrying(attempt)
 
     def cancel_where(self, queue: str, *, task: Task | None = None, older_than: Duration = 0) -> int:
         """Delete every waiting job (ready, delayed or blocked) of ``queue``, of ``task`` when
@@ -615,15 +723,25 @@ class Queue(OnDatabase):
         }
         return read_history(self.backend, filters)
 
+    def result(self, job_id: int, *, wait: float | None = None) -> JobResult:
+        """A job's state and, once it ended, its outcome (batchq.results.JobResult): waiting,
+        running, failed (from its row while it is in the job table), succeeded or failed for good
+        (from its kept result), unknown (no job and no kept result: never existed, not kept, or
+        expired). With ``wait`` (seconds), until the job has ended or that time has passed (then
+        its state as it is: no error); on PostgreSQL woken by NOTIFY, elsewhere polled."""
+        return wait_for_result(self.backend, job_id, wait, self.secret)
+
     def prune(self, older_than: Duration | None = None, *, queue: str | None = None) -> int:
         """Delete history records: with ``older_than``, every record finished longer ago than
         that (of ``queue`` when given); without it, each queue's records older than its
-        keep_for (only ``queue``'s when given). In bounded batches (batchq.history.prune);
-        returns how many."""
+        keep_for (only ``queue``'s when given), but for those whose own keep_result has not
+        run out. Without ``queue``, also the kept results whose keep_result ran out
+        (batchq.results). In bounded batches (batchq.history.prune); returns how many."""
         if queue is not None:
             check_queue_name(queue)
+        expired = 0 if queue is not None else prune_expired(self.backend)
         if older_than is not None:
-            return prune(self.backend, [(queue, parse_duration(older_than, "older_than"))])
+            return expired + prune(self.backend, [(queue, parse_duration(older_than, "older_than"))])
         limits = self.keep_for()
         if queue is not None:
             if queue not in limits:
@@ -632,7 +750,7 @@ class Queue(OnDatabase):
                     f"`batchq configure {queue} --keep-for 7d`"
                 )
             limits = {queue: limits[queue]}
-        return prune(self.backend, sorted(limits.items()))
+        return expired + prune(self.backend, sorted(limits.items()), spare=True)
 
     def purge(self, queue: str) -> int:
         """Delete a queue's ready and failed jobs; jobs being run are left alone. A queue whose
@@ -687,6 +805,10 @@ class Queue(OnDatabase):
     def tick(self) -> TickReport:
         """Enqueue the due schedules' jobs, each slot once across hosts: Schedules.tick."""
         return self.schedules.tick()
+
+
+class _Claimed(Exception):
+    """Rolls back a cancel whose job a worker claimed between its copy and its DELETE."""
 
 
 def payload_mismatch(known: QueueType, payload: Any, serializer: str) -> str | None:

@@ -31,6 +31,7 @@ _MODULE_ENTRY = re.compile(r"^(?!.*(^|\.)__)[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(\.\*)?
 F = TypeVar("F", bound=Callable[..., Any])
 Upgrade = Callable[[Any], Any]  # a version-n payload in, the version-(n+1) payload out
 VERSION_RANGE = (1, 65535)  # the task_version column (SMALLINT UNSIGNED on MySQL)
+DEFAULT_KEEP_RESULT_SECONDS = 86400.0  # keep_result=True: a job's result is kept for a day
 
 # name -> function, for names given with @task(name=...).
 _registry: dict[str, Callable[..., Any]] = {}
@@ -45,12 +46,16 @@ def task(
     timeout: Duration | None = None,
     version: int = 1,
     upgrade: Mapping[int, Upgrade] | None = None,
+    keep_result: bool | Duration | None = None,
 ) -> Any:
     """Register a function as a task: ``@task``, ``@task(name="send_mail")``, and its retry
     policy: ``max_errors`` for jobs enqueued without one, ``backoff`` (the first retry's delay,
     doubling up to an hour) for jobs enqueued without one, instead of `batchq run --backoff`,
     ``timeout`` (how long one call may run) for jobs enqueued without one, instead of `batchq
     run --timeout`.
+
+    ``keep_result``: keep the outcome of this task's jobs for ``Queue.result`` (True: for a day;
+    or a duration), for jobs enqueued without ``enqueue(keep_result=...)``; read at enqueue.
 
     ``version`` (default 1) is stored with each job; ``upgrade`` maps every older version n to
     a function turning a version-n payload into a version-(n+1) one, so that a worker brings a
@@ -66,6 +71,7 @@ def task(
     backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
     timeout_seconds = parse_timeout(timeout, "timeout")
     steps = _check_upgrades(version, upgrade)
+    keep_seconds = keep_result_seconds(keep_result)
 
     def register(fn: F) -> F:
         path = task_path(fn)
@@ -77,6 +83,7 @@ def task(
         fn.batchq_timeout = timeout_seconds  # type: ignore[attr-defined]
         fn.batchq_version = version  # type: ignore[attr-defined]
         fn.batchq_upgrade = steps  # type: ignore[attr-defined]
+        fn.batchq_keep_result = keep_seconds  # type: ignore[attr-defined]
         return fn
 
     return register(func) if func is not None else register
@@ -187,25 +194,58 @@ class Resolver:
         self._imported_allowed = False
         self._import_failures: list[str] = []
         self._resolved: dict[str, Callable[..., Any]] = {}  # the answers cannot change
+        self._handed: dict[str, Resolver] = {}  # module -> resolver allowing it too (task_for)
 
     # -- enqueue side ---------------------------------------------------------------------
 
     def name_for(self, target: str | Callable[..., Any]) -> str:
         """The name to store for an enqueue target, checked to resolve here to that target."""
+        return self.task_for(target)[0]
+
+    def task_for(self, target: str | Callable[..., Any]) -> tuple[str, Callable[..., Any]]:
+        """(the name to store, the callable it names) for an enqueue target.
+
+        A task string is data (it may come from anywhere): it resolves only under the allow-list,
+        as on a worker. A callable is what this process's own code handed over: its module
+        needs no listing here, only on the workers, which still refuse what they do not
+        allow. It must be reachable by the name stored (checked by resolving that name with its
+        module allowed), so that a worker allowing that module calls this very callable.
+        """
         if isinstance(target, str) or not callable(target):
             name = check_task_name(target)  # type: ignore[arg-type]
-            self.resolve(name)
-            return name
+            module_name = name.split(":", 1)[0]
+            if ":" in name and not self.module_allowed(module_name):
+                raise TaskNotAllowed(
+                    f"task {name!r} is not allowed: {self._not_listed(module_name)}. enqueue checks a "
+                    f"task string as a worker does: list the module in this process too, or pass "
+                    "the function itself (enqueue(send_mail, ...)), which needs no list here"
+                )
+            return name, self.resolve(name)
+        home = self._handed_in(target)
         if inspect.ismethod(target):
-            name = self._bound_method_path(target)
+            name = home._bound_method_path(target)
         else:
             name = getattr(target, "batchq_task_name", None) or task_path(target)
-        if not _same_callable(self.resolve(name), target):
+        func = home.resolve(name)
+        if not _same_callable(func, target):
             raise TaskError(
                 f"{target!r} would be stored as {name!r}, which a worker resolves to something "
                 "else: enqueue the module-level name itself"
             )
-        return name
+        return name, func
+
+    def _handed_in(self, target: Callable[..., Any]) -> Resolver:
+        """This resolver when it allows the module that defines ``target``; else one that
+        allows that module too, kept apart (self.resolve never answers from it: an in-process
+        worker resolves rows only under the allow-list)."""
+        func = getattr(target, "__func__", target)
+        module = getattr(func, "__module__", None)
+        if not isinstance(module, str) or self.module_allowed(module) or not _MODULE_ENTRY.fullmatch(module):
+            return self
+        home = self._handed.get(module)
+        if home is None:
+            home = self._handed[module] = Resolver((*self.allowed_modules, module))
+        return home
 
     def _bound_method_path(self, method: Any) -> str:
         """'module:obj.method' for a method of a module-level object, found by identity."""
@@ -496,6 +536,24 @@ def _instantiate(cls: type, name: str) -> Any:
 def task_policy(func: Callable[..., Any] | None) -> tuple[int | None, float | None]:
     """(max_errors, backoff seconds) a task declared with @task, None for each it did not."""
     return getattr(func, "batchq_max_errors", None), getattr(func, "batchq_backoff", None)
+
+
+def task_keep_result(func: Callable[..., Any] | None) -> float | None:
+    """The seconds a task declared with @task(keep_result=...) keeps its results, None if none."""
+    return getattr(func, "batchq_keep_result", None)
+
+
+def keep_result_seconds(value: Any) -> float | None:
+    """A keep_result as stored: None or False (keep nothing), True (DEFAULT_KEEP_RESULT_SECONDS)
+    or a duration of more than 0 seconds; anything else raises ConfigError."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return DEFAULT_KEEP_RESULT_SECONDS
+    seconds = parse_duration(value, "keep_result")
+    if seconds <= 0:
+        raise ConfigError(f"bad keep_result {value!r}: keep a result for more than 0 s, or pass False")
+    return seconds
 
 
 def task_timeout(func: Callable[..., Any] | None) -> float | None:

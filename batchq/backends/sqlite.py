@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
 from ..job import Claim, Job, Kept, kept_document
-from .base import Backend, DuplicateKey, TransientError, bridged, done_params
+from .base import Backend, DuplicateKey, TransientError, done_params
 from .liveness import Liveness, ProcessLiveness
 
 MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING
@@ -163,10 +163,6 @@ class SQLiteBackend(Backend):
         limit = DEFAULT_MAX_VARIABLES if which is None else connection.getlimit(which)
         shared = len(set(_NAMED.findall(self.sql("enqueue"))) - {"payload"})
         return max(1, min(ROWS_PER_INSERT, limit - shared))
-
-    def check_connection(self, conn: Any) -> None:
-        if not isinstance(conn, sqlite3.Connection) and not bridged(conn, self.dialect):
-            raise ConfigError(f"conn= must be an open sqlite3 connection for a SQLite queue, not {conn!r}")
 
     def describe(self) -> str:
         claim = "BEGIN IMMEDIATE + UPDATE ... RETURNING"

@@ -12,6 +12,7 @@ from ..errors import BackendError, BackendUnavailable, ConfigError
 from ..job import JOB_ID_RANGE
 from ..locks import list_locks
 from ..metrics import read_queues, render
+from ..queue_settings import job_queue_settings
 from ..registry import list_workers
 from ..sweeps import failure_groups
 from . import reads
@@ -27,7 +28,11 @@ blueprint = Blueprint("views", __name__)
 def queues() -> str:
     board = current()
     return render_template(
-        "queues.html", title="Queues", queues=read_queues(board.backend), partitions=board.queue.partitions()
+        "queues.html",
+        title="Queues",
+        queues=read_queues(board.backend),
+        settings=job_queue_settings(board.backend),
+        partitions=board.queue.partitions(),
     )
 
 

@@ -6,39 +6,54 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..appconn import takes_app_conn
 from ..backends import Row
-from ..errors import MessageHeld
+from ..errors import ConfigError, MessageHeld
 from .checks import _when
 from .core import MessageQueueCore, When
 from .records import Message, _message
 
 
 class AfterReading(MessageQueueCore):
+    @takes_app_conn
     def delete(self, queue: str, msg_id: int, *, read_ct: int | None = None, conn: Any = None) -> bool:
         """Remove a message for good; False when it was gone already.
 
         With ``read_ct`` (the message's, from ``read``) it is a receipt: False, and nothing
-        deleted, when the hold ran out and another reader has read the message since.
+        deleted, when the hold ran out and another reader has read the message since. A queue
+        registered by plain SQL under a name today's rules refuse is found too (a clean-up path).
         """
-        params = self._message_params(queue, msg_id, read_ct)
+        params = self._cleanup_params(queue, msg_id, read_ct, conn)
         return self._on(
             conn, lambda conn: self.backend.execute("mq_delete", params, conn) == 1, transaction=False
         )
 
+    @takes_app_conn
     def delete_batch(self, queue: str, msg_ids: Iterable[int], *, conn: Any = None) -> list[int]:
         """Remove several messages in one transaction; returns the ids that were there."""
         return self._each(
             queue, msg_ids, lambda params, conn: self.backend.execute("mq_delete", params, conn) == 1, conn
         )
 
+    @takes_app_conn
     def archive(self, queue: str, msg_id: int, *, read_ct: int | None = None, conn: Any = None) -> bool:
         """Move a message to the archive (kept, with ``archived_at``); False when it was gone.
 
-        ``read_ct`` is a receipt, as for ``delete``.
+        ``read_ct`` is a receipt, as for ``delete``; any name a queue has is found, as for ``delete``.
         """
-        params = self._message_params(queue, msg_id, read_ct)
+        params = self._cleanup_params(queue, msg_id, read_ct, conn)
         return self._on(conn, lambda conn: self._archive_one(params, conn))
 
+    def _cleanup_params(self, queue: str, msg_id: int, read_ct: int | None, conn: Any) -> dict[str, Any]:
+        """_message_params, or for a name today's rules refuse, the name of a queue that has it
+        (an operator clearing a queue written by plain SQL); else the bad name's error."""
+        try:
+            return self._message_params(queue, msg_id, read_ct)
+        except ConfigError:
+            valid = self._message_params("q", msg_id, read_ct)  # the id and receipt still checked
+            return {**valid, "queue": self._existing(queue, conn)}
+
+    @takes_app_conn
     def archive_batch(self, queue: str, msg_ids: Iterable[int], *, conn: Any = None) -> list[int]:
         """Archive several messages in one transaction; returns the ids that were there."""
         return self._each(queue, msg_ids, self._archive_one, conn)
@@ -63,6 +78,7 @@ class AfterReading(MessageQueueCore):
             return []
         return self._on(conn, lambda conn: [params["id"] for params in batch if action(params, conn)])
 
+    @takes_app_conn
     def set_vt(
         self, queue: str, msg_id: int, vt: When, *, read_ct: int | None = None, conn: Any = None
     ) -> Message | None:
@@ -105,6 +121,7 @@ class AfterReading(MessageQueueCore):
                 )
         return False
 
+    @takes_app_conn
     def get(self, queue: str, msg_id: int, *, conn: Any = None) -> Message | None:
         """A message as it stands, without reading it (no lock, read_ct unchanged)."""
         row = self.backend.fetchone("mq_message_get", self._message_params(queue, msg_id), conn)

@@ -1,6 +1,7 @@
 """The dashboard in a real browser (headless Chromium from Debian's packages, through Selenium and
 Debian's chromedriver), on every backend: click through each page, act (sign in, pause and
-resume, cancel, requeue and delete a failure group) and see the effect in the database, check
+resume, cancel, requeue and delete a failure group; archive, delete and purge messages) and see
+the effect in the database, check
 that hostile text is shown as text and never runs, and that a page refreshes itself.
 
 The screenshots in the README come from test_click_through_every_page: run it with
@@ -22,7 +23,8 @@ from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from batchq import Queue
+from batchq import MessageQueue, Queue
+from batchq.mq.overview import queue_figures
 from batchq.registry import Registration, list_workers
 from batchq.sweeps import failure_groups
 from batchq.worker import RunOptions, Worker
@@ -264,3 +266,87 @@ const paths = arguments[0], done = arguments[arguments.length - 1];
 Promise.all(paths.map(p => fetch(p).then(r => r.text().then(t => r.status + " " + t))))
   .then(done, e => done(["error " + e]));
 """
+
+
+def test_click_through_the_message_queues(
+    db_url: str, browser: Any, shots: Callable[[Any, str], None]
+) -> None:
+    """Message queues: the list, a queue's messages, one message; archive and delete one message
+    and purge a queue, each asking first with its scope and count."""
+    m = MessageQueue(db_url)
+    m.create_queue("mail", max_length=1000)
+    ids = m.send_batch("mail", [{"to": f"user{n}@example.com", "subject": "Welcome"} for n in range(6)])
+    m.send("mail", {"to": "later@example.com"}, delay=3600)
+    m.read("mail", vt=600, qty=2)
+    m.create_queue("orders", schema={"$id": "urn:example:order", "type": "object"})
+    m.subscribe("orders-topic", "billing")
+    m.publish("orders-topic", {"order": 42})
+    try:
+        with dashboard(db_url, "--refresh", "0") as board:
+            browser.get(board.base + "/login")
+            browser.find_element(By.ID, "token").send_keys(TOKEN)
+            browser.find_element(By.ID, "sign-in").click()
+            wait_for_text(browser, "#mode", "signed in")
+            browser.find_element(By.LINK_TEXT, "Message queues").click()
+            wait_for_text(browser, "#mq-queues", "subscriber billing of topic orders-topic")
+            wait_for_text(browser, 'tr[data-queue="orders"]', "type urn:example:order")
+            shots(browser, "mq_queues")
+            browser.find_element(By.LINK_TEXT, "mail").click()
+            wait_for_text(browser, "#counts", "7: 4 visible, 1 delayed, 2 held")
+            shots(browser, "mq_queue")
+            browser.find_element(By.LINK_TEXT, str(ids[0])).click()
+            wait_for_text(browser, "#message", "user0@example.com")
+            wait_for_text(browser, "#state", "held")
+            shots(browser, "mq_message")
+            click_and_confirm(browser, "archive")
+            wait_for_text(browser, "#note", f"archived message {ids[0]} of queue mail")
+            assert [a.msg_id for a in m.read_archive("mail")] == [ids[0]]
+            browser.find_element(By.LINK_TEXT, str(ids[1])).click()
+            wait_for_text(browser, "#message", "user1@example.com")
+            browser.find_element(By.ID, "delete").click()
+            alert = WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert)
+            asked = f"Delete message {ids[1]} of message queue mail, which a consumer holds?"
+            assert alert.text == f"{asked} It is not archived."
+            alert.dismiss()  # asked, refused: nothing happens
+            assert m.get("mail", ids[1]) is not None
+            click_and_confirm(browser, "delete")
+            wait_for_text(browser, "#note", f"deleted message {ids[1]} of queue mail")
+            assert m.get("mail", ids[1]) is None
+            browser.find_element(By.ID, "purge-mail").click()
+            alert = WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert)
+            assert alert.text.startswith("Delete the 5 messages of message queue mail (ids up to ")
+            alert.accept()
+            wait_for_text(browser, "#note", "deleted 5 messages of queue mail")
+            assert [f.messages for f in queue_figures(m.backend, "mail")] == [0]
+    finally:
+        m.close()
+
+
+def test_hostile_message_text_is_shown_and_never_runs(db_url: str, browser: Any) -> None:
+    m = MessageQueue(db_url)
+    m.create_queue("mail")
+    msg_id = m.send("mail", {"name": XSS}, headers={"h": XSS})
+    mark = "?" if m.backend.dialect == "sqlite" else "%s"
+    now = {"sqlite": "'2026-01-01 00:00:00'", "mysql": "UTC_TIMESTAMP(6)", "postgresql": "now()"}
+    name = '<img src=x onerror="window.__xss=3">'  # a queue name fits in 64 characters
+    meta = f"INSERT INTO batchq_mq_meta (queue, created_at) VALUES ({mark}, {now[m.backend.dialect]})"
+    sql(m, meta, (name,))
+    pages = {
+        "/mq": ("#mq-queues", name),
+        "/mq/queue?queue=mail": ("#messages", "<script>window.__xss=1</script>"),
+        f"/mq/message?queue=mail&id={msg_id}": ("#message", "<script>window.__xss=1</script>"),
+        f"/mq/queue?queue={quoted_url(name)}": ("h1", name),
+        f"/mq/message?queue={quoted_url(name)}&id=1": ("h1", name),
+        "/mq/queue?queue=": ("#error", "which message queue?"),
+    }
+    try:
+        with dashboard(db_url, "--refresh", "0") as board:
+            for path, (css, text) in pages.items():
+                browser.get(board.base + path)
+                wait_for_text(browser, css, text)
+                assert browser.execute_script("return window.__xss") is None, path
+                assert browser.find_elements(By.CSS_SELECTOR, "main script, main img") == [], path
+            browser.get(f"{board.base}/mq/message?queue=mail&id={msg_id}")
+            assert XSS.replace('"', '\\"') in browser.find_element(By.ID, "headers").text
+    finally:
+        m.close()

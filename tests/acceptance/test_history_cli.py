@@ -17,7 +17,7 @@ MODULES = "jobs,history_jobs"
 
 def test_configure_run_history_prune(queue: Queue, db_url: str) -> None:
     assert run_batchq(db_url, "configure", "mail", "--keep-for", "7d").returncode == 0
-    assert run_batchq(db_url, "configure", "mail").stdout == "mail: keep_for 7d00h\n"
+    assert "  keep_for     7d00h\n" in run_batchq(db_url, "configure", "mail").stdout
     assert_one_line_error(run_batchq(db_url, "configure", "mail", "--keep-for", "soon"), "keep_for", status=2)
     done = queue.enqueue("jobs:echo", {"n": 1}, queue="mail")
     failed = queue.enqueue("jobs:fail", "x", queue="mail", max_errors=1)

@@ -110,6 +110,9 @@ _DRIVER_NAMES = {"pymysql": "PyMySQL", "MySQLdb": "mysqlclient (MySQLdb)", "psyc
 
 
 def _driver_name(cls: type) -> str:
+    bridged = getattr(cls, "bridged_driver", None)  # batchq.aio's bridge to an asyncio driver
+    if bridged is not None:
+        return str(bridged)
     package = cls.__module__.split(".")[0]
     return _DRIVER_NAMES.get(package, package)
 

@@ -78,6 +78,7 @@ class BridgedConnection:
     """A sync connection whose calls await the asyncio driver's connection ``driver``."""
 
     batchq_bridged_dialect: ClassVar[str]
+    bridged_driver: ClassVar[str]  # for messages
 
     def __init__(self, driver: Any, *, weak: bool = False) -> None:
         # An application's connection weakly: its bridge is kept (in _bridges) for as long as
@@ -129,6 +130,7 @@ class BridgedConnection:
 
 class PsycopgBridge(BridgedConnection):
     batchq_bridged_dialect = "postgresql"
+    bridged_driver = "psycopg AsyncConnection"
 
     def _driver_cursor(self, *args: Any, **kwargs: Any) -> Any:
         return self.driver_connection.cursor(*args, **kwargs)  # not a coroutine
@@ -169,6 +171,8 @@ class MySQLBridge(BridgedConnection):
 
 
 class AiomysqlBridge(MySQLBridge):
+    bridged_driver = "aiomysql"
+
     def _driver_cursor(self, *classes: Any) -> Any:
         import aiomysql  # type: ignore[import-untyped]
 
@@ -178,6 +182,8 @@ class AiomysqlBridge(MySQLBridge):
 
 
 class AsyncmyBridge(MySQLBridge):
+    bridged_driver = "asyncmy"
+
     def _driver_cursor(self, cls: Any = None) -> Any:
         from asyncmy.cursors import Cursor
 
@@ -204,6 +210,7 @@ class AsyncmyBridge(MySQLBridge):
 
 class AiosqliteBridge(BridgedConnection):
     batchq_bridged_dialect = "sqlite"
+    bridged_driver = "aiosqlite"
 
     def getlimit(self, which: int) -> int:
         return SQLITE_MAX_VARIABLES

@@ -45,3 +45,64 @@ FROM batchq_job
 WHERE status = 'processing'
 GROUP BY locked_by
 ORDER BY locked_by;
+
+-- Search (batchq.dashboard.search): a task or text search reads a window of the newest
+-- %(window)s rows of one status through batchq_job_due (status, run_at) walked backward, and
+-- filters only those: a search of a table of millions reads %(window)s index entries and rows.
+-- Text is a case-sensitive substring compared as bytes (position in the bytea payload: no
+-- wildcard, no decoding), in the payload's first %(payload_bytes)s bytes or the last error.
+
+-- name: dashboard_search_jobs
+-- The newest matches among the newest %(window)s jobs of one status.
+SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
+       j.locked_by, j.serializer, octet_length(j.payload) AS payload_bytes, j.last_error,
+       j.run_at::text AS at_text, 0 AS history
+FROM (SELECT id FROM batchq_job WHERE status = %(status)s::text ORDER BY run_at DESC LIMIT %(window)s) AS w
+JOIN batchq_job AS j ON j.id = w.id
+WHERE (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+  AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
+  AND (%(text)s::text IS NULL
+       OR position(%(needle)s::bytea IN substring(j.payload FROM 1 FOR %(payload_bytes)s::integer)) > 0
+       OR strpos(j.last_error, %(text)s::text) > 0)
+ORDER BY j.run_at DESC, j.id DESC
+LIMIT %(limit)s;
+
+-- name: dashboard_search_jobs_window
+-- How many rows the window holds, up to %(window)s (one more than searched: older ones exist).
+SELECT COUNT(*) AS n
+FROM (SELECT id FROM batchq_job WHERE status = %(status)s::text ORDER BY run_at DESC LIMIT %(window)s) AS w;
+
+-- name: dashboard_search_history
+-- The newest matches among the newest %(window)s finished jobs kept (batchq_history_finished).
+SELECT h.id, h.queue, h.task, h.outcome AS status, NULL::integer AS priority, h.attempts AS error_count,
+       NULL::integer AS max_errors, h.worker AS locked_by, h.serializer,
+       octet_length(h.payload) AS payload_bytes, h.error AS last_error, h.finished_at::text AS at_text,
+       1 AS history
+FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT %(window)s) AS w
+JOIN batchq_history AS h ON h.id = w.id
+WHERE (%(queue)s::text IS NULL OR h.queue = %(queue)s::text)
+  AND (%(task)s::text IS NULL OR h.task = %(task)s::text)
+  AND (%(text)s::text IS NULL
+       OR position(%(needle)s::bytea IN substring(h.payload FROM 1 FOR %(payload_bytes)s::integer)) > 0
+       OR strpos(h.error, %(text)s::text) > 0)
+ORDER BY h.finished_at DESC, h.id DESC
+LIMIT %(limit)s;
+
+-- name: dashboard_search_history_window
+-- How many rows the history's window holds, up to %(window)s.
+SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT %(window)s) AS w;
+
+-- name: dashboard_search_id
+-- Job %(id)s by its primary key, in the job table and in the history.
+SELECT id, queue, task, status, priority, error_count, max_errors, locked_by, serializer,
+       octet_length(payload) AS payload_bytes, last_error, run_at::text AS at_text, 0 AS history
+FROM batchq_job WHERE id = %(id)s::bigint
+UNION ALL
+SELECT id, queue, task, outcome, NULL, attempts, NULL, worker, serializer, octet_length(payload),
+       error, finished_at::text, 1
+FROM batchq_history WHERE id = %(id)s::bigint;
+
+-- name: dashboard_job_run_now
+-- A delayed job (scheduled: a delay or a retry backoff) made due now; any other state is left.
+UPDATE batchq_job SET status = 'ready', run_at = statement_timestamp()
+WHERE id = %(id)s AND status = 'scheduled';

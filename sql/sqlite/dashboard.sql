@@ -42,3 +42,62 @@ FROM batchq_job
 WHERE status = 'processing'
 GROUP BY locked_by
 ORDER BY locked_by;
+
+-- Search (batchq.dashboard.search): a task or text search reads a window of the newest :window
+-- rows of one status through batchq_job_due (status, run_at) walked backward, and filters only
+-- those: a search of a table of millions reads :window index entries and rows. Text is a
+-- case-sensitive substring compared as bytes (instr on BLOBs: no wildcard, no decoding), in the
+-- payload's first :payload_bytes bytes or the last error.
+
+-- name: dashboard_search_jobs
+-- The newest matches among the newest :window jobs of one status.
+SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
+       j.locked_by, j.serializer, length(CAST(j.payload AS BLOB)) AS payload_bytes, j.last_error,
+       j.run_at AS at_text, 0 AS history
+FROM (SELECT id FROM batchq_job WHERE status = :status ORDER BY run_at DESC LIMIT :window) AS w
+JOIN batchq_job AS j ON j.id = w.id
+WHERE (:queue IS NULL OR j.queue = :queue)
+  AND (:task IS NULL OR j.task = :task)
+  AND (:text IS NULL OR instr(substr(CAST(j.payload AS BLOB), 1, :payload_bytes), :needle) > 0
+       OR instr(CAST(j.last_error AS BLOB), :needle) > 0)
+ORDER BY j.run_at DESC, j.id DESC
+LIMIT :limit;
+
+-- name: dashboard_search_jobs_window
+-- How many rows the window holds, up to :window (one more than searched: older ones exist).
+SELECT COUNT(*) AS n
+FROM (SELECT id FROM batchq_job WHERE status = :status ORDER BY run_at DESC LIMIT :window) AS w;
+
+-- name: dashboard_search_history
+-- The newest matches among the newest :window finished jobs kept (batchq_history_finished).
+SELECT h.id, h.queue, h.task, h.outcome AS status, NULL AS priority, h.attempts AS error_count,
+       NULL AS max_errors, h.worker AS locked_by, h.serializer,
+       length(CAST(h.payload AS BLOB)) AS payload_bytes, h.error AS last_error, h.finished_at AS at_text,
+       1 AS history
+FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT :window) AS w
+JOIN batchq_history AS h ON h.id = w.id
+WHERE (:queue IS NULL OR h.queue = :queue)
+  AND (:task IS NULL OR h.task = :task)
+  AND (:text IS NULL OR instr(substr(CAST(h.payload AS BLOB), 1, :payload_bytes), :needle) > 0
+       OR instr(CAST(h.error AS BLOB), :needle) > 0)
+ORDER BY h.finished_at DESC, h.id DESC
+LIMIT :limit;
+
+-- name: dashboard_search_history_window
+-- How many rows the history's window holds, up to :window.
+SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT :window) AS w;
+
+-- name: dashboard_search_id
+-- Job :id by its primary key, in the job table and in the history.
+SELECT id, queue, task, status, priority, error_count, max_errors, locked_by, serializer,
+       length(CAST(payload AS BLOB)) AS payload_bytes, last_error, run_at AS at_text, 0 AS history
+FROM batchq_job WHERE id = :id
+UNION ALL
+SELECT id, queue, task, outcome, NULL, attempts, NULL, worker, serializer, length(CAST(payload AS BLOB)),
+       error, finished_at, 1
+FROM batchq_history WHERE id = :id;
+
+-- name: dashboard_job_run_now
+-- A delayed job (scheduled: a delay or a retry backoff) made due now; any other state is left.
+UPDATE batchq_job SET status = 'ready', run_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
+WHERE id = :id AND status = 'scheduled';

@@ -4,7 +4,10 @@ or by task and text within a bounded window of one state.
 A text or task search never walks a whole table: it reads the newest SEARCH_WINDOW rows of the
 chosen state through an index (``batchq_job_due (status, run_at)`` walked backward: the jobs
 due, retried or failed most recently; the history through ``batchq_history_finished``), and
-filters those. The page says how many it read and whether older rows were left unsearched.
+filters those. With a queue named, the window is that queue's: ``batchq_job_claim`` walked
+backward (the last rows in claim order: the lowest priority first, then the latest due), and
+``batchq_history_queue`` for its history. The page says how many it read and whether older
+rows were left unsearched.
 Text is a case-sensitive substring of the payload's first PAYLOAD_SEARCHED_BYTES bytes or of
 the last error, compared as bytes (``LOCATE``, ``position``, ``instr``): ``%`` and ``_`` are
 plain characters, a binary or pickled payload is searched as stored bytes, never decoded or
@@ -83,12 +86,18 @@ def find(backend: Backend, terms: SearchTerms) -> Found:
         "limit": SEARCH_RESULTS,
         "payload_bytes": PAYLOAD_SEARCHED_BYTES,
     }
-    name = "history" if history else "jobs"
+    name = ("queue_" if terms.queue is not None else "") + ("history" if history else "jobs")
     rows = [_shown(row) for row in backend.fetchall(f"dashboard_search_{name}", params)]
     counted = backend.fetchone(f"dashboard_search_{name}_window", {**params, "window": SEARCH_WINDOW + 1})
     size = int(counted["n"]) if counted is not None else 0
-    what = "finished jobs in the history" if history else f"{terms.state} jobs"
-    scope = f"the newest {SEARCH_WINDOW:,} {what}" if size > SEARCH_WINDOW else f"all {size:,} {what}"
+    noun = "finished job" if history else f"{terms.state} job"
+    where = (f" of queue {terms.queue}" if terms.queue is not None else "") + (
+        " in the history" if history else ""
+    )
+    if size > SEARCH_WINDOW:
+        scope = f"the newest {SEARCH_WINDOW:,} {noun}s{where}"
+    else:
+        scope = f"{'the only' if size == 1 else f'all {size:,}'} {noun if size == 1 else noun + 's'}{where}"
     return Found(rows, min(size, SEARCH_WINDOW), size > SEARCH_WINDOW, scope)
 
 

@@ -76,6 +76,29 @@ LIMIT %(limit)s;
 SELECT COUNT(*) AS n
 FROM (SELECT id FROM batchq_job WHERE status = %(status)s ORDER BY run_at DESC LIMIT %(window)s) AS w;
 
+-- name: dashboard_search_queue_jobs
+-- The same in one queue: its window is batchq_job_claim walked backward (the last rows in claim
+-- order: the lowest priority first, then the latest due), so a small queue beside a large one is
+-- searched whole.
+SELECT j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.error_count, j.max_errors,
+       j.locked_by, j.serializer, LENGTH(j.payload) AS payload_bytes, j.last_error,
+       CAST(j.run_at AS CHAR) AS at_text, 0 AS history
+FROM (SELECT id FROM batchq_job WHERE queue = %(queue)s AND status = %(status)s
+      ORDER BY priority, run_at DESC, id DESC LIMIT %(window)s) AS w
+JOIN batchq_job AS j ON j.id = w.id
+WHERE (%(queue)s IS NULL OR j.queue = %(queue)s)
+  AND (%(task)s IS NULL OR j.task = %(task)s)
+  AND (%(text)s IS NULL OR LOCATE(%(needle)s, SUBSTRING(j.payload, 1, %(payload_bytes)s)) > 0
+       OR LOCATE(%(needle)s, CAST(j.last_error AS BINARY)) > 0)
+ORDER BY j.run_at DESC, j.id DESC
+LIMIT %(limit)s;
+
+-- name: dashboard_search_queue_jobs_window
+-- How many rows the queue's window holds, up to the window.
+SELECT COUNT(*) AS n
+FROM (SELECT id FROM batchq_job WHERE queue = %(queue)s AND status = %(status)s
+      ORDER BY priority, run_at DESC, id DESC LIMIT %(window)s) AS w;
+
 -- name: dashboard_search_history
 -- The newest matches among the newest %(window)s finished jobs kept (batchq_history_finished).
 SELECT h.id, h.queue, h.task, CAST(h.outcome AS CHAR) AS status, NULL AS priority, h.attempts AS error_count,
@@ -93,6 +116,24 @@ LIMIT %(limit)s;
 -- name: dashboard_search_history_window
 -- How many rows the history's window holds, up to %(window)s.
 SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT %(window)s) AS w;
+
+-- name: dashboard_search_queue_history
+-- The same in one queue's history (batchq_history_queue (queue, finished_at)).
+SELECT h.id, h.queue, h.task, CAST(h.outcome AS CHAR) AS status, NULL AS priority, h.attempts AS error_count,
+       NULL AS max_errors, h.worker AS locked_by, h.serializer, LENGTH(h.payload) AS payload_bytes,
+       h.error AS last_error, CAST(h.finished_at AS CHAR) AS at_text, 1 AS history
+FROM (SELECT id FROM batchq_history WHERE queue = %(queue)s ORDER BY finished_at DESC LIMIT %(window)s) AS w
+JOIN batchq_history AS h ON h.id = w.id
+WHERE (%(queue)s IS NULL OR h.queue = %(queue)s)
+  AND (%(task)s IS NULL OR h.task = %(task)s)
+  AND (%(text)s IS NULL OR LOCATE(%(needle)s, SUBSTRING(h.payload, 1, %(payload_bytes)s)) > 0
+       OR LOCATE(%(needle)s, CAST(h.error AS BINARY)) > 0)
+ORDER BY h.finished_at DESC, h.id DESC
+LIMIT %(limit)s;
+
+-- name: dashboard_search_queue_history_window
+-- How many rows the queue's history window holds, up to the window.
+SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history WHERE queue = %(queue)s ORDER BY finished_at DESC LIMIT %(window)s) AS w;
 
 -- name: dashboard_search_id
 -- Job %(id)s by its primary key, in the job table and in the history.

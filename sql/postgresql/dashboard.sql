@@ -72,6 +72,30 @@ LIMIT %(limit)s;
 SELECT COUNT(*) AS n
 FROM (SELECT id FROM batchq_job WHERE status = %(status)s::text ORDER BY run_at DESC LIMIT %(window)s) AS w;
 
+-- name: dashboard_search_queue_jobs
+-- The same in one queue: its window is batchq_job_claim walked backward (the last rows in claim
+-- order: the lowest priority first, then the latest due), so a small queue beside a large one is
+-- searched whole.
+SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
+       j.locked_by, j.serializer, octet_length(j.payload) AS payload_bytes, j.last_error,
+       j.run_at::text AS at_text, 0 AS history
+FROM (SELECT id FROM batchq_job WHERE queue = %(queue)s::text AND status = %(status)s::text
+      ORDER BY priority, run_at DESC, id DESC LIMIT %(window)s) AS w
+JOIN batchq_job AS j ON j.id = w.id
+WHERE (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+  AND (%(task)s::text IS NULL OR j.task = %(task)s::text)
+  AND (%(text)s::text IS NULL
+       OR position(%(needle)s::bytea IN substring(j.payload FROM 1 FOR %(payload_bytes)s::integer)) > 0
+       OR strpos(j.last_error, %(text)s::text) > 0)
+ORDER BY j.run_at DESC, j.id DESC
+LIMIT %(limit)s;
+
+-- name: dashboard_search_queue_jobs_window
+-- How many rows the queue's window holds, up to the window.
+SELECT COUNT(*) AS n
+FROM (SELECT id FROM batchq_job WHERE queue = %(queue)s::text AND status = %(status)s::text
+      ORDER BY priority, run_at DESC, id DESC LIMIT %(window)s) AS w;
+
 -- name: dashboard_search_history
 -- The newest matches among the newest %(window)s finished jobs kept (batchq_history_finished).
 SELECT h.id, h.queue, h.task, h.outcome AS status, NULL::integer AS priority, h.attempts AS error_count,
@@ -91,6 +115,26 @@ LIMIT %(limit)s;
 -- name: dashboard_search_history_window
 -- How many rows the history's window holds, up to %(window)s.
 SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT %(window)s) AS w;
+
+-- name: dashboard_search_queue_history
+-- The same in one queue's history (batchq_history_queue (queue, finished_at)).
+SELECT h.id, h.queue, h.task, h.outcome AS status, NULL::integer AS priority, h.attempts AS error_count,
+       NULL::integer AS max_errors, h.worker AS locked_by, h.serializer,
+       octet_length(h.payload) AS payload_bytes, h.error AS last_error, h.finished_at::text AS at_text,
+       1 AS history
+FROM (SELECT id FROM batchq_history WHERE queue = %(queue)s::text ORDER BY finished_at DESC LIMIT %(window)s) AS w
+JOIN batchq_history AS h ON h.id = w.id
+WHERE (%(queue)s::text IS NULL OR h.queue = %(queue)s::text)
+  AND (%(task)s::text IS NULL OR h.task = %(task)s::text)
+  AND (%(text)s::text IS NULL
+       OR position(%(needle)s::bytea IN substring(h.payload FROM 1 FOR %(payload_bytes)s::integer)) > 0
+       OR strpos(h.error, %(text)s::text) > 0)
+ORDER BY h.finished_at DESC, h.id DESC
+LIMIT %(limit)s;
+
+-- name: dashboard_search_queue_history_window
+-- How many rows the queue's history window holds, up to the window.
+SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history WHERE queue = %(queue)s::text ORDER BY finished_at DESC LIMIT %(window)s) AS w;
 
 -- name: dashboard_search_id
 -- Job %(id)s by its primary key, in the job table and in the history.

@@ -68,6 +68,29 @@ LIMIT :limit;
 SELECT COUNT(*) AS n
 FROM (SELECT id FROM batchq_job WHERE status = :status ORDER BY run_at DESC LIMIT :window) AS w;
 
+-- name: dashboard_search_queue_jobs
+-- The same in one queue: its window is batchq_job_claim walked backward (the last rows in claim
+-- order: the lowest priority first, then the latest due), so a small queue beside a large one is
+-- searched whole.
+SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
+       j.locked_by, j.serializer, length(CAST(j.payload AS BLOB)) AS payload_bytes, j.last_error,
+       j.run_at AS at_text, 0 AS history
+FROM (SELECT id FROM batchq_job WHERE queue = :queue AND status = :status
+      ORDER BY priority, run_at DESC, id DESC LIMIT :window) AS w
+JOIN batchq_job AS j ON j.id = w.id
+WHERE (:queue IS NULL OR j.queue = :queue)
+  AND (:task IS NULL OR j.task = :task)
+  AND (:text IS NULL OR instr(substr(CAST(j.payload AS BLOB), 1, :payload_bytes), :needle) > 0
+       OR instr(CAST(j.last_error AS BLOB), :needle) > 0)
+ORDER BY j.run_at DESC, j.id DESC
+LIMIT :limit;
+
+-- name: dashboard_search_queue_jobs_window
+-- How many rows the queue's window holds, up to the window.
+SELECT COUNT(*) AS n
+FROM (SELECT id FROM batchq_job WHERE queue = :queue AND status = :status
+      ORDER BY priority, run_at DESC, id DESC LIMIT :window) AS w;
+
 -- name: dashboard_search_history
 -- The newest matches among the newest :window finished jobs kept (batchq_history_finished).
 SELECT h.id, h.queue, h.task, h.outcome AS status, NULL AS priority, h.attempts AS error_count,
@@ -86,6 +109,25 @@ LIMIT :limit;
 -- name: dashboard_search_history_window
 -- How many rows the history's window holds, up to :window.
 SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT :window) AS w;
+
+-- name: dashboard_search_queue_history
+-- The same in one queue's history (batchq_history_queue (queue, finished_at)).
+SELECT h.id, h.queue, h.task, h.outcome AS status, NULL AS priority, h.attempts AS error_count,
+       NULL AS max_errors, h.worker AS locked_by, h.serializer,
+       length(CAST(h.payload AS BLOB)) AS payload_bytes, h.error AS last_error, h.finished_at AS at_text,
+       1 AS history
+FROM (SELECT id FROM batchq_history WHERE queue = :queue ORDER BY finished_at DESC LIMIT :window) AS w
+JOIN batchq_history AS h ON h.id = w.id
+WHERE (:queue IS NULL OR h.queue = :queue)
+  AND (:task IS NULL OR h.task = :task)
+  AND (:text IS NULL OR instr(substr(CAST(h.payload AS BLOB), 1, :payload_bytes), :needle) > 0
+       OR instr(CAST(h.error AS BLOB), :needle) > 0)
+ORDER BY h.finished_at DESC, h.id DESC
+LIMIT :limit;
+
+-- name: dashboard_search_queue_history_window
+-- How many rows the queue's history window holds, up to the window.
+SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history WHERE queue = :queue ORDER BY finished_at DESC LIMIT :window) AS w;
 
 -- name: dashboard_search_id
 -- Job :id by its primary key, in the job table and in the history.

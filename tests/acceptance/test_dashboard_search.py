@@ -120,12 +120,18 @@ def test_a_search_reads_only_the_newest_window_of_a_state(queue: Queue, db_url: 
     oldest = queue.enqueue("jobs:noop", {"order": "OLD-1"})
     p = placeholder(queue)
     sql(queue, f"UPDATE batchq_job SET run_at = {p} WHERE id = {p}", ("2001-01-01 00:00:00", oldest))
+    small = queue.enqueue("jobs:noop", {"order": "SMALL-1"}, queue="small")
+    sql(queue, f"UPDATE batchq_job SET run_at = {p} WHERE id = {p}", ("2001-01-01 00:00:00", small))
     queue.enqueue_many("jobs:noop", [{"n": n} for n in range(SEARCH_WINDOW)])
     with dashboard(db_url) as board:
         status, scope, ids = search(board, state="ready", text="OLD-1")
         assert (status, ids) == (200, []), scope
         assert scope.startswith(f"Searched the newest {SEARCH_WINDOW:,} ready jobs: older"), scope
+        assert search(board, state="ready", text="SMALL-1")[2] == []  # outside every queue's window
         assert search(board, id=str(oldest))[2] == [oldest]  # an id is always found
+        status, scope, ids = search(board, state="ready", text="SMALL-1", queue="small")
+        assert (status, ids) == (200, [small]), scope  # a queue's own window: searched whole
+        assert scope.startswith("Searched the only ready job of queue small."), scope
 
 
 def test_a_failed_job_is_retried_or_deleted_from_its_page(queue: Queue, db_url: str) -> None:

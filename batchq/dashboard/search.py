@@ -108,7 +108,8 @@ def _by_id(backend: Backend, job_id: int) -> Found:
 
 def _shown(row: Row) -> dict[str, Any]:
     """A result row for the page: text columns as text (SQLite: a row written by hand may hold a
-    BLOB), the last error cut to its first characters."""
+    BLOB), the last error cut to its first line (the exception and its message), at most
+    ERROR_SHOWN_CHARS characters."""
     shown = dict(row)
     for name in ("queue", "task", "status", "locked_by", "serializer", "at_text"):
         if shown.get(name) is not None:
@@ -116,5 +117,6 @@ def _shown(row: Row) -> dict[str, Any]:
     error = shown.get("last_error")
     if error is not None:
         error = stored_text(error)
-        shown["last_error"] = error[:ERROR_SHOWN_CHARS] + ("…" if len(error) > ERROR_SHOWN_CHARS else "")
+        first = error.strip().split("\n", 1)[0][:ERROR_SHOWN_CHARS]
+        shown["last_error"] = first + ("…" if len(first) < len(error.strip()) else "")
     return shown

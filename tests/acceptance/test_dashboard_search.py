@@ -140,7 +140,8 @@ def test_a_failed_job_is_retried_or_deleted_from_its_page(queue: Queue, db_url: 
     with dashboard(db_url) as board:
         csrf = board.sign_in()
         page = html.unescape(board.get(f"/jobs/{one}").body)
-        assert f"Retry 1 failed job, job {one} (task jobs:fail, queue default), now" in page
+        job = f"job {one} (task jobs:fail, queue default)"
+        assert f"Retry 1 failed job, {job}, now? Its failures are reset to 0 of 2 allowed." in page
         assert f"Delete 1 failed job, job {one} (task jobs:fail, queue default)?" in page
         reply = board.post("/actions/retry", {"id": str(one), "state": "failed", "csrf": csrf})
         assert "retried+job" in reply.headers["Location"]

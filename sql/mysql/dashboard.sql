@@ -54,12 +54,15 @@ ORDER BY locked_by;
 -- Search (batchq.dashboard.search): a task or text search reads a window of the newest
 -- %(window)s rows of one status through batchq_job_due (status, run_at) walked backward, and
 -- filters only those: a search of a table of millions reads %(window)s index entries and rows.
+-- STRAIGHT_JOIN reads the window first and joins its rows back by primary key (eq_ref): left to
+-- itself, MariaDB 10.11 may scan the whole table and look each row up in the window instead
+-- (tests/contract/test_dashboard_search_plans.py saw it on small tables).
 -- Text is a case-sensitive substring compared as bytes (LOCATE on the binary payload: no
 -- wildcard, no decoding), in the payload's first %(payload_bytes)s bytes or the last error.
 
 -- name: dashboard_search_jobs
 -- The newest matches among the newest %(window)s jobs of one status.
-SELECT j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.error_count, j.max_errors,
+SELECT STRAIGHT_JOIN j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.error_count, j.max_errors,
        j.locked_by, j.serializer, LENGTH(j.payload) AS payload_bytes, j.last_error,
        CAST(j.run_at AS CHAR) AS at_text, 0 AS history
 FROM (SELECT id FROM batchq_job WHERE status = %(status)s ORDER BY run_at DESC LIMIT %(window)s) AS w
@@ -80,7 +83,7 @@ FROM (SELECT id FROM batchq_job WHERE status = %(status)s ORDER BY run_at DESC L
 -- The same in one queue: its window is batchq_job_claim walked backward (the last rows in claim
 -- order: the lowest priority first, then the latest due), so a small queue beside a large one is
 -- searched whole.
-SELECT j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.error_count, j.max_errors,
+SELECT STRAIGHT_JOIN j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.error_count, j.max_errors,
        j.locked_by, j.serializer, LENGTH(j.payload) AS payload_bytes, j.last_error,
        CAST(j.run_at AS CHAR) AS at_text, 0 AS history
 FROM (SELECT id FROM batchq_job WHERE queue = %(queue)s AND status = %(status)s
@@ -101,7 +104,7 @@ FROM (SELECT id FROM batchq_job WHERE queue = %(queue)s AND status = %(status)s
 
 -- name: dashboard_search_history
 -- The newest matches among the newest %(window)s finished jobs kept (batchq_history_finished).
-SELECT h.id, h.queue, h.task, CAST(h.outcome AS CHAR) AS status, NULL AS priority, h.attempts AS error_count,
+SELECT STRAIGHT_JOIN h.id, h.queue, h.task, CAST(h.outcome AS CHAR) AS status, NULL AS priority, h.attempts AS error_count,
        NULL AS max_errors, h.worker AS locked_by, h.serializer, LENGTH(h.payload) AS payload_bytes,
        h.error AS last_error, CAST(h.finished_at AS CHAR) AS at_text, 1 AS history
 FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT %(window)s) AS w
@@ -119,7 +122,7 @@ SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history ORDER BY finished_at DE
 
 -- name: dashboard_search_queue_history
 -- The same in one queue's history (batchq_history_queue (queue, finished_at)).
-SELECT h.id, h.queue, h.task, CAST(h.outcome AS CHAR) AS status, NULL AS priority, h.attempts AS error_count,
+SELECT STRAIGHT_JOIN h.id, h.queue, h.task, CAST(h.outcome AS CHAR) AS status, NULL AS priority, h.attempts AS error_count,
        NULL AS max_errors, h.worker AS locked_by, h.serializer, LENGTH(h.payload) AS payload_bytes,
        h.error AS last_error, CAST(h.finished_at AS CHAR) AS at_text, 1 AS history
 FROM (SELECT id FROM batchq_history WHERE queue = %(queue)s ORDER BY finished_at DESC LIMIT %(window)s) AS w

@@ -45,7 +45,8 @@ ORDER BY locked_by;
 
 -- Search (batchq.dashboard.search): a task or text search reads a window of the newest :window
 -- rows of one status through batchq_job_due (status, run_at) walked backward, and filters only
--- those: a search of a table of millions reads :window index entries and rows. Text is a
+-- those: a search of a table of millions reads :window index entries and rows. CROSS JOIN
+-- fixes SQLite's join order: the window first, its rows joined back by rowid. Text is a
 -- case-sensitive substring compared as bytes (instr on BLOBs: no wildcard, no decoding), in the
 -- payload's first :payload_bytes bytes or the last error.
 
@@ -55,8 +56,8 @@ SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
        j.locked_by, j.serializer, length(CAST(j.payload AS BLOB)) AS payload_bytes, j.last_error,
        j.run_at AS at_text, 0 AS history
 FROM (SELECT id FROM batchq_job WHERE status = :status ORDER BY run_at DESC LIMIT :window) AS w
-JOIN batchq_job AS j ON j.id = w.id
-WHERE (:queue IS NULL OR j.queue = :queue)
+CROSS JOIN batchq_job AS j
+WHERE j.id = w.id AND (:queue IS NULL OR j.queue = :queue)
   AND (:task IS NULL OR j.task = :task)
   AND (:text IS NULL OR instr(substr(CAST(j.payload AS BLOB), 1, :payload_bytes), :needle) > 0
        OR instr(CAST(j.last_error AS BLOB), :needle) > 0)
@@ -77,8 +78,8 @@ SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
        j.run_at AS at_text, 0 AS history
 FROM (SELECT id FROM batchq_job WHERE queue = :queue AND status = :status
       ORDER BY priority, run_at DESC, id DESC LIMIT :window) AS w
-JOIN batchq_job AS j ON j.id = w.id
-WHERE (:queue IS NULL OR j.queue = :queue)
+CROSS JOIN batchq_job AS j
+WHERE j.id = w.id AND (:queue IS NULL OR j.queue = :queue)
   AND (:task IS NULL OR j.task = :task)
   AND (:text IS NULL OR instr(substr(CAST(j.payload AS BLOB), 1, :payload_bytes), :needle) > 0
        OR instr(CAST(j.last_error AS BLOB), :needle) > 0)
@@ -98,8 +99,8 @@ SELECT h.id, h.queue, h.task, h.outcome AS status, NULL AS priority, h.attempts 
        length(CAST(h.payload AS BLOB)) AS payload_bytes, h.error AS last_error, h.finished_at AS at_text,
        1 AS history
 FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT :window) AS w
-JOIN batchq_history AS h ON h.id = w.id
-WHERE (:queue IS NULL OR h.queue = :queue)
+CROSS JOIN batchq_history AS h
+WHERE h.id = w.id AND (:queue IS NULL OR h.queue = :queue)
   AND (:task IS NULL OR h.task = :task)
   AND (:text IS NULL OR instr(substr(CAST(h.payload AS BLOB), 1, :payload_bytes), :needle) > 0
        OR instr(CAST(h.error AS BLOB), :needle) > 0)
@@ -117,8 +118,8 @@ SELECT h.id, h.queue, h.task, h.outcome AS status, NULL AS priority, h.attempts 
        length(CAST(h.payload AS BLOB)) AS payload_bytes, h.error AS last_error, h.finished_at AS at_text,
        1 AS history
 FROM (SELECT id FROM batchq_history WHERE queue = :queue ORDER BY finished_at DESC LIMIT :window) AS w
-JOIN batchq_history AS h ON h.id = w.id
-WHERE (:queue IS NULL OR h.queue = :queue)
+CROSS JOIN batchq_history AS h
+WHERE h.id = w.id AND (:queue IS NULL OR h.queue = :queue)
   AND (:task IS NULL OR h.task = :task)
   AND (:text IS NULL OR instr(substr(CAST(h.payload AS BLOB), 1, :payload_bytes), :needle) > 0
        OR instr(CAST(h.error AS BLOB), :needle) > 0)

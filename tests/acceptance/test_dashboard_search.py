@@ -81,6 +81,9 @@ def test_search_reads_the_history_when_kept(queue: Queue, db_url: str) -> None:
         status, scope, ids = search(board, state="history", text="H-1")
         assert (status, ids) == (200, [done]) and "finished jobs in the history" in scope
         assert search(board, state="history", text="boom")[2] == [gone]
+        status, scope, ids = search(board, state="history", text="H-1", queue="default")
+        assert ids == [done] and "finished jobs of queue default in the history" in scope, scope
+        assert search(board, state="history", text="H-1", queue="other")[2] == []
         assert search(board, id=str(done))[2] == [done]  # finished: only the history holds it
         page = board.get(f"/search?id={gone}").body
         assert "history: failed" in page and page.count(f">{gone}<") == 2  # failed, and kept

@@ -15,7 +15,7 @@ from batchq.dashboard.search import SEARCH_WINDOW
 from batchq.worker import RunOptions, Worker
 from tests.support.dashboard import Dashboard, dashboard
 from tests.support.db import job_rows, sql
-from tests.support.rows import write_row
+from tests.support.rows import dead_worker, processing, write_row
 
 
 def run_all(queue: Queue) -> None:
@@ -48,6 +48,8 @@ def test_search_finds_a_job_by_id_task_and_text(queue: Queue, db_url: str) -> No
     waiting = queue.enqueue("jobs:noop", {"order": "B-7", "note": "50% off_now"})
     delayed = queue.enqueue("jobs:noop", {"order": "C-9"}, delay=600)
     queue.enqueue("jobs:noop", {"order": "B-8"}, queue="other")
+    blocked = queue.enqueue("jobs:noop", {"order": "K-1"}, concurrency_key="k", delay=600)
+    running = write_row(queue, **processing(queue, dead_worker(), payload=b'{"order": "R-1"}'))
     with dashboard(db_url) as board:
         assert search(board, id=str(failed[1]))[2] == [failed[1]]
         status, scope, ids = search(board, id="999999")
@@ -62,6 +64,8 @@ def test_search_finds_a_job_by_id_task_and_text(queue: Queue, db_url: str) -> No
         assert search(board, state="ready", text="B-", queue="other")[2] != [waiting]
         assert search(board, state="scheduled", text="C-9")[2] == [delayed]
         assert search(board, state="ready", text="C-9")[2] == []
+        assert search(board, state="processing", text="R-1")[2] == [running]
+        assert search(board, state="blocked", text="K-1")[2] == [blocked]
         # case-sensitive, and LIKE's wildcards are plain characters
         assert search(board, state="failed", text="a-1")[2] == []
         assert search(board, state="ready", text="50% off_now")[2] == [waiting]
@@ -187,6 +191,24 @@ def test_a_delayed_job_is_run_now_or_cancelled_from_its_page(queue: Queue, db_ur
         assert other not in {r["id"] for r in job_rows(queue)}
 
 
+def test_a_running_job_offers_no_action(queue: Queue, db_url: str) -> None:
+    running = write_row(queue, **processing(queue, dead_worker()))
+    with dashboard(db_url) as board:
+        csrf = board.sign_in()
+        page = board.get(f"/jobs/{running}").body
+        assert "A running job cannot be stopped from here" in page
+        assert not any(f'id="{button}"' in page for button in ("retry", "delete", "cancel"))
+        reply = board.post("/actions/retry", {"id": str(running), "state": "failed", "csrf": csrf})
+        assert "no+longer+failed" in reply.headers["Location"]
+        reply = board.post("/actions/retry", {"id": str(running), "state": "scheduled", "csrf": csrf})
+        assert "no+longer+delayed" in reply.headers["Location"]
+        assert (
+            "no+longer+failed"
+            in board.post("/actions/delete", {"id": str(running), "csrf": csrf}).headers["Location"]
+        )
+    assert {r["id"]: r["status"] for r in job_rows(queue)} == {running: "processing"}
+
+
 def test_read_only_offers_no_job_action(queue: Queue, db_url: str) -> None:
     failed = queue.enqueue("jobs:fail", max_errors=1)
     run_all(queue)
@@ -196,3 +218,22 @@ def test_read_only_offers_no_job_action(queue: Queue, db_url: str) -> None:
         assert board.post("/actions/retry", {"id": str(failed), "state": "failed"}).status == 403
         assert board.post("/actions/delete", {"id": str(failed)}).status == 403
     assert {r["id"]: r["status"] for r in job_rows(queue)} == {failed: "failed"}
+
+
+def test_text_columns_holding_bytes_are_searched_and_shown(queue: Queue, db_url: str) -> None:
+    """Rows written by plain SQL whose text columns hold bytes that are not UTF-8: a BLOB, or
+    (SQLite) text that is no UTF-8; MySQL and PostgreSQL refuse such text, so there it is the
+    payload alone."""
+    odd = write_row(queue, payload=b"\xc3\x28 odd-payload \xff", status="failed")
+    if queue.backend.dialect == "sqlite":
+        sql(
+            queue, "UPDATE batchq_job SET last_error = CAST(X'FF4F44442D455252' AS TEXT) WHERE id = ?", (odd,)
+        )
+        sql(queue, "UPDATE batchq_job SET task = X'6A6F62733AFF' WHERE id = ?", (odd,))
+    with dashboard(db_url) as board:
+        assert search(board, state="failed", text="odd-payload")[2] == [odd]
+        if queue.backend.dialect == "sqlite":
+            status, _, ids = search(board, state="failed", text="ODD-ERR")
+            assert (status, ids) == (200, [odd])
+            assert "jobs:\ufffd" in html.unescape(board.get("/search?state=failed&text=ODD-ERR").body)
+        assert board.get(f"/jobs/{odd}").status == 200

@@ -14,7 +14,8 @@ from ..errors import ConfigError
 from ..explain import why_not_cancelled
 from ..job import JOB_ID_RANGE
 from ..registry import request_stop
-from ..sweeps import gc_error
+from ..sweeps import FailedJob, gc_error
+from ..sweeps import _requeue_failed as requeue_failed
 from .context import current
 from .params import integer
 from .posts import back, check_action
@@ -108,15 +109,16 @@ def _job_id(text: str) -> int:
 @action("/actions/retry")
 def retry() -> str:
     """Retry one job now: a failed one gets a fresh set of tries (as `batchq gc-error --requeue
-    --id`), a delayed one is made due now. The page's state is sent with it, so a job that
+    --id` requeues it: in its bounded queue's turn, its unique key checked; read by its id, not
+    with every failed job), a delayed one is made due now. The page's state is sent with it, so a job that
     changed state since the page was drawn is left alone."""
     job_id, shown = _job_id(request.form.get("id", "")), request.form.get("state", "")
     board = current()
     if shown == "failed":
-        done = gc_error(board.queue, "requeue", ids=[job_id])
-        if not done:
+        row = board.backend.fetchone("dashboard_job_failed", {"id": job_id})
+        job = None if row is None else requeue_failed(board.backend, FailedJob.from_row(row))
+        if job is None:
             return f"job {job_id} was not retried: it is no longer failed"
-        job = done[0]
         if job.key_held_by is not None:
             return f"job {job_id} was not retried: its unique key is held by job {job.key_held_by}"
         if job.queue_full is not None:

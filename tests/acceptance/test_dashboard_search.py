@@ -173,6 +173,26 @@ def test_a_failed_job_is_retried_or_deleted_from_its_page(queue: Queue, db_url: 
         assert board.get(f"/actions/retry?id={one}&state=failed").status == 405
 
 
+def test_a_retry_keeps_the_unique_key_and_the_bound(queue: Queue, db_url: str) -> None:
+    """A failed job is requeued as gc-error requeues it: not while another job holds its unique
+    key, nor into a full bounded queue (reject)."""
+    first = queue.enqueue("jobs:fail", unique_key="order-1", max_errors=1)
+    run_all(queue)
+    holder = queue.enqueue("jobs:noop", unique_key="order-1", delay=600)
+    queue.configure("tight", max_length=1, overflow="reject")
+    full = queue.enqueue("jobs:fail", queue="tight", max_errors=1)
+    Worker(queue, RunOptions(backoff_base=0, queues=("tight",))).run()
+    queue.enqueue("jobs:noop", queue="tight", delay=600)  # the bound's one place, taken
+    with dashboard(db_url) as board:
+        csrf = board.sign_in()
+        reply = board.post("/actions/retry", {"id": str(first), "state": "failed", "csrf": csrf})
+        assert f"its+unique+key+is+held+by+job+{holder}" in reply.headers["Location"]
+        reply = board.post("/actions/retry", {"id": str(full), "state": "failed", "csrf": csrf})
+        assert "was+not+retried" in reply.headers["Location"] and "full" in reply.headers["Location"]
+    statuses = {r["id"]: r["status"] for r in job_rows(queue)}
+    assert (statuses[first], statuses[full]) == ("failed", "failed")
+
+
 def test_a_delayed_job_is_run_now_or_cancelled_from_its_page(queue: Queue, db_url: str) -> None:
     later = queue.enqueue("jobs:noop", delay=3600)
     other = queue.enqueue("jobs:noop", delay=3600)

@@ -8,10 +8,11 @@ filters those. With a queue named, the window is that queue's: ``batchq_job_clai
 backward (the last rows in claim order: the lowest priority first, then the latest due), and
 ``batchq_history_queue`` for its history. The page says how many it read and whether older
 rows were left unsearched.
-Text is a case-sensitive substring of the payload's first PAYLOAD_SEARCHED_BYTES bytes or of
+Text is a case-sensitive substring of a JSON payload's first PAYLOAD_SEARCHED_BYTES bytes or of
 the last error, compared as bytes (``LOCATE``, ``position``, ``instr``): ``%`` and ``_`` are
-plain characters, a binary or pickled payload is searched as stored bytes, never decoded or
-unpickled. The SQL is in ``sql/<dialect>/dashboard.sql``.
+plain characters, and nothing is decoded. Only text is searched: a pickled payload (or one of
+another serializer) is not, so it is never unpickled, and a search cannot read into it. The
+SQL is in ``sql/<dialect>/dashboard.sql``.
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ ORDER BY locked_by;
 -- itself, MariaDB 10.11 may scan the whole table and look each row up in the window instead
 -- (tests/contract/test_dashboard_search_plans.py saw it on small tables).
 -- Text is a case-sensitive substring compared as bytes (LOCATE on the binary payload: no
--- wildcard, no decoding), in the payload's first %(payload_bytes)s bytes or the last error.
+-- wildcard, no decoding), in a JSON payload's first %(payload_bytes)s bytes or
+-- in the last error; a pickled or other binary payload is not searched (only text is).
 
 -- name: dashboard_search_jobs
 -- The newest matches among the newest %(window)s jobs of one status.
@@ -69,7 +70,7 @@ FROM (SELECT id FROM batchq_job WHERE status = %(status)s ORDER BY run_at DESC L
 JOIN batchq_job AS j ON j.id = w.id
 WHERE (%(queue)s IS NULL OR j.queue = %(queue)s)
   AND (%(task)s IS NULL OR j.task = %(task)s)
-  AND (%(text)s IS NULL OR LOCATE(%(needle)s, SUBSTRING(j.payload, 1, %(payload_bytes)s)) > 0
+  AND (%(text)s IS NULL OR (j.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(j.payload, 1, %(payload_bytes)s)) > 0)
        OR LOCATE(%(needle)s, CAST(j.last_error AS BINARY)) > 0)
 ORDER BY j.run_at DESC, j.id DESC
 LIMIT %(limit)s;
@@ -91,7 +92,7 @@ FROM (SELECT id FROM batchq_job WHERE queue = %(queue)s AND status = %(status)s
 JOIN batchq_job AS j ON j.id = w.id
 WHERE (%(queue)s IS NULL OR j.queue = %(queue)s)
   AND (%(task)s IS NULL OR j.task = %(task)s)
-  AND (%(text)s IS NULL OR LOCATE(%(needle)s, SUBSTRING(j.payload, 1, %(payload_bytes)s)) > 0
+  AND (%(text)s IS NULL OR (j.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(j.payload, 1, %(payload_bytes)s)) > 0)
        OR LOCATE(%(needle)s, CAST(j.last_error AS BINARY)) > 0)
 ORDER BY j.run_at DESC, j.id DESC
 LIMIT %(limit)s;
@@ -111,7 +112,7 @@ FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT %(window)s) 
 JOIN batchq_history AS h ON h.id = w.id
 WHERE (%(queue)s IS NULL OR h.queue = %(queue)s)
   AND (%(task)s IS NULL OR h.task = %(task)s)
-  AND (%(text)s IS NULL OR LOCATE(%(needle)s, SUBSTRING(h.payload, 1, %(payload_bytes)s)) > 0
+  AND (%(text)s IS NULL OR (h.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(h.payload, 1, %(payload_bytes)s)) > 0)
        OR LOCATE(%(needle)s, CAST(h.error AS BINARY)) > 0)
 ORDER BY h.finished_at DESC, h.id DESC
 LIMIT %(limit)s;
@@ -129,7 +130,7 @@ FROM (SELECT id FROM batchq_history WHERE queue = %(queue)s ORDER BY finished_at
 JOIN batchq_history AS h ON h.id = w.id
 WHERE (%(queue)s IS NULL OR h.queue = %(queue)s)
   AND (%(task)s IS NULL OR h.task = %(task)s)
-  AND (%(text)s IS NULL OR LOCATE(%(needle)s, SUBSTRING(h.payload, 1, %(payload_bytes)s)) > 0
+  AND (%(text)s IS NULL OR (h.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(h.payload, 1, %(payload_bytes)s)) > 0)
        OR LOCATE(%(needle)s, CAST(h.error AS BINARY)) > 0)
 ORDER BY h.finished_at DESC, h.id DESC
 LIMIT %(limit)s;

@@ -53,7 +53,8 @@ ORDER BY locked_by;
 -- LIMIT, where a join of the window's ids back to batchq_job let it plan a parallel seq scan of
 -- every row of the task searched (a hash join: 126 ms on 1,000,000 rows, where this reads 10,000).
 -- Text is a case-sensitive substring compared as bytes (position in the bytea payload: no
--- wildcard, no decoding), in the payload's first %(payload_bytes)s bytes or the last error.
+-- wildcard, no decoding), in a JSON payload's first %(payload_bytes)s bytes or
+-- in the last error; a pickled or other binary payload is not searched (only text is).
 
 -- name: dashboard_search_jobs
 -- The newest matches among the newest %(window)s jobs of one status.
@@ -66,7 +67,7 @@ FROM (SELECT id, queue, task, status, priority, error_count, max_errors, locked_
       ORDER BY run_at DESC LIMIT %(window)s) AS w
 WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(task)s::text IS NULL OR task = %(task)s::text)
-  AND (%(text)s::text IS NULL OR position(%(needle)s::bytea IN head) > 0 OR strpos(last_error, %(text)s::text) > 0)
+  AND (%(text)s::text IS NULL OR (serializer = 'json' AND position(%(needle)s::bytea IN head) > 0) OR strpos(last_error, %(text)s::text) > 0)
 ORDER BY run_at DESC, id DESC
 LIMIT %(limit)s;
 
@@ -88,7 +89,7 @@ FROM (SELECT id, queue, task, status, priority, error_count, max_errors, locked_
       ORDER BY priority, run_at DESC, id DESC LIMIT %(window)s) AS w
 WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(task)s::text IS NULL OR task = %(task)s::text)
-  AND (%(text)s::text IS NULL OR position(%(needle)s::bytea IN head) > 0 OR strpos(last_error, %(text)s::text) > 0)
+  AND (%(text)s::text IS NULL OR (serializer = 'json' AND position(%(needle)s::bytea IN head) > 0) OR strpos(last_error, %(text)s::text) > 0)
 ORDER BY run_at DESC, id DESC
 LIMIT %(limit)s;
 
@@ -110,7 +111,7 @@ FROM (SELECT id, queue, task, outcome AS status, NULL::integer AS priority, atte
       ORDER BY finished_at DESC LIMIT %(window)s) AS w
 WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(task)s::text IS NULL OR task = %(task)s::text)
-  AND (%(text)s::text IS NULL OR position(%(needle)s::bytea IN head) > 0 OR strpos(last_error, %(text)s::text) > 0)
+  AND (%(text)s::text IS NULL OR (serializer = 'json' AND position(%(needle)s::bytea IN head) > 0) OR strpos(last_error, %(text)s::text) > 0)
 ORDER BY finished_at DESC, id DESC
 LIMIT %(limit)s;
 
@@ -130,7 +131,7 @@ FROM (SELECT id, queue, task, outcome AS status, NULL::integer AS priority, atte
       ORDER BY finished_at DESC LIMIT %(window)s) AS w
 WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(task)s::text IS NULL OR task = %(task)s::text)
-  AND (%(text)s::text IS NULL OR position(%(needle)s::bytea IN head) > 0 OR strpos(last_error, %(text)s::text) > 0)
+  AND (%(text)s::text IS NULL OR (serializer = 'json' AND position(%(needle)s::bytea IN head) > 0) OR strpos(last_error, %(text)s::text) > 0)
 ORDER BY finished_at DESC, id DESC
 LIMIT %(limit)s;
 

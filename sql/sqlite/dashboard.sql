@@ -48,7 +48,8 @@ ORDER BY locked_by;
 -- those: a search of a table of millions reads :window index entries and rows. CROSS JOIN
 -- fixes SQLite's join order: the window first, its rows joined back by rowid. Text is a
 -- case-sensitive substring compared as bytes (instr on BLOBs: no wildcard, no decoding), in the
--- payload's first :payload_bytes bytes or the last error.
+-- first :payload_bytes bytes of a JSON payload or in the last error; a pickled or other binary
+-- payload is not searched (only text is).
 
 -- name: dashboard_search_jobs
 -- The newest matches among the newest :window jobs of one status.
@@ -59,7 +60,7 @@ FROM (SELECT id FROM batchq_job WHERE status = :status ORDER BY run_at DESC LIMI
 CROSS JOIN batchq_job AS j
 WHERE j.id = w.id AND (:queue IS NULL OR j.queue = :queue)
   AND (:task IS NULL OR j.task = :task)
-  AND (:text IS NULL OR instr(substr(CAST(j.payload AS BLOB), 1, :payload_bytes), :needle) > 0
+  AND (:text IS NULL OR (j.serializer = 'json' AND instr(substr(CAST(j.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
        OR instr(CAST(j.last_error AS BLOB), :needle) > 0)
 ORDER BY j.run_at DESC, j.id DESC
 LIMIT :limit;
@@ -81,7 +82,7 @@ FROM (SELECT id FROM batchq_job WHERE queue = :queue AND status = :status
 CROSS JOIN batchq_job AS j
 WHERE j.id = w.id AND (:queue IS NULL OR j.queue = :queue)
   AND (:task IS NULL OR j.task = :task)
-  AND (:text IS NULL OR instr(substr(CAST(j.payload AS BLOB), 1, :payload_bytes), :needle) > 0
+  AND (:text IS NULL OR (j.serializer = 'json' AND instr(substr(CAST(j.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
        OR instr(CAST(j.last_error AS BLOB), :needle) > 0)
 ORDER BY j.run_at DESC, j.id DESC
 LIMIT :limit;
@@ -102,7 +103,7 @@ FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT :window) AS 
 CROSS JOIN batchq_history AS h
 WHERE h.id = w.id AND (:queue IS NULL OR h.queue = :queue)
   AND (:task IS NULL OR h.task = :task)
-  AND (:text IS NULL OR instr(substr(CAST(h.payload AS BLOB), 1, :payload_bytes), :needle) > 0
+  AND (:text IS NULL OR (h.serializer = 'json' AND instr(substr(CAST(h.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
        OR instr(CAST(h.error AS BLOB), :needle) > 0)
 ORDER BY h.finished_at DESC, h.id DESC
 LIMIT :limit;
@@ -121,7 +122,7 @@ FROM (SELECT id FROM batchq_history WHERE queue = :queue ORDER BY finished_at DE
 CROSS JOIN batchq_history AS h
 WHERE h.id = w.id AND (:queue IS NULL OR h.queue = :queue)
   AND (:task IS NULL OR h.task = :task)
-  AND (:text IS NULL OR instr(substr(CAST(h.payload AS BLOB), 1, :payload_bytes), :needle) > 0
+  AND (:text IS NULL OR (h.serializer = 'json' AND instr(substr(CAST(h.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
        OR instr(CAST(h.error AS BLOB), :needle) > 0)
 ORDER BY h.finished_at DESC, h.id DESC
 LIMIT :limit;

@@ -449,6 +449,13 @@ class Backend(ABC):
         if batchq cannot write on it or it is of another dialect (batchq.appconn)."""
         return driver_connection(conn, self.dialect, self.url)
 
+    @contextmanager
+    def result_notes(self) -> Iterator[Callable[[int, float], None]]:
+        """For Queue.result(wait=...): a pause(job_id, seconds) between two reads. Polling
+        backends sleep; PostgreSQL LISTENs while this is open and wakes when the job's end is
+        notified."""
+        yield lambda job_id, seconds: time.sleep(seconds)
+
     def wait_for_jobs(self, queues: Sequence[str], timeout: float, stop: threading.Event) -> None:
         """An idle worker's pause: at most ``timeout`` seconds, cut short by ``stop`` (SIGTERM).
 

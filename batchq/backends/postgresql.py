@@ -7,7 +7,8 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ..config import DEFAULT_PORTS, DatabaseURL, driver_options
@@ -300,6 +301,34 @@ class PostgreSQLBackend(Backend):
             # Connection lost: not handled here, where a silent reconnect would skip the liveness
             # lock; the next claim fails, and the worker reconnects the proper way.
             return
+
+    @contextmanager
+    def result_notes(self) -> Iterator[Callable[[int, float], None]]:
+        """LISTEN batchq_results on this thread's connection while a Queue.result waits (not
+        through PgBouncer in transaction mode: polling, as elsewhere); UNLISTEN after."""
+        if self.pooled:
+            yield lambda job_id, seconds: time.sleep(seconds)
+            return
+        self.execute("results_listen")
+        conn = self.conn
+
+        def pause(job_id: int, seconds: float) -> None:
+            wanted = str(job_id)
+            try:
+                for note in conn.notifies(timeout=seconds):
+                    if note.channel == "batchq_results" and note.payload == wanted:
+                        return
+            except psycopg.Error:
+                time.sleep(seconds)  # connection lost: the next read reconnects (or says why not)
+
+        try:
+            yield pause
+        finally:
+            try:
+                if not conn.closed:
+                    self.execute("results_unlisten")
+            except BackendError:
+                pass  # a lost connection listens no more
 
     def _drop_notifications(self) -> None:
         """A busy worker drains its backlog: every job notified so far is visible to its next claim."""

@@ -38,6 +38,7 @@ COMMANDS = {
     "tick": "schedules:tick",
     "schedule": "schedules:schedule",
     "explain": "explain:explain",
+    "result": "results:result",
     "metrics": "metrics:metrics",
     "history": "history:history",
     "prune": "history:prune",

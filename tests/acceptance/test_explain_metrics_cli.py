@@ -38,6 +38,9 @@ FAMILIES = {
     "batchq_mq_sent",
     "batchq_mq_max_length",
     "batchq_mq_subscription_messages",
+    # For the alerting kit's rules (deploy/prometheus/batchq-alerts.yml).
+    "batchq_workers",
+    "batchq_schedule_next_run_timestamp_seconds",
 }
 
 

@@ -15,6 +15,7 @@ from ..explain import Explanation
 from ..mq import MessageQueue
 from ..mq.records import Message, QueueMetrics
 from ..queue import Enqueued, Queue, QueueStats, Task
+from ..results import FIRST_POLL_SECONDS, MAX_POLL_SECONDS, JobResult, check_job_id, check_wait
 from .appconn import app_connection
 from .backends import async_backend
 from .bridge import greenlet_spawn
@@ -174,6 +175,23 @@ class AsyncQueue(_Async[Queue]):
     ) -> int:
         """``Queue.enqueue_many``: all or none; returns how many were written."""
         return await self._call(lambda q, c: q.enqueue_many(task, payloads, conn=c, **options), conn)
+
+    async def result(self, job_id: int, *, wait: float | None = None) -> JobResult:
+        """``Queue.result``: a job's state, and its outcome once it ended. With ``wait``
+        (seconds), read again until the job has ended or the time is up, polled (every 50 ms,
+        doubling to 1 s) on every backend; the waits are the loop's, holding no connection."""
+        job_id = check_job_id(job_id)
+        deadline = None if wait is None else asyncio.get_running_loop().time() + check_wait(wait)
+        pause = FIRST_POLL_SECONDS
+        while True:
+            result = await self._call(lambda q, _: q.result(job_id))
+            if deadline is None or result.finished:
+                return result
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return result
+            await asyncio.sleep(min(pause, remaining))
+            pause = min(pause * 2, MAX_POLL_SECONDS)
 
     async def cancel(self, job_id: int) -> bool:
         """``Queue.cancel``: True only if nobody had claimed the job."""

@@ -85,7 +85,7 @@ def create_app(batchq_url: str | None = None, database: str | None = None) -> Fa
 
     @app.get("/jobs/{job_id}")
     async def job_result(job_id: int) -> dict[str, Any]:
-        found = await queue.run_sync(lambda q: q.result(job_id))  # Queue.result, awaited
+        found = await queue.result(job_id)
         return {"status": found.status, "value": found.value}
 
     return app

@@ -22,7 +22,7 @@ from batchq.aio import AsyncMessageQueue, AsyncQueue
 from batchq.config import parse_url
 from tests.support.aio import KINDS, app_conn
 from tests.support.db import SERVER_URLS, autocommit_connection, job_rows, ledger, sql
-from tests.support.processes import run_batchq
+from tests.support.processes import run_batchq, start_batchq
 
 pytestmark = pytest.mark.asyncio
 
@@ -334,6 +334,25 @@ async def test_a_job_enqueued_async_is_run_by_batchq_run(backend_name: str, db_u
     assert result.returncode == 0, result.stderr
     assert ledger(look) == [1, 3]
     assert job_rows(look) == []
+
+
+@pytest.mark.slow
+async def test_result_waits_for_a_real_worker(db_url: str) -> None:
+    """AsyncQueue.result(wait=) polls on the loop while a `batchq run` process runs the job."""
+    async with AsyncQueue(db_url, task_modules=["result_jobs"]) as aq:
+        payload = {"sleep": 0.3, "value": 7}
+        job = await aq.enqueue("result_jobs:sleeps_then_returns", payload, keep_result=True)
+        assert (await aq.result(job)).status == "waiting"
+        assert (await aq.result(job, wait=0)).status == "waiting"
+        worker = start_batchq(db_url, "run", "--max-jobs", "1", BATCHQ_TASK_MODULES="result_jobs")
+        try:
+            result = await aq.result(job, wait=60)
+        finally:
+            assert await asyncio.to_thread(worker.wait, 60) == 0
+        assert (result.status, result.value) == ("succeeded", 7)
+        assert (await aq.result(10**12)).status == "unknown"
+        with pytest.raises(ConfigError, match="bad wait"):
+            await aq.result(job, wait=-1)
 
 
 # -- the message queue's own calls ---------------------------------------------------------------

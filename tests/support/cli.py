@@ -10,6 +10,7 @@ anything a later process must not inherit from this one.
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 
 from click.testing import CliRunner
@@ -37,6 +38,7 @@ def invoke_batchq(
             env={**BATCHQ_VARIABLES, "BATCHQ_URL": url, **env},
             input=input,
             prog_name="batchq",
+            terminal_width=_process_width(env),
         )
     finally:
         root.handlers = handlers
@@ -44,3 +46,10 @@ def invoke_batchq(
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return subprocess.CompletedProcess(["batchq", *args], result.exit_code, result.stdout, result.stderr)
+
+
+def _process_width(env: dict[str, str]) -> int:
+    """The help's width in a process whose output is a pipe: click's default (80 columns, or
+    $COLUMNS, less 2), where CliRunner would force 80."""
+    columns = int(env.get("COLUMNS") or os.environ.get("COLUMNS") or 80)
+    return max(min(columns, 80) - 2, 50)

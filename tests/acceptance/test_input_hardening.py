@@ -355,7 +355,7 @@ def test_huge_delay_is_a_config_error(queue: Queue, db_url: str) -> None:
 
 
 def test_cli_refuses_a_queue_name_with_a_newline(db_url: str) -> None:
-    assert_one_line_error(run_batchq(db_url, "run", "--queue", "default\n"), "bad queue name", status=2)
+    assert_one_line_error(invoke_batchq(db_url, "run", "--queue", "default\n"), "bad queue name", status=2)
     assert_one_line_error(
         invoke_batchq(db_url, "enqueue", "jobs:noop", "--queue", "default\n"), "bad queue name", status=2
     )

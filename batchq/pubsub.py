@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .appconn import takes_app_conn
 from .backends import Row, stored_count, stored_seconds, stored_text
 from .config import Duration, parse_duration, parse_timeout
 from .errors import ConfigError, PayloadError, TaskError
@@ -233,6 +234,7 @@ def _subscription(row: Row) -> Subscription:
 # -- publishing -------------------------------------------------------------------------
 
 
+@takes_app_conn
 def publish(
     mq: MessageQueue,
     topic: str,
@@ -259,8 +261,6 @@ def publish(
     }
     backend = mq.backend
     _check_sizes([row], backend.payload_limit())
-    if conn is not None:
-        backend.check_connection(conn)
     backend.check_statement_sizes("pubsub_publish", [row], conn)
     if conn is not None:
         return _fan_out(mq, row, conn)

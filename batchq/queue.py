@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .appconn import takes_app_conn
 from .backends import OnDatabase, stored_text
 from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
 from .config import (
@@ -24,6 +25,7 @@ from .explain import Explanation, explain
 from .history import HistoryEntry, prune, read_history
 from .job import JOB_ID_RANGE
 from .locks import Lock, Semaphore
+from .oncommit import after_commit
 from .partitions import (
     COUNT_CACHE_SECONDS,
     PartitionInfo,
@@ -112,6 +114,7 @@ class Queue(OnDatabase):
 
     # -- enqueue --------------------------------------------------------------
 
+    @takes_app_conn
     def enqueue(
         self,
         task: Task,
@@ -131,8 +134,9 @@ class Queue(OnDatabase):
     ) -> Enqueued:
         """Write one job and return its id. Bad input raises before anything is written.
 
-        With ``conn=`` (an open PyMySQL / sqlite3 / psycopg connection) the INSERT joins
-        that connection's transaction: the job exists only if the caller commits.
+        With ``conn=`` (what the app holds: a Django connection, an SQLAlchemy Connection or
+        Session, a PyMySQL / mysqlclient / psycopg / sqlite3 connection; batchq.appconn) the
+        INSERT joins that transaction: the job exists only if the caller commits.
 
         With ``concurrency_key``, workers run at most ``concurrency_limit`` (default 1) jobs of
         that key at once; the job waits as 'blocked' meanwhile, and other jobs run past it.
@@ -148,6 +152,61 @@ class Queue(OnDatabase):
         ``backoff`` (a duration) is this job's first retry delay, doubling with each failure up
         to an hour; without it, the task's @task(backoff=...), else `batchq run --backoff`.
         """
+        row = self._job(
+            task,
+            payload,
+            queue=queue,
+            delay=delay,
+            priority=priority,
+            max_errors=max_errors,
+            serializer=serializer,
+            concurrency_key=concurrency_key,
+            concurrency_limit=concurrency_limit,
+            unique_key=unique_key,
+            timeout=timeout,
+            backoff=backoff,
+            conn=conn,
+        )
+        return self._write_job(row, conn)
+
+    def enqueue_on_commit(self, app: Any, task: Task, payload: Any = None, **options: Any) -> None:
+        """Write the job once the transaction ``app`` is in commits, on the queue's own
+        connection; nothing if it rolls back. For a queue in another database than the app's
+        (else enqueue(conn=...) is better: the job commits with the app's data, atomically).
+
+        ``app``: a Django connection (``django.db.connection``; outside atomic() the job is
+        written at once) or an SQLAlchemy Session. ``options``: enqueue's, but conn. Everything
+        is checked, and the payload serialised, now: bad input raises here. A failure to write
+        the job after the commit is logged (logger ``batchq.on_commit``) and raised where the app
+        commits; a crash between the app's commit and the write loses the job
+        (docs/app-transactions.md)."""
+        if "conn" in options:
+            raise ConfigError(
+                "enqueue_on_commit() writes on the queue's own connection once the app's transaction "
+                "commits: pass that transaction's connection or Session as its first argument, no conn="
+            )
+        row = self._job(task, payload, **options)
+        what = f"enqueueing {row['task']} into queue {row['queue']!r}"
+        after_commit(app, lambda: self._write_job(row, None), what)
+
+    def _job(
+        self,
+        task: Task,
+        payload: Any,
+        *,
+        queue: str = "default",
+        delay: Delay | datetime = None,
+        priority: int = 0,
+        max_errors: int | None = None,
+        serializer: str = "json",
+        concurrency_key: str | None = None,
+        concurrency_limit: int | None = None,
+        unique_key: str | None = None,
+        timeout: Delay = None,
+        backoff: Delay = None,
+        conn: Any = None,
+    ) -> dict[str, Any]:
+        """enqueue's job row, checked and with its payload serialised, nothing written."""
         template = self.job_template(
             task,
             queue,
@@ -162,14 +221,16 @@ class Queue(OnDatabase):
             backoff=backoff,
         )
         row = self.job_row(template, payload)
-        backend = self.backend
-        if conn is not None:
-            backend.check_connection(conn)
         if unique_key is not None:
             row["unique_key"] = _check_unique_key(unique_key)
+        return row
+
+    def _write_job(self, row: dict[str, Any], conn: Any) -> Enqueued:
+        """Write a job row of _job (on ``conn``: in the caller's transaction)."""
+        backend, queue = self.backend, row["queue"]
         if self._bounded(queue, conn):
             return self._in_turn(queue, conn, lambda: self._enqueue_bounded(row, conn))
-        if unique_key is not None:
+        if row["unique_key"] is not None:
             return self._enqueue_unique(row, conn)
         if conn is not None:
             return Enqueued(backend.insert_job(row, conn))
@@ -196,6 +257,7 @@ class Queue(OnDatabase):
             "its jobs end as fast as they are enqueued; try again"
         )
 
+    @takes_app_conn
     def enqueue_many(
         self,
         task: Task,
@@ -245,8 +307,6 @@ class Queue(OnDatabase):
 
         if not stored:
             return 0
-        if conn is not None:
-            backend.check_connection(conn)
         if self._bounded(queue, conn):  # room for every payload, written or skipped for its key
             return self._in_turn(
                 queue, conn, lambda: self._room_for(queue, len(stored), conn, lambda: insert(conn))
@@ -360,8 +420,7 @@ class Queue(OnDatabase):
         version is stored as it is here, at enqueue; a backoff only when given (NULL: a worker
         uses the task's as it is then, else its own)."""
         check_queue_name(queue)
-        name = self.resolver.name_for(task)
-        func = self.resolver.resolve(name)
+        name, func = self.resolver.task_for(task)
         if max_errors is None:  # the task's own (@task(max_errors=...)), else the default
             max_errors = task_policy(func)[0] or DEFAULT_MAX_ERRORS
         _check_int("priority", priority, PRIORITY_RANGE)
@@ -386,15 +445,14 @@ class Queue(OnDatabase):
             "backoff": backoff_seconds,
             "partitions": self._partitions(conn),  # last: the only part that may read the database
         }
-        self.payload_type(queue, conn)  # for job_row to check payloads against
+        self.payload_type(queue, conn=conn)  # for job_row to check payloads against
         return template
 
-    def payload_type(self, queue: str, conn: Any = None) -> QueueType:
+    @takes_app_conn
+    def payload_type(self, queue: str, *, conn: Any = None) -> QueueType:
         """A job queue's type as this process knows it, read again when over a second old."""
         known = self._types.fresh(queue)
         if known is None:
-            if conn is not None:
-                self.backend.check_connection(conn)
             row = self.backend.fetchone("queue_schema", {"queue": queue}, conn=conn)
             known = self._types.learn(queue, None if row is None else row["payload_schema"])
         return known
@@ -405,8 +463,6 @@ class Queue(OnDatabase):
         no connection of its own."""
         known, now = self._partitions_known, time.monotonic()
         if known is None or now >= known[0]:
-            if conn is not None:
-                self.backend.check_connection(conn)
             count = max(partition_count(self.backend, conn), 1)
             known = self._partitions_known = (now + COUNT_CACHE_SECONDS, count)
         return known[1]

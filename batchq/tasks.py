@@ -187,25 +187,58 @@ class Resolver:
         self._imported_allowed = False
         self._import_failures: list[str] = []
         self._resolved: dict[str, Callable[..., Any]] = {}  # the answers cannot change
+        self._handed: dict[str, Resolver] = {}  # module -> resolver allowing it too (task_for)
 
     # -- enqueue side ---------------------------------------------------------------------
 
     def name_for(self, target: str | Callable[..., Any]) -> str:
         """The name to store for an enqueue target, checked to resolve here to that target."""
+        return self.task_for(target)[0]
+
+    def task_for(self, target: str | Callable[..., Any]) -> tuple[str, Callable[..., Any]]:
+        """(the name to store, the callable it names) for an enqueue target.
+
+        A task string is data (it may come from anywhere): it resolves only under the allow-list,
+        as on a worker. A callable is what this process's own code handed over: its module
+        needs no listing here, only on the workers, which still refuse what they do not
+        allow. It must be reachable by the name stored (checked by resolving that name with its
+        module allowed), so that a worker allowing that module calls this very callable.
+        """
         if isinstance(target, str) or not callable(target):
             name = check_task_name(target)  # type: ignore[arg-type]
-            self.resolve(name)
-            return name
+            module_name = name.split(":", 1)[0]
+            if ":" in name and not self.module_allowed(module_name):
+                raise TaskNotAllowed(
+                    f"task {name!r} is not allowed: {self._not_listed(module_name)}. enqueue checks a "
+                    f"task string as a worker does: list the module in this process too, or pass "
+                    "the function itself (enqueue(send_mail, ...)), which needs no list here"
+                )
+            return name, self.resolve(name)
+        home = self._handed_in(target)
         if inspect.ismethod(target):
-            name = self._bound_method_path(target)
+            name = home._bound_method_path(target)
         else:
             name = getattr(target, "batchq_task_name", None) or task_path(target)
-        if not _same_callable(self.resolve(name), target):
+        func = home.resolve(name)
+        if not _same_callable(func, target):
             raise TaskError(
                 f"{target!r} would be stored as {name!r}, which a worker resolves to something "
                 "else: enqueue the module-level name itself"
             )
-        return name
+        return name, func
+
+    def _handed_in(self, target: Callable[..., Any]) -> Resolver:
+        """This resolver when it allows the module that defines ``target``; else one that
+        allows that module too, kept apart (self.resolve never answers from it: an in-process
+        worker resolves rows only under the allow-list)."""
+        func = getattr(target, "__func__", target)
+        module = getattr(func, "__module__", None)
+        if not isinstance(module, str) or self.module_allowed(module) or not _MODULE_ENTRY.fullmatch(module):
+            return self
+        home = self._handed.get(module)
+        if home is None:
+            home = self._handed[module] = Resolver((*self.allowed_modules, module))
+        return home
 
     def _bound_method_path(self, method: Any) -> str:
         """'module:obj.method' for a method of a module-level object, found by identity."""

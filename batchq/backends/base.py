@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, ClassVar, NoReturn, TypeVar
 
+from ..appconn import driver_connection
 from ..config import DatabaseURL, lease_length, lease_seconds, redact
 from ..errors import BackendError, BackendUnavailable, SchemaMissing
 from ..job import Claim, Job, Kept, kept_document
@@ -442,9 +443,11 @@ class Backend(ABC):
         True if this worker did."""
         return False
 
-    @abstractmethod
-    def check_connection(self, conn: Any) -> None:
-        """Refuse an application connection of another driver (for enqueue(conn=...))."""
+    def app_connection(self, conn: Any) -> Any:
+        """The driver connection under what the application passed as ``conn=`` (a Django
+        connection, an SQLAlchemy Connection or Session, a driver's), refused with ConfigError
+        if batchq cannot write on it or it is of another dialect (batchq.appconn)."""
+        return driver_connection(conn, self.dialect, self.url)
 
     def wait_for_jobs(self, queues: Sequence[str], timeout: float, stop: threading.Event) -> None:
         """An idle worker's pause: at most ``timeout`` seconds, cut short by ``stop`` (SIGTERM).

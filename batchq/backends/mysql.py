@@ -13,13 +13,14 @@ from typing import Any
 
 import pymysql
 import pymysql.cursors
-from pymysql.constants import CLIENT, SERVER_STATUS
+from pymysql.constants import CLIENT
 
 from ..config import DEFAULT_PORTS, counted
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
 from ..job import Claim, Job, Kept, kept_document
 from .base import Backend, DuplicateKey, TransientError, done_params
 from .liveness import Liveness
+from .mysql_drivers import Driver, driver_of, is_driver_error, is_interface_error
 
 _CONNECTION_LOST = {2003, 2006, 2013, 2055, 1927, 4031}  # 1927/4031: killed / idle-timeout
 # Lock wait timeout, deadlock. On Galera, 1213 is also a certification failure at COMMIT (another
@@ -163,7 +164,7 @@ class MySQLBackend(Backend):
                 self.execute("wsrep_sync_wait", {"checks": 0})
 
     def _translate(self, exc: Exception) -> BackendError | None:
-        if not isinstance(exc, pymysql.err.Error):
+        if not is_driver_error(exc):  # PyMySQL's; or mysqlclient's, on an application's connection
             return None
         code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 0
         message = exc.args[1] if len(exc.args) > 1 else str(exc)
@@ -188,7 +189,7 @@ class MySQLBackend(Backend):
             )
         if code in _ACCESS:
             return BackendUnavailable(f"cannot use {self.url}: {message}")
-        if code in _CONNECTION_LOST or isinstance(exc, pymysql.err.InterfaceError):
+        if code in _CONNECTION_LOST or is_interface_error(exc):
             return BackendUnavailable(f"cannot reach {self.url}: {message or 'connection closed'}")
         return BackendError(f"MySQL error {code}: {message}")
 
@@ -203,7 +204,7 @@ class MySQLBackend(Backend):
     def _new_cursor(self, conn: Any = None) -> Any:
         # Buffered tuples whatever cursor class the application gave its own connection
         # (DictCursor, SSCursor): batchq reads rows by position and reads them all.
-        return (conn if conn is not None else self.conn).cursor(pymysql.cursors.Cursor)
+        return driver_of(conn).tuple_cursor(conn if conn is not None else self.conn)
 
     def insert(self, name: str, params: Any, conn: Any = None) -> int:
         with self.errors(), self._cursor(conn) as cur:
@@ -218,32 +219,34 @@ class MySQLBackend(Backend):
 
     def _insert_job(self, cur: Any, row: dict[str, Any]) -> int:
         connection = cur.connection
-        pieces = self._enqueue_pieces(cur, row)
-        if pieces is None:  # cannot happen with batchq's own statement; stay correct anyway
+        driver = driver_of(connection)
+        pieces = self._enqueue_pieces(cur, row, driver)
+        if pieces is None:  # mysqlclient; else cannot happen with batchq's own statement
             statement = self._fitting(cur, self.sql("enqueue"), row)
         else:
             before, after = pieces
-            statement = before + connection.escape(row["payload"]).encode(connection.encoding) + after
+            statement = before + driver.literal(connection, row["payload"]) + after
             _check_statement_size(len(statement), self._statement_limit(connection))
         cur.execute(statement)
         return int(cur.lastrowid)
 
-    def _enqueue_pieces(self, cur: Any, row: dict[str, Any]) -> tuple[bytes, bytes] | None:
+    def _enqueue_pieces(self, cur: Any, row: dict[str, Any], driver: Driver) -> tuple[bytes, bytes] | None:
         """The enqueue statement as sent before and after its payload, for this row's other
         values on this connection (escaping depends on its character set and sql_mode): the
-        last one made is kept."""
+        last one made is kept. None where the driver does not tell what escaping depends on
+        (mysqlclient): the statement is then built whole."""
         connection = cur.connection
+        escaping = driver.escaping(connection)
+        if escaping is None:  # what escaping depends on is not known: nothing can be kept
+            return None
         # Types too: 1 == 1.0 == True, but they are escaped differently.
-        key = (
-            connection.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES,
-            tuple((type(value), value) for name, value in row.items() if name != "payload"),
-        )
+        key = (escaping, tuple((type(value), value) for name, value in row.items() if name != "payload"))
         known = self._enqueue_pieces_known.get(connection)
         if known is not None and known[0] == key:
             return known[1]  # type: ignore[no-any-return]
-        marked = cur.mogrify(self.sql("enqueue"), {**row, "payload": _PAYLOAD_MARK})
-        before, mark, after = marked.partition(connection.escape(_PAYLOAD_MARK))
-        pieces = (before.encode(connection.encoding), after.encode(connection.encoding)) if mark else None
+        marked = driver.statement(cur, self.sql("enqueue"), {**row, "payload": _PAYLOAD_MARK})
+        before, mark, after = marked.partition(driver.literal(connection, _PAYLOAD_MARK))
+        pieces = (before, after) if mark else None
         self._enqueue_pieces_known[connection] = (key, pieces)
         return pieces
 
@@ -276,17 +279,16 @@ class MySQLBackend(Backend):
         head, row_sql = _VALUES.split(self.sql("enqueue"), maxsplit=1)
         with self.errors(), self._cursor(conn) as cur:
             connection = cur.connection
+            driver = driver_of(connection)
             prefix = f"{head} VALUES ".encode(connection.encoding)
-            marked_row = cur.mogrify(row_sql, {**template, "payload": _PAYLOAD_MARK})
-            before, marked, after = marked_row.partition(connection.escape(_PAYLOAD_MARK))
+            marked_row = driver.statement(cur, row_sql, {**template, "payload": _PAYLOAD_MARK})
+            before, marked, after = marked_row.partition(driver.literal(connection, _PAYLOAD_MARK))
             if not marked:  # cannot happen with batchq's own statement; stay correct anyway
                 return super().insert_jobs(template, payloads, conn)
-            before_bytes, after_bytes = before.encode(connection.encoding), after.encode(connection.encoding)
             limit = self._statement_limit(connection)
             values = []
             for data in payloads:
-                payload = connection.escape(data).encode(connection.encoding)
-                value = before_bytes + payload + after_bytes
+                value = before + driver.literal(connection, data) + after
                 _check_statement_size(len(prefix) + len(value), limit)
                 values.append(value)
         chunks = list(_chunks(values, min(MULTI_ROW_STATEMENT_BYTES, limit) - len(prefix)))
@@ -312,7 +314,7 @@ class MySQLBackend(Backend):
 
     def _fitting(self, cur: Any, sql: str, params: Any, extra: int = 0) -> bytes:
         """The statement as PyMySQL sends it; PayloadError if the server would refuse it."""
-        statement = cur.mogrify(sql, params).encode(cur.connection.encoding)
+        statement = driver_of(cur.connection).statement(cur, sql, params)
         _check_statement_size(len(statement) + extra, self._statement_limit(cur.connection))
         return statement
 
@@ -321,10 +323,11 @@ class MySQLBackend(Backend):
         itself (its credentials and server may differ from the URL's), once per session."""
         if conn is self._conn:
             return self.max_allowed_packet - PACKET_OVERHEAD
-        session = conn.server_thread_id
+        driver = driver_of(conn)
+        session = driver.session(conn)
         known = self._packets.get(conn)
         if known is None or known[0] != session:  # a reconnected connection is a new session
-            with conn.cursor(pymysql.cursors.Cursor) as cur:  # a tuple, whatever the app's class
+            with driver.tuple_cursor(conn) as cur:  # a tuple, whatever the app's class
                 cur.execute(self.sql("max_allowed_packet"))
                 (packet,) = cur.fetchone()
             known = self._packets[conn] = (session, int(packet))
@@ -419,10 +422,6 @@ class MySQLBackend(Backend):
     def _multi(self, name: str, params: Any = None) -> list[tuple[int, list[tuple[Any, ...]]]]:
         """Run a multi-statement query: (row count, rows) of each statement in turn."""
         return self._query(name, params, None, _statement_results)
-
-    def check_connection(self, conn: Any) -> None:
-        if not isinstance(conn, pymysql.connections.Connection):
-            raise ConfigError(f"conn= must be an open PyMySQL connection for a MySQL queue, not {conn!r}")
 
     def describe(self) -> str:
         self.conn  # noqa: B018 - connect to read the version

@@ -243,12 +243,6 @@ class PostgreSQLBackend(Backend):
             self.fetchone("jobs_vacuum_unlock")
         return True
 
-    def check_connection(self, conn: Any) -> None:
-        if not isinstance(conn, psycopg.Connection):
-            raise ConfigError(
-                f"conn= must be an open psycopg (3) connection for a PostgreSQL queue, not {conn!r}"
-            )
-
     def describe(self) -> str:
         conn = self.conn  # connect to read the version
         where = ""

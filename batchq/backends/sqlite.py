@@ -160,10 +160,6 @@ class SQLiteBackend(Backend):
         shared = len(set(_NAMED.findall(self.sql("enqueue"))) - {"payload"})
         return max(1, min(ROWS_PER_INSERT, limit - shared))
 
-    def check_connection(self, conn: Any) -> None:
-        if not isinstance(conn, sqlite3.Connection):
-            raise ConfigError(f"conn= must be an open sqlite3 connection for a SQLite queue, not {conn!r}")
-
     def describe(self) -> str:
         claim = "BEGIN IMMEDIATE + UPDATE ... RETURNING"
         return f"SQLite {sqlite3.sqlite_version} at {self.url}; claims with {claim}"

@@ -41,7 +41,8 @@ def init_db(ctx: click.Context) -> None:
     metavar="Q",
     default=("default",),
     show_default=True,
-    help="Queue to work on; repeat for several, tried in order.",
+    help="Queue to work on; repeat for several, tried in order. Only the queues named are "
+    "served (with -v, a run that found nothing names other queues with due jobs).",
 )
 @click.option("--max-jobs", type=click.IntRange(min=1), help="Exit after this many jobs.")
 @click.option(
@@ -164,6 +165,11 @@ def run(
     SIGTERM finishes the job at hand, then exits 0. A job that would not stop within its
     timeout's grace period ends the process with exit status 4.
     """
+    if any("*" in name for name in queues):
+        usage_error(
+            "--queue takes a queue's name, not a pattern: repeat it for each queue to serve "
+            "(--queue default --queue mail); `batchq stats` lists the queues"
+        )
     queue = open_queue(ctx, task_modules)
     options = RunOptions(
         queues=tuple(check_queue_name(q) for q in queues),
@@ -198,6 +204,29 @@ def run(
         counted(queue.backend.transient_retries, "lock conflict"),
         counted(summary.reconnects, "reconnect"),
         counted(summary.stale_finishes, "stale finish", "stale finishes"),
+    )
+    if summary.processed == 0 and logging.getLogger("batchq").isEnabledFor(logging.INFO):
+        _hint_other_queues(queue, options.queues)
+
+
+def _hint_other_queues(queue: Queue, served: tuple[str, ...]) -> None:
+    """-v, when run found nothing: name the queues it does not serve that have due jobs, and how
+    to serve them (a plain run stays quiet: with a worker per queue in cron, all is well)."""
+    waiting = [
+        (s.queue, s.ready) for s in queue.stats() if s.ready and not s.paused and s.queue not in served
+    ]
+    if not waiting:
+        return
+    shown = ", ".join(f"{name} ({n_jobs(ready)})" for name, ready in waiting[:5])
+    more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+    names = " ".join(f"--queue {name}" for name, _ in waiting[:2])
+    logging.getLogger("batchq").info(
+        "this run serves %s; jobs are due in other queues: %s%s. Serve them with %s (repeat "
+        "--queue for each queue a worker should take jobs from)",
+        ", ".join(served),
+        shown,
+        more,
+        names,
     )
 
 

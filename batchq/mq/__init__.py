@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..appconn import takes_app_conn
 from .after_reading import AfterReading
 from .archive import Archive
 from .core import Seconds
@@ -41,8 +42,9 @@ class MessageQueue(QueueLifecycle, Sending, Reading, AfterReading, Archive):
     Each thread gets its own connection, opened on first use. The tables come
     from ``batchq init-db`` (or ``init_db()``); queues from ``create_queue``.
 
-    Every operation that writes takes ``conn=``: the application's open PyMySQL / sqlite3 /
-    psycopg connection, whose transaction it then joins (nothing is committed or rolled back
+    Every operation that writes takes ``conn=``: what the application holds (a Django
+    connection, an SQLAlchemy Connection or Session, a driver's connection: batchq.appconn),
+    whose transaction it then joins (nothing is committed or rolled back
     by batchq). A consumer can so read a message, write its effects and delete the message
     in one transaction.
     """
@@ -72,6 +74,7 @@ class MessageQueue(QueueLifecycle, Sending, Reading, AfterReading, Archive):
 
         return unsubscribe(self, topic, subscriber)
 
+    @takes_app_conn
     def publish(
         self,
         topic: str,

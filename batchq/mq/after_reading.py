@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..appconn import takes_app_conn
 from ..backends import Row
 from ..errors import MessageHeld
 from .checks import _when
@@ -14,6 +15,7 @@ from .records import Message, _message
 
 
 class AfterReading(MessageQueueCore):
+    @takes_app_conn
     def delete(self, queue: str, msg_id: int, *, read_ct: int | None = None, conn: Any = None) -> bool:
         """Remove a message for good; False when it was gone already.
 
@@ -25,12 +27,14 @@ class AfterReading(MessageQueueCore):
             conn, lambda conn: self.backend.execute("mq_delete", params, conn) == 1, transaction=False
         )
 
+    @takes_app_conn
     def delete_batch(self, queue: str, msg_ids: Iterable[int], *, conn: Any = None) -> list[int]:
         """Remove several messages in one transaction; returns the ids that were there."""
         return self._each(
             queue, msg_ids, lambda params, conn: self.backend.execute("mq_delete", params, conn) == 1, conn
         )
 
+    @takes_app_conn
     def archive(self, queue: str, msg_id: int, *, read_ct: int | None = None, conn: Any = None) -> bool:
         """Move a message to the archive (kept, with ``archived_at``); False when it was gone.
 
@@ -39,6 +43,7 @@ class AfterReading(MessageQueueCore):
         params = self._message_params(queue, msg_id, read_ct)
         return self._on(conn, lambda conn: self._archive_one(params, conn))
 
+    @takes_app_conn
     def archive_batch(self, queue: str, msg_ids: Iterable[int], *, conn: Any = None) -> list[int]:
         """Archive several messages in one transaction; returns the ids that were there."""
         return self._each(queue, msg_ids, self._archive_one, conn)
@@ -63,6 +68,7 @@ class AfterReading(MessageQueueCore):
             return []
         return self._on(conn, lambda conn: [params["id"] for params in batch if action(params, conn)])
 
+    @takes_app_conn
     def set_vt(
         self, queue: str, msg_id: int, vt: When, *, read_ct: int | None = None, conn: Any = None
     ) -> Message | None:
@@ -105,6 +111,7 @@ class AfterReading(MessageQueueCore):
                 )
         return False
 
+    @takes_app_conn
     def get(self, queue: str, msg_id: int, *, conn: Any = None) -> Message | None:
         """A message as it stands, without reading it (no lock, read_ct unchanged)."""
         row = self.backend.fetchone("mq_message_get", self._message_params(queue, msg_id), conn)

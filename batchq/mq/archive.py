@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from ..appconn import takes_app_conn
 from ..config import check_queue_name, parse_duration
 from ..errors import ConfigError
 from .checks import _epoch
@@ -18,6 +19,7 @@ PRUNE_BATCH = 1000
 
 
 class Archive(MessageQueueCore):
+    @takes_app_conn
     def read_archive(
         self,
         queue: str,
@@ -50,8 +52,6 @@ class Archive(MessageQueueCore):
             "until": _epoch(until, "until"),
             "reason": reason,
         }
-        if conn is not None:
-            self.backend.check_connection(conn)
         rows = self.backend.fetchall("mq_archive_read", params, conn)
         if not rows:
             self._existing(queue, conn)

@@ -55,7 +55,6 @@ class MessageQueueCore(OnDatabase):
         transaction of our own (one statement: autocommit), retried on deadlocks."""
         backend = self.backend
         if conn is not None:
-            backend.check_connection(conn)
             return action(conn)
         if not transaction:
             return backend.retrying(lambda: action(None))

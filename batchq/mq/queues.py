@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..appconn import takes_app_conn
 from ..backends import Row, stored_count, stored_seconds
 from ..bounds import check_bound
 from ..config import check_queue_name
@@ -18,6 +19,7 @@ log = logging.getLogger("batchq.mq")
 
 
 class QueueLifecycle(MessageQueueCore):
+    @takes_app_conn
     def create_queue(
         self,
         queue: str,
@@ -65,6 +67,7 @@ class QueueLifecycle(MessageQueueCore):
 
         return self._on(conn, create)
 
+    @takes_app_conn
     def configure_queue(
         self, queue: str, *, max_length: int | None, overflow: str | None = None, conn: Any = None
     ) -> int:
@@ -150,6 +153,7 @@ class QueueLifecycle(MessageQueueCore):
             force,
         )
 
+    @takes_app_conn
     def drop_queue(self, queue: str, *, conn: Any = None) -> bool:
         """Delete a queue with its messages, archive and counter; False when there was none.
         A subscription's queue is refused (ConfigError, nothing dropped): unsubscribe drops it,
@@ -176,6 +180,7 @@ class QueueLifecycle(MessageQueueCore):
         backend.execute("mq_queue_drop_archive", params, conn)
         return existed
 
+    @takes_app_conn
     def purge_queue(self, queue: str, *, conn: Any = None) -> int:
         """Delete every message of a queue, held or not; returns how many."""
         params = {"queue": queue}

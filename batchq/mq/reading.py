@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import Any
 
+from ..appconn import takes_app_conn
 from ..backends import Backend
 from ..config import check_queue_name, parse_duration
 from ..errors import ConfigError, QueueNotFound
@@ -23,6 +24,7 @@ log = logging.getLogger("batchq.mq")
 
 
 class Reading(MessageQueueCore):
+    @takes_app_conn
     def read(
         self,
         queue: str,
@@ -88,8 +90,6 @@ class Reading(MessageQueueCore):
         not match its type (rows written around batchq), with the reason, and read again for as
         many as were archived. With ``conn``, all of it in the caller's transaction."""
         found: list[Message] = []
-        if conn is not None:
-            self.backend.check_connection(conn)
         while True:
             want = {**params, "qty": params["qty"] - len(found)}
             if conn is not None:
@@ -162,12 +162,12 @@ class Reading(MessageQueueCore):
             backend.execute("mq_read_mark", {**params, "ids": ids, "until": rows[0]["vt"]}, conn)
         return sorted((_message_or_unreadable(row) for row in rows), key=lambda m: m.msg_id)
 
+    @takes_app_conn
     def pop(self, queue: str, *, conn: Any = None) -> Message | None:
         """Delete the oldest visible message and return it (at-most-once delivery)."""
         params = {"queue": check_queue_name(queue)}
         while True:
             if conn is not None:
-                self.backend.check_connection(conn)
                 message = self._pop_row(params, conn)
             else:
                 message = self.backend.retrying(lambda: self._pop_once(params))

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from ..appconn import takes_app_conn
 from ..bounds import stored_bound
 from ..config import check_queue_name
 from ..errors import BackendError, QueueFull
@@ -20,6 +21,7 @@ TYPE_ATTEMPTS = 5  # sends that find the queue's type changed under them, before
 
 
 class Sending(MessageQueueCore):
+    @takes_app_conn
     def send(
         self,
         queue: str,
@@ -35,6 +37,7 @@ class Sending(MessageQueueCore):
             queue, [msg], delay=delay, headers=None if headers is None else [headers], conn=conn
         )[0]
 
+    @takes_app_conn
     def send_batch(
         self,
         queue: str,
@@ -48,8 +51,8 @@ class Sending(MessageQueueCore):
 
         ``headers``: one dict (or None) per message, in order, as PGMQ; a single dict is every
         message's. Every message is validated before anything is written. The queue must exist.
-        With ``conn=`` (the application's open PyMySQL / sqlite3 / psycopg connection) the
-        messages join that connection's transaction: they exist only if the caller commits.
+        With ``conn=`` (what the application holds: batchq.appconn) the messages join that
+        transaction: they exist only if the caller commits.
         A bounded queue that is full drops its oldest messages or raises QueueFull (nothing
         written), by its overflow policy.
         """
@@ -64,8 +67,6 @@ class Sending(MessageQueueCore):
             return []
         backend = self.backend
         _check_sizes(rows, backend.payload_limit())
-        if conn is not None:
-            backend.check_connection(conn)
         # Measured as sent (MySQL: max_allowed_packet) before the counter or any message is.
         backend.check_statement_sizes("mq_send", rows, conn)
         for _ in range(TYPE_ATTEMPTS):

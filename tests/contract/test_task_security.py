@@ -109,3 +109,94 @@ def test_enqueue_refuses_a_registered_name_workers_would_not_find(db_url: str) -
         listed.close()
     finally:
         queue.close()
+
+
+# -- issue 24: a producer needs no allow-list for a function it hands over; workers still do ------
+
+
+def test_a_producer_without_a_list_enqueues_a_function_and_only_allowing_workers_run_it(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The quickstart's producer sets no BATCHQ_TASK_MODULES: enqueue(function) stores its
+    module:qualname; a worker that does not allow the module refuses the row (the rule is the
+    worker's), including an in-process worker on that very Queue (the producer's trust in the
+    function it was handed never reaches the resolver rows are resolved with)."""
+    import hostile_app.jobs as jobs
+
+    producer = Queue(db_url, task_modules=[])
+    try:
+        out = tmp_path / "out"
+        job_id = producer.enqueue(jobs.touch, str(out))
+        producer.enqueue(jobs.mailer.send, str(tmp_path / "mailer"))
+        producer.enqueue(jobs.Mailer.class_send, str(tmp_path / "cls"))
+        assert [row["task"] for row in job_rows(producer)] == [
+            "hostile_app.jobs:touch",
+            "hostile_app.jobs:mailer.send",
+            "hostile_app.jobs:Mailer.class_send",
+        ]
+        Worker(producer, RunOptions()).run()  # allows nothing: refuses every row
+        rows = job_rows(producer)
+        assert [row["error_count"] for row in rows] == [1, 1, 1]
+        refused = "is not in BATCHQ_TASK_MODULES"
+        assert all(row["last_error"].startswith("TaskNotAllowed: ") for row in rows), rows
+        assert all(refused in row["last_error"] for row in rows), rows
+        assert not out.exists() and not (tmp_path / "mailer").exists()
+        assert producer.cancel(job_id)
+    finally:
+        producer.close()
+
+
+def test_a_worker_that_allows_the_module_runs_what_a_listless_producer_enqueued(
+    db_url: str, tmp_path: Path
+) -> None:
+    import hostile_app.jobs as jobs
+
+    producer, worker_queue = Queue(db_url, task_modules=[]), Queue(db_url, task_modules=["hostile_app.jobs"])
+    try:
+        producer.enqueue(jobs.touch, str(tmp_path / "out"))
+        producer.enqueue(jobs.mailer.send, str(tmp_path / "mailer"))
+        Worker(worker_queue, RunOptions()).run()
+        assert job_rows(worker_queue) == []
+        assert (tmp_path / "out").read_text() == "touch"
+        assert (tmp_path / "mailer").read_text() == "configured"
+    finally:
+        producer.close()
+        worker_queue.close()
+
+
+def test_a_listless_producer_still_refuses_task_strings_and_says_what_to_do(db_url: str) -> None:
+    """A string is data (it may come from a form or a file): it resolves only under the list,
+    and nothing is imported for it."""
+    producer = Queue(db_url, task_modules=[])
+    try:
+        with pytest.raises(TaskNotAllowed) as info:
+            producer.enqueue("hostile_app.side_effect:anything")
+        text = str(info.value)
+        assert "'hostile_app.side_effect' is not in BATCHQ_TASK_MODULES" in text
+        assert "pass the function itself" in text
+        assert "hostile_app.side_effect" not in sys.modules
+        assert job_rows(producer) == []
+    finally:
+        producer.close()
+
+
+def test_functions_imported_into_an_allowed_module_are_stored_by_their_own_module(
+    app_queue: Queue, db_url: str, tmp_path: Path
+) -> None:
+    """A function handed over is named by the module that defines it, never by the module it was
+    imported into: os.system (imported into hostile_app.jobs) is stored as posix:system and a
+    worker allowing hostile_app.jobs refuses it; so is a function of hostile_app.evil."""
+    import hostile_app.jobs as jobs
+
+    marker = tmp_path / "marker"
+    producer = Queue(db_url, task_modules=[])
+    try:
+        producer.enqueue(jobs.system, f"touch {marker}")
+        producer.enqueue(jobs.evil_touch, str(marker))
+    finally:
+        producer.close()
+    assert [row["task"] for row in job_rows(app_queue)] == ["posix:system", "hostile_app.evil:evil_touch"]
+    Worker(app_queue, RunOptions()).run()
+    rows = job_rows(app_queue)
+    assert all("is not in BATCHQ_TASK_MODULES" in row["last_error"] for row in rows), rows
+    assert not marker.exists()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -78,7 +77,7 @@ def test_upgrade_keeps_every_job_runnable(backend_name: str, old_url: str) -> No
     queue = Queue(old_url, task_modules=["jobs"])
     rows = [  # (task, status, due in seconds, error_count, locked_by)
         ("jobs:noop", "ready", 0, 0, None),
-        ("jobs:noop", "ready", 1, 2, None),  # delayed, or backing off after its 2nd failure
+        ("jobs:noop", "ready", 3600, 2, None),  # delayed, or backing off after its 2nd failure
         ("jobs:noop", "processing", 0, 0, "a-live-worker"),
         ("jobs:fail", "failed", 0, 10, None),
     ]
@@ -99,7 +98,7 @@ def test_upgrade_keeps_every_job_runnable(backend_name: str, old_url: str) -> No
         (ids[3], "failed"),
     ]
     assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[0]]
-    time.sleep(1.1)
+    run_query(queue, "jobs_make_due")  # the delayed job's time comes
     assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[1]]  # promoted once due
     assert [(row["id"], row["status"]) for row in job_rows(queue)] == [
         (ids[2], "processing"),
@@ -116,7 +115,7 @@ def test_upgrade_from_007_adds_unique_keys_and_keeps_every_job(backend_name: str
     queue = Queue(database_at(backend_name, tmp_path, 7), task_modules=["jobs"])
     rows = [  # (task, status, due in seconds, error_count, locked_by)
         ("jobs:noop", "ready", 0, 0, None),
-        ("jobs:noop", "scheduled", 1, 2, None),
+        ("jobs:noop", "scheduled", 3600, 2, None),
         ("jobs:noop", "blocked", 0, 0, None),  # no concurrency key: a slot is free at once
         ("jobs:noop", "processing", 0, 0, "a-live-worker"),
         ("jobs:fail", "failed", 0, 10, None),
@@ -134,7 +133,7 @@ def test_upgrade_from_007_adds_unique_keys_and_keeps_every_job(backend_name: str
     first = queue.enqueue("jobs:noop", unique_key="k")
     assert first.created and queue.enqueue("jobs:noop", unique_key="k") == first
     assert sorted(Worker(queue, RunOptions()).run().job_ids) == [ids[0], ids[2], first]
-    time.sleep(1.1)
+    run_query(queue, "jobs_make_due")  # the delayed job's time comes
     assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[1]]  # promoted once due
     assert [(row["id"], row["status"]) for row in job_rows(queue)] == [
         (ids[3], "processing"),
@@ -151,7 +150,7 @@ def test_upgrade_from_007_keeps_jobs_and_adds_history(backend_name: str, url_at_
     queue = Queue(url_at_007, task_modules=["jobs"])
     rows = [  # (task, status, due in seconds, error_count, locked_by)
         ("jobs:noop", "ready", 0, 0, None),
-        ("jobs:noop", "scheduled", 1, 2, None),
+        ("jobs:noop", "scheduled", 3600, 2, None),
         ("jobs:noop", "processing", 0, 0, "a-live-worker"),
         ("jobs:fail", "failed", 0, 10, None),
     ]
@@ -169,7 +168,7 @@ def test_upgrade_from_007_keeps_jobs_and_adds_history(backend_name: str, url_at_
     assert failed.id == ids[3] and failed.last_wall_seconds is None and failed.last_worker is None
     queue.configure("default", keep_for="7d")
     assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[0]]
-    time.sleep(1.1)
+    run_query(queue, "jobs_make_due")  # the delayed job's time comes
     assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[1]]
     kept = {entry.id: entry for entry in queue.history()}
     assert set(kept) == {ids[0], ids[1]}
@@ -222,7 +221,7 @@ def test_upgrade_from_007_runs_every_job_as_version_1(backend_name: str, url_at_
     task = "versioned_jobs:greet"  # version 3 here; the rows hold version-1 payloads
     rows = [  # (status, due in seconds, error_count, locked_by)
         ("ready", 0, 0, None),
-        ("scheduled", 1, 2, None),
+        ("scheduled", 3600, 2, None),
         ("processing", 0, 0, dead_worker()),  # gone during the upgrade
         ("failed", 0, 10, None),
     ]
@@ -240,7 +239,7 @@ def test_upgrade_from_007_runs_every_job_as_version_1(backend_name: str, url_at_
 
     versioned_jobs.RECEIVED.clear()
     assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[0]]
-    time.sleep(1.1)
+    run_query(queue, "jobs_make_due")  # the delayed job's time comes
     assert list(Worker(queue, RunOptions()).run().job_ids) == [ids[1]]  # due now
     assert [job.id for job in gc_processing(queue).requeued] == [ids[2]]  # its worker is gone
     assert [job.id for job in gc_error(queue, "requeue")] == [ids[3]]

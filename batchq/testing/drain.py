@@ -1,0 +1,137 @@
+"""drain(): run the due jobs of a test's database in the test's own process, with batchq's Worker
+(the claim, the call, the retry and the finish are `batchq run`'s), and return their outcomes."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..config import Duration, check_queue_name, parse_duration
+from ..errors import ConfigError
+from ..job import Job
+from ..queue import Queue
+from ..tasks import call_task
+from ..worker import RunOptions, Worker, _Task
+from .outcomes import Outcome, Outcomes
+
+DEFAULT_MAX_JOBS = 10_000
+
+
+class DrainLimit(AssertionError):
+    """drain() ran max_jobs jobs and due jobs remain (a job that enqueues itself?)."""
+
+
+def drain(
+    q: Queue,
+    /,
+    queues: str | Iterable[str] | None = None,
+    *,
+    with_scheduled: bool | Duration = False,
+    max_jobs: int = DEFAULT_MAX_JOBS,
+    raise_errors: bool = False,
+) -> Outcomes:
+    """Run every due job of ``queues`` (a name or several; None: every queue with jobs) until
+    none is left, jobs that the jobs enqueue included, and return their outcomes in order.
+
+    Due is decided by the database's clock, as for any worker: ``with_scheduled=True`` first
+    makes every delayed job of those queues due now (a delay, a retry's backoff), a duration
+    (``"1h"``, seconds) those due within it. A failed try is retried only by a later drain
+    (its backoff makes it not due). Paused queues are left alone, as workers leave them.
+
+    ``raise_errors``: raise the first failure (what its task raised) once the drain is over.
+    More than ``max_jobs`` jobs raise DrainLimit.
+    """
+    if isinstance(max_jobs, bool) or not isinstance(max_jobs, int) or max_jobs < 1:
+        raise ConfigError(f"bad max_jobs {max_jobs!r}: use a whole number of 1 or more")
+    names = _queue_names(queues)
+    if with_scheduled is not False:
+        _make_due(q, names if names is not None else _queues_with_jobs(q), with_scheduled)
+    outcomes = Outcomes()
+    while True:  # one pass per set of queues: a job may enqueue into a queue not yet seen
+        serving = names if names is not None else _queues_with_jobs(q)
+        if not serving:
+            break
+        worker = _DrainWorker(q, RunOptions(queues=serving, max_jobs=max_jobs - len(outcomes) + 1))
+        worker.run()
+        outcomes.extend(worker.outcomes)
+        if len(outcomes) > max_jobs:
+            raise DrainLimit(
+                f"drain ran {max_jobs} jobs and more were due (does a job enqueue itself?): "
+                "raise max_jobs if that many are expected"
+            )
+        if not worker.outcomes or names is not None:
+            break
+    if raise_errors:
+        outcomes.raise_errors()
+    return outcomes
+
+
+def _queue_names(queues: str | Iterable[str] | None) -> tuple[str, ...] | None:
+    if queues is None:
+        return None
+    given = (queues,) if isinstance(queues, str) else tuple(queues)
+    if not given:
+        raise ConfigError("no queue to drain: name one, or pass None for every queue")
+    return tuple(check_queue_name(name) for name in given)
+
+
+def _queues_with_jobs(queue: Queue) -> tuple[str, ...]:
+    return tuple(s.queue for s in queue.stats() if s.ready or s.delayed or s.blocked)
+
+
+def _make_due(queue: Queue, names: Iterable[str], within: bool | Duration) -> None:
+    seconds = None if within is True else parse_duration(within, "with_scheduled")  # type: ignore[arg-type]
+    for name in names:
+        queue.backend.execute("testing_make_due", {"queue": name, "within": seconds})
+
+
+class _DrainWorker(Worker):
+    """batchq's Worker, noting each job's outcome (and what its task raised) as it goes."""
+
+    def __init__(self, queue: Queue, options: RunOptions) -> None:
+        super().__init__(queue, options)
+        self.outcomes: list[Outcome] = []
+        self._raised: BaseException | None = None
+
+    def _task(self, name: str) -> _Task:
+        try:
+            task = super()._task(name)
+        except BaseException as exc:  # a task it may not call, or cannot find: the job's failure
+            self._raised = exc
+            raise
+        if getattr(task.func, "_batchq_drain", False):
+            return task
+        noted = dataclasses.replace(task, func=self._noting(task.func))
+        self._tasks[name] = noted
+        return noted
+
+    def _noting(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        """func, keeping what it raises for the outcome (its @task declarations carried over)."""
+
+        @functools.wraps(func)
+        def call(*args: Any) -> Any:
+            try:
+                return call_task(func, args)  # an async task runs here, so its error is seen here
+            except BaseException as exc:
+                self._raised = exc
+                raise
+
+        call._batchq_drain = True  # type: ignore[attr-defined]
+        return call
+
+    def _call(self, job: Job) -> tuple[tuple[str, str] | None, Any]:
+        self._raised = None
+        failure, result = super()._call(job)
+        if failure is None:
+            self.outcomes.append(Outcome(job.id, job.queue, job.task, True, value=result))
+        else:
+            self.outcomes.append(
+                Outcome(job.id, job.queue, job.task, False, error=failure[0], exception=self._raised)
+            )
+        return failure, result
+
+    def _fail_mismatched(self, job: Job, reason: str) -> None:
+        super()._fail_mismatched(job, reason)
+        self.outcomes.append(Outcome(job.id, job.queue, job.task, False, error=reason))

@@ -1,0 +1,31 @@
+-- Statements of batchq.testing (helpers for users' own test suites), on SQLite.
+
+-- name: testing_jobs
+-- Every job row of a queue (every queue when NULL), of a task when given, oldest first, with
+-- how many seconds until it is due (0 or less: due) on the database's clock.
+SELECT id, queue, task, payload, serializer, status, priority, error_count, max_errors, last_error,
+       (julianday(run_at) - julianday('now')) * 86400.0 AS due_in
+FROM batchq_job
+WHERE (:queue IS NULL OR queue = :queue) AND (:task IS NULL OR task = :task)
+ORDER BY id
+LIMIT :limit;
+
+-- name: testing_make_due
+-- drain(with_scheduled=...): the queue's waiting jobs due within :within seconds (every one when
+-- NULL) become due now (a delay, a retry's backoff); a worker's tick then promotes them.
+UPDATE batchq_job SET run_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
+WHERE queue = :queue AND status IN ('ready', 'scheduled', 'blocked')
+  AND run_at > strftime('%Y-%m-%d %H:%M:%f', 'now')
+  AND (:within IS NULL OR run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :within)));
+
+-- name: testing_clear
+-- The batchq_queue fixture on a server test database: the job queue's rows from earlier tests go.
+DELETE FROM batchq_job;
+
+-- name: testing_clear_queues
+-- And the queues' settings (paused, bounds, types, keep_for).
+DELETE FROM batchq_queue;
+
+-- name: testing_clear_history
+-- And the finished jobs kept in the history.
+DELETE FROM batchq_history;

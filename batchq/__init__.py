@@ -20,8 +20,10 @@ from .errors import (
     TaskError,
     TaskNotAllowed,
 )
+from .job import current_job
 from .locks import Acquired, Lock, LockInfo, Semaphore
 from .queue import Enqueued, Queue, QueueStats
+from .results import JobError, JobResult
 from .tasks import task
 from .timeouts import JobTimeout
 
@@ -54,6 +56,8 @@ __all__ = [
     "BatchqError",
     "ConfigError",
     "Enqueued",
+    "JobError",
+    "JobResult",
     "JobTimeout",
     "Lock",
     "LockError",
@@ -77,6 +81,7 @@ __all__ = [
     "Subscription",
     "TaskError",
     "TaskNotAllowed",
+    "current_job",
     "subscriber",
     "task",
 ]

@@ -12,6 +12,7 @@ as failed in the transaction of its last ``job_error``. ``read_history`` and ``p
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 import time
@@ -23,7 +24,9 @@ from typing import Any
 
 from .backends import Backend, Row, stored_count, stored_seconds, stored_text, stored_time
 from .config import format_duration
+from .errors import PayloadError
 from .job import Kept
+from .serializers import dumps
 
 try:
     import resource
@@ -35,6 +38,8 @@ except ImportError:  # not on Windows: wall time only
 RESULT_MAX_BYTES = 64 * 1024
 REPR_MAX_CHARS = 1000  # a result that is not JSON is kept as its repr, cut to this length
 NOTE_MAX_CHARS = 255  # the result_note column
+# The note of a result kept pickled and signed: its JSON is the base64 of signature + pickle.
+PICKLED_NOTE = "pickled (signed): read it with Queue.result and the secret"
 # Records per prune statement, each statement its own short transaction (the reasons are in
 # prune()'s docstring).
 PRUNE_BATCH = 1000
@@ -89,11 +94,12 @@ class Meter:
         self._start = _getrusage()
         self._wall_ns = time.monotonic_ns()
 
-    def kept(self, job_id: int, value: Any) -> Kept:
-        """The finished job's record for the history: its figures and what it returned."""
+    def kept(self, job_id: int, value: Any, pickle_secret: bytes | None = None) -> Kept:
+        """The finished job's record for the history: its figures and what it returned (with
+        ``pickle_secret``, a value JSON cannot carry is pickled and signed: encode_result)."""
         wall_ns = time.monotonic_ns() - self._wall_ns
         start, end = self._start, _getrusage()
-        result, note = (None, None) if value is None else encode_result(value)
+        result, note = (None, None) if value is None else encode_result(value, pickle_secret)
         if start is None or end is None:
             return Kept(job_id, wall_ns, None, None, None, result, note)
         # Neither comes out negative: a thread's CPU time and a process's high-water mark never
@@ -113,9 +119,12 @@ def _getrusage() -> Any:
     return None if resource is None else resource.getrusage(_RUSAGE_WHO)
 
 
-def encode_result(value: Any) -> tuple[str | None, str | None]:
+def encode_result(value: Any, pickle_secret: bytes | None = None) -> tuple[str | None, str | None]:
     """A task's return value as stored: (its JSON text, None); a value JSON cannot carry as the
     JSON string of its repr, with a note; one larger than RESULT_MAX_BYTES as (None, a note).
+    With ``pickle_secret`` (a job whose payload was pickled, so its enqueuer opted in and the
+    worker has the secret), a value JSON cannot carry is pickled and signed as payloads are
+    (batchq.serializers) and kept as the JSON string of its base64, with the note PICKLED_NOTE.
     Never raises: the job succeeded, whatever it returned."""
     if value is None:
         return None, None
@@ -124,6 +133,14 @@ def encode_result(value: Any) -> tuple[str | None, str | None]:
     except (TypeError, ValueError, RecursionError):
         pass
     kind = _type_name(value)
+    if pickle_secret:
+        try:
+            signed = dumps(value, "pickle", pickle_secret)
+        except (PayloadError, RecursionError):
+            pass  # not picklable either: its repr, as without a secret
+        else:
+            text = _RESULT_JSON.encode(base64.b64encode(signed or b"").decode("ascii"))
+            return _fitting(text, PICKLED_NOTE)
     try:
         shown = repr(value)[:REPR_MAX_CHARS]
     except BaseException:
@@ -188,7 +205,7 @@ class HistoryEntry:
     id: int
     queue: str
     task: str
-    outcome: str  # succeeded | failed
+    outcome: str  # succeeded | failed | cancelled (a job that keeps its result, cancelled)
     attempts: int
     worker: str | None
     enqueued_at: datetime | str | None
@@ -252,9 +269,15 @@ def read_history(backend: Backend, filters: dict[str, Any]) -> list[HistoryEntry
     return [HistoryEntry.from_row(row) for row in backend.fetchall("history_list", filters)]
 
 
-def prune(backend: Backend, limits: Sequence[tuple[str | None, float]], batch: int = PRUNE_BATCH) -> int:
+def prune(
+    backend: Backend,
+    limits: Sequence[tuple[str | None, float]],
+    batch: int = PRUNE_BATCH,
+    spare: bool = False,
+) -> int:
     """Delete the history records older than each (queue, seconds) of ``limits`` (queue None:
-    every queue's); returns how many.
+    every queue's); returns how many. ``spare`` (a queue's keep_for): not the records whose own
+    keep_result has not run out (batchq.results).
 
     In statements of ``batch`` records (1,000), each its own transaction in autocommit: a
     statement deletes in a few milliseconds, so it never holds many row locks or a long
@@ -266,7 +289,7 @@ def prune(backend: Backend, limits: Sequence[tuple[str | None, float]], batch: i
     total = 0
     for queue, older_than in limits:
         name = "history_prune" if queue is None else "history_prune_queue"
-        params = {"queue": queue, "older_than": older_than, "batch": batch}
+        params = {"queue": queue, "older_than": older_than, "batch": batch, "spare": spare}
         while True:
             deleted = backend.retrying(partial(backend.execute, name, params))
             total += deleted

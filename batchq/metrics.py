@@ -16,12 +16,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from .backends import Backend, Row, stored_count, stored_seconds, stored_text
+from .mq.overview import queue_figures
+from .registry import list_workers
 
 STATES = ("ready", "delayed", "blocked", "processing", "failed")
+MQ_STATES = ("visible", "delayed", "held")
+WORKER_STATES = ("running", "stopping", "gone", "unknown")  # batchq.registry.WorkerInfo.state
 # Jobs kept in history are counted over this window, not since forever: history is pruned, so
 # a count of its rows goes down, which Prometheus would read as a counter reset.
 DEFAULT_HISTORY_WINDOW_SECONDS = 300.0
@@ -141,12 +145,87 @@ class QueueCollector(Collector):
             oldest_due.add_metric([q.queue], q.oldest_due_seconds)
             oldest_processing.add_metric([q.queue], q.oldest_processing_seconds)
         yield from (jobs, paused, oldest_due, oldest_processing)
+        yield from self._message_queues()
         yield from self._finished()
+        yield from self._workers_and_schedules()
         yield GaugeMetricFamily(
             "batchq_locks_held",
             "Lock and semaphore slots held now (batchq locks), on the database's clock.",
             value=read_locks_held(self.backend),
         )
+
+    def _workers_and_schedules(self) -> Iterator[Metric]:
+        """What the alerting kit's "no worker" and "schedules not ticking" rules read
+        (deploy/prometheus/batchq-alerts.yml): the registered workers by state, and each enabled
+        schedule's next slot as a Unix time, which Prometheus compares with its own clock."""
+        workers = GaugeMetricFamily(
+            "batchq_workers",
+            "Registered workers (batchq run, batchq consume) by state: running, stopping, gone "
+            "(died without unregistering), unknown (another host's, on SQLite).",
+            labels=["state"],
+        )
+        states = [info.state for info in list_workers(self.backend)]
+        for state in WORKER_STATES:
+            workers.add_metric([state], states.count(state))
+        yield workers
+        slots = GaugeMetricFamily(
+            "batchq_schedule_next_run_timestamp_seconds",
+            "Unix time of an enabled schedule's next slot; far in the past: nothing ticks.",
+            labels=["schedule"],
+        )
+        for row in self.backend.fetchall("schedules_all"):
+            seconds = stored_seconds(row["next_exec"])
+            if row["enabled"] and seconds is not None:
+                slots.add_metric([stored_text(row["name"])], seconds)
+        yield slots
+
+    def _message_queues(self) -> Iterator[Metric]:
+        """Per message queue: its messages by state, the oldest's age, its archive, the messages
+        ever sent (a counter: it only grows, until the queue is dropped), its bound; per
+        subscription, the backlog of its queue."""
+        labels = ["queue"]
+        messages = GaugeMetricFamily(
+            "batchq_mq_messages",
+            "Messages per message queue and state: visible (readable now), delayed (not yet visible, "
+            "never read), held (read, invisible until its vt: in flight).",
+            labels=["queue", "state"],
+        )
+        oldest = GaugeMetricFamily(
+            "batchq_mq_oldest_message_age_seconds",
+            "Seconds since the oldest message of the queue was sent (0 when it is empty).",
+            labels=labels,
+        )
+        redelivered = GaugeMetricFamily(
+            "batchq_mq_redelivered_messages",
+            "Messages in the queue read more than once (a consumer's hold ran out before it was done).",
+            labels=labels,
+        )
+        archived = GaugeMetricFamily(
+            "batchq_mq_archived_messages", "Messages in the queue's archive.", labels=labels
+        )
+        sent = CounterMetricFamily(
+            "batchq_mq_sent", "Messages sent to the queue (committed) since it was created.", labels=labels
+        )
+        bound = GaugeMetricFamily(
+            "batchq_mq_max_length", "The queue's bound (only bounded queues have the series).", labels=labels
+        )
+        backlog = GaugeMetricFamily(
+            "batchq_mq_subscription_messages",
+            "Messages waiting in a subscription's queue (visible, delayed or held): its backlog.",
+            labels=["topic", "subscriber"],
+        )
+        for f in queue_figures(self.backend):
+            for state in MQ_STATES:
+                messages.add_metric([f.queue, state], getattr(f, state))
+            oldest.add_metric([f.queue], f.oldest_age_seconds or 0.0)
+            redelivered.add_metric([f.queue], f.redelivered)
+            archived.add_metric([f.queue], f.archived)
+            sent.add_metric([f.queue], f.sent)
+            if f.max_length is not None:
+                bound.add_metric([f.queue], f.max_length)
+            if f.subscription is not None:
+                backlog.add_metric([f.subscription.topic, f.subscription.subscriber], f.messages)
+        yield from (messages, oldest, redelivered, archived, sent, bound, backlog)
 
     def _finished(self) -> Iterator[Metric]:
         """Per queue, task and outcome, the jobs kept in history that finished within the window,

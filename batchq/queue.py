@@ -33,13 +33,16 @@ from .partitions import (
     partition_count,
     set_partition_count,
 )
+from .results import JobResult, prune_expired, wait_for_result
 from .serializers import dumps, numbered, secret_from_env, which_of
 from .tasks import (
     Resolver,
     check_task_name,
     checked_task_version,
+    keep_result_seconds,
     modules_from_env,
     split_modules,
+    task_keep_result,
     task_policy,
 )
 from .typed import QueueType, SchemaSpec, TypeCache, count_mismatched, refuse_pickle, schema_text
@@ -80,14 +83,31 @@ class QueueStats:
 class Enqueued(int):
     """What ``enqueue()`` returns: the job's id, an ``int`` as ever, and ``created``: True if this
     call wrote the job, False if a job with its ``unique_key`` was already waiting or running and
-    this is that job's id (nothing was written)."""
+    this is that job's id (nothing was written). ``result(wait=...)`` is its queue's
+    ``Queue.result(id, wait=...)`` (batchq.results)."""
 
     created: bool
+    _source: Queue | None
 
     def __new__(cls, job_id: int, created: bool = True) -> Enqueued:
         enqueued = super().__new__(cls, job_id)
         enqueued.created = created
+        enqueued._source = None
         return enqueued
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (and copied) as its id and ``created``, never with its queue: a Queue holds
+        connections. An unpickled one's ``result()`` says to call ``queue.result(id)``."""
+        return (Enqueued, (int(self), self.created))
+
+    def result(self, *, wait: float | None = None) -> JobResult:
+        """The job's state and, once it ended, its outcome: ``Queue.result(self, wait=wait)``."""
+        if self._source is None:
+            raise ConfigError(
+                f"job {int(self)}: this id was not returned by Queue.enqueue, so it knows no queue: "
+                "call queue.result(job_id) instead"
+            )
+        return self._source.result(int(self), wait=wait)
 
 
 class Queue(OnDatabase):
@@ -130,6 +150,7 @@ class Queue(OnDatabase):
         unique_key: str | None = None,
         timeout: Delay = None,
         backoff: Delay = None,
+        keep_result: bool | Duration | None = None,
         conn: Any = None,
     ) -> Enqueued:
         """Write one job and return its id. Bad input raises before anything is written.
@@ -151,6 +172,10 @@ class Queue(OnDatabase):
 
         ``backoff`` (a duration) is this job's first retry delay, doubling with each failure up
         to an hour; without it, the task's @task(backoff=...), else `batchq run --backoff`.
+
+        ``keep_result`` (True: for a day, or a duration) keeps the job's outcome, its return
+        value or its error, for ``Queue.result(id)`` (and ``.result()`` of what this returns);
+        without it, the task's @task(keep_result=...); False keeps nothing whatever the task says.
         """
         row = self._job(
             task,
@@ -165,6 +190,7 @@ class Queue(OnDatabase):
             unique_key=unique_key,
             timeout=timeout,
             backoff=backoff,
+            keep_result=keep_result,
             conn=conn,
         )
         return self._write_job(row, conn)
@@ -204,6 +230,7 @@ class Queue(OnDatabase):
         unique_key: str | None = None,
         timeout: Delay = None,
         backoff: Delay = None,
+        keep_result: bool | Duration | None = None,
         conn: Any = None,
     ) -> dict[str, Any]:
         """enqueue's job row, checked and with its payload serialised, nothing written."""
@@ -219,6 +246,7 @@ class Queue(OnDatabase):
             conn=conn,
             timeout=timeout,
             backoff=backoff,
+            keep_result=keep_result,
         )
         row = self.job_row(template, payload)
         if unique_key is not None:
@@ -229,12 +257,15 @@ class Queue(OnDatabase):
         """Write a job row of _job (on ``conn``: in the caller's transaction)."""
         backend, queue = self.backend, row["queue"]
         if self._bounded(queue, conn):
-            return self._in_turn(queue, conn, lambda: self._enqueue_bounded(row, conn))
-        if row["unique_key"] is not None:
-            return self._enqueue_unique(row, conn)
-        if conn is not None:
-            return Enqueued(backend.insert_job(row, conn))
-        return Enqueued(backend.retrying(lambda: backend.insert_job(row)))
+            enqueued = self._in_turn(queue, conn, lambda: self._enqueue_bounded(row, conn))
+        elif row["unique_key"] is not None:
+            enqueued = self._enqueue_unique(row, conn)
+        elif conn is not None:
+            enqueued = Enqueued(backend.insert_job(row, conn))
+        else:
+            enqueued = Enqueued(backend.retrying(lambda: backend.insert_job(row)))
+        enqueued._source = self
+        return enqueued
 
     def _enqueue_unique(self, row: dict[str, Any], conn: Any) -> Enqueued:
         """INSERT unless the key is held (the database decides: its unique index), else look up
@@ -273,6 +304,7 @@ class Queue(OnDatabase):
         unique_keys: Iterable[str | None] | None = None,
         timeout: Delay = None,
         backoff: Delay = None,
+        keep_result: bool | Duration | None = None,
         conn: Any = None,
     ) -> int:
         """Write one job per payload in one statement batch, all or none; returns how many.
@@ -293,6 +325,7 @@ class Queue(OnDatabase):
             conn=conn,
             timeout=timeout,
             backoff=backoff,
+            keep_result=keep_result,
         )
         stored = self._job_payloads(template, payloads)
         backend = self.backend
@@ -414,6 +447,7 @@ class Queue(OnDatabase):
         conn: Any = None,
         timeout: Delay = None,
         backoff: Delay = None,
+        keep_result: bool | Duration | None = None,
     ) -> dict[str, Any]:
         """Everything of a job row but its payload, validated once per call (``conn``: the
         caller's connection, where the partition count is read when it is due). The task's
@@ -429,6 +463,7 @@ class Queue(OnDatabase):
         concurrency_limit = _check_concurrency(concurrency_key, concurrency_limit)
         timeout_seconds = parse_timeout(timeout, "timeout")
         backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
+        keep_seconds = task_keep_result(func) if keep_result is None else keep_result_seconds(keep_result)
         template = {
             "queue": queue,
             "task": name,
@@ -443,6 +478,8 @@ class Queue(OnDatabase):
             "timeout": timeout_seconds,
             "task_version": checked_task_version(func, name),
             "backoff": backoff_seconds,
+            # enqueue's, else the task's (@task(keep_result=...)): NULL keeps nothing (batchq.results)
+            "keep_result": keep_seconds,
             "partitions": self._partitions(conn),  # last: the only part that may read the database
         }
         self.payload_type(queue, conn=conn)  # for job_row to check payloads against
@@ -502,12 +539,27 @@ class Queue(OnDatabase):
     # -- cancel and inspect -----------------------------------------------------
 
     def cancel(self, job_id: int) -> bool:
-        """Delete a job nobody is running. False if it is claimed or gone (or could never exist)."""
+        """Delete a job nobody is running. False if it is claimed or gone (or could never exist).
+        A waiting job that keeps its result (keep_result, or its queue's keep_for) is kept as
+        cancelled, in the same transaction."""
         if isinstance(job_id, bool) or not isinstance(job_id, int):
             raise ConfigError(f"bad job id {job_id!r}: use a whole number")
         if not JOB_ID_RANGE[0] <= job_id <= JOB_ID_RANGE[1]:
             return False  # out of every backend's id range: no such job
-        return self.backend.retrying(lambda: self.backend.execute("job_cancel", {"id": job_id})) == 1
+        backend, params = self.backend, {"id": job_id}
+
+        def attempt() -> bool:
+            try:
+                with backend.transaction():
+                    kept = backend.execute("job_keep_cancelled", params)
+                    deleted = backend.execute("job_cancel", params)
+                    if kept and not deleted:  # claimed in between: its record must not stay
+                        raise _Claimed
+            except _Claimed:
+                return False
+            return deleted == 1
+
+        return backend.retrying(attempt)
 
     def cancel_where(self, queue: str, *, task: Task | None = None, older_than: Duration = 0) -> int:
         """Delete every waiting job (ready, delayed or blocked) of ``queue``, of ``task`` when
@@ -671,15 +723,25 @@ class Queue(OnDatabase):
         }
         return read_history(self.backend, filters)
 
+    def result(self, job_id: int, *, wait: float | None = None) -> JobResult:
+        """A job's state and, once it ended, its outcome (batchq.results.JobResult): waiting,
+        running, failed (from its row while it is in the job table), succeeded or failed for good
+        (from its kept result), unknown (no job and no kept result: never existed, not kept, or
+        expired). With ``wait`` (seconds), until the job has ended or that time has passed (then
+        its state as it is: no error); on PostgreSQL woken by NOTIFY, elsewhere polled."""
+        return wait_for_result(self.backend, job_id, wait, self.secret)
+
     def prune(self, older_than: Duration | None = None, *, queue: str | None = None) -> int:
         """Delete history records: with ``older_than``, every record finished longer ago than
         that (of ``queue`` when given); without it, each queue's records older than its
-        keep_for (only ``queue``'s when given). In bounded batches (batchq.history.prune);
-        returns how many."""
+        keep_for (only ``queue``'s when given), but for those whose own keep_result has not
+        run out. Without ``queue``, also the kept results whose keep_result ran out
+        (batchq.results). In bounded batches (batchq.history.prune); returns how many."""
         if queue is not None:
             check_queue_name(queue)
+        expired = 0 if queue is not None else prune_expired(self.backend)
         if older_than is not None:
-            return prune(self.backend, [(queue, parse_duration(older_than, "older_than"))])
+            return expired + prune(self.backend, [(queue, parse_duration(older_than, "older_than"))])
         limits = self.keep_for()
         if queue is not None:
             if queue not in limits:
@@ -688,7 +750,7 @@ class Queue(OnDatabase):
                     f"`batchq configure {queue} --keep-for 7d`"
                 )
             limits = {queue: limits[queue]}
-        return prune(self.backend, sorted(limits.items()))
+        return expired + prune(self.backend, sorted(limits.items()), spare=True)
 
     def purge(self, queue: str) -> int:
         """Delete a queue's ready and failed jobs; jobs being run are left alone. A queue whose
@@ -743,6 +805,10 @@ class Queue(OnDatabase):
     def tick(self) -> TickReport:
         """Enqueue the due schedules' jobs, each slot once across hosts: Schedules.tick."""
         return self.schedules.tick()
+
+
+class _Claimed(Exception):
+    """Rolls back a cancel whose job a worker claimed between its copy and its DELETE."""
 
 
 def payload_mismatch(known: QueueType, payload: Any, serializer: str) -> str | None:

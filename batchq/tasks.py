@@ -31,6 +31,7 @@ _MODULE_ENTRY = re.compile(r"^(?!.*(^|\.)__)[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(\.\*)?
 F = TypeVar("F", bound=Callable[..., Any])
 Upgrade = Callable[[Any], Any]  # a version-n payload in, the version-(n+1) payload out
 VERSION_RANGE = (1, 65535)  # the task_version column (SMALLINT UNSIGNED on MySQL)
+DEFAULT_KEEP_RESULT_SECONDS = 86400.0  # keep_result=True: a job's result is kept for a day
 
 # name -> function, for names given with @task(name=...).
 _registry: dict[str, Callable[..., Any]] = {}
@@ -45,12 +46,16 @@ def task(
     timeout: Duration | None = None,
     version: int = 1,
     upgrade: Mapping[int, Upgrade] | None = None,
+    keep_result: bool | Duration | None = None,
 ) -> Any:
     """Register a function as a task: ``@task``, ``@task(name="send_mail")``, and its retry
     policy: ``max_errors`` for jobs enqueued without one, ``backoff`` (the first retry's delay,
     doubling up to an hour) for jobs enqueued without one, instead of `batchq run --backoff`,
     ``timeout`` (how long one call may run) for jobs enqueued without one, instead of `batchq
     run --timeout`.
+
+    ``keep_result``: keep the outcome of this task's jobs for ``Queue.result`` (True: for a day;
+    or a duration), for jobs enqueued without ``enqueue(keep_result=...)``; read at enqueue.
 
     ``version`` (default 1) is stored with each job; ``upgrade`` maps every older version n to
     a function turning a version-n payload into a version-(n+1) one, so that a worker brings a
@@ -66,6 +71,7 @@ def task(
     backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
     timeout_seconds = parse_timeout(timeout, "timeout")
     steps = _check_upgrades(version, upgrade)
+    keep_seconds = keep_result_seconds(keep_result)
 
     def register(fn: F) -> F:
         path = task_path(fn)
@@ -77,6 +83,7 @@ def task(
         fn.batchq_timeout = timeout_seconds  # type: ignore[attr-defined]
         fn.batchq_version = version  # type: ignore[attr-defined]
         fn.batchq_upgrade = steps  # type: ignore[attr-defined]
+        fn.batchq_keep_result = keep_seconds  # type: ignore[attr-defined]
         return fn
 
     return register(func) if func is not None else register
@@ -529,6 +536,24 @@ def _instantiate(cls: type, name: str) -> Any:
 def task_policy(func: Callable[..., Any] | None) -> tuple[int | None, float | None]:
     """(max_errors, backoff seconds) a task declared with @task, None for each it did not."""
     return getattr(func, "batchq_max_errors", None), getattr(func, "batchq_backoff", None)
+
+
+def task_keep_result(func: Callable[..., Any] | None) -> float | None:
+    """The seconds a task declared with @task(keep_result=...) keeps its results, None if none."""
+    return getattr(func, "batchq_keep_result", None)
+
+
+def keep_result_seconds(value: Any) -> float | None:
+    """A keep_result as stored: None or False (keep nothing), True (DEFAULT_KEEP_RESULT_SECONDS)
+    or a duration of more than 0 seconds; anything else raises ConfigError."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return DEFAULT_KEEP_RESULT_SECONDS
+    seconds = parse_duration(value, "keep_result")
+    if seconds <= 0:
+        raise ConfigError(f"bad keep_result {value!r}: keep a result for more than 0 s, or pass False")
+    return seconds
 
 
 def task_timeout(func: Callable[..., Any] | None) -> float | None:

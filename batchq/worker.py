@@ -24,7 +24,7 @@ from .errors import BackendError, BackendUnavailable, ConfigError
 from .failures import fingerprint, fingerprint_of, timeout_fingerprint
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
 from .history import KEPT_STATEMENT_BYTES, Meter, Usage
-from .job import Claim, Job, Kept
+from .job import Claim, Job, Kept, calling
 from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
 from .queue import Queue, payload_mismatch
 from .registry import Registration
@@ -56,6 +56,8 @@ log = logging.getLogger("batchq.worker")
 BACKOFF_BASE_SECONDS = 10.0
 BACKOFF_MAX_SECONDS = 3600.0
 LAST_ERROR_MAX_CHARS = 4000
+CLASS_PATH_MAX_CHARS = 255  # the error_class column
+TIMEOUT_CLASS = f"{JobTimeout.__module__}.{JobTimeout.__qualname__}"  # a try stopped by its timeout
 TICK_SECONDS = 1.0  # how often a busy worker promotes due scheduled jobs and reads paused queues
 PARTITION_TRIES = 3  # partitions a claim tries before the worker counts as idle
 RECONNECT_ATTEMPTS = 8  # backoff 0.2s doubling, capped at 5s: about 16s for a server to come back
@@ -392,7 +394,9 @@ class Worker:
     # -- history ------------------------------------------------------------------
 
     def _keeps(self, job: Job) -> bool:
-        return self.options.keep or job.queue in self._keeping
+        """Is the job copied into the history when it ends: by `run --keep`, its queue's
+        keep_for, or its own keep_result (enqueue's or its task's: batchq.results)?"""
+        return self.options.keep or job.keep_result is not None or job.queue in self._keeping
 
     def _kept_of(self, done: list[Job]) -> list[Kept] | None:
         """The finished jobs to keep, with their measurements, for the claim; None when none is
@@ -453,7 +457,8 @@ class Worker:
             if failure is None:
                 # A success's figures go only into the history: measured only when it is kept.
                 if self._keeps(job):
-                    self._kept[job.id] = meter.kept(job.id, result)
+                    secret = self.queue.secret if job.serializer == "pickle" else None
+                    self._kept[job.id] = meter.kept(job.id, result, secret)
                 self.summary.succeeded += 1
                 done.append(job)
                 if debug:
@@ -468,7 +473,9 @@ class Worker:
         if matched < len(done):
             self._stale(len(done) - matched, done)
 
-    def _record_error(self, job: Job, error: str, fingerprint: str, usage: Usage) -> None:
+    def _record_error(
+        self, job: Job, error: str, fingerprint: str, error_class: str | None, usage: Usage
+    ) -> None:
         """Count the failure, with the try's measurements; if it was the last try of a job whose
         history is kept, copy it into the history in the same transaction."""
         delay = self._retry_delay(job)
@@ -476,6 +483,7 @@ class Worker:
             "id": job.id,
             "token": job.claim_token,
             "error": error,
+            "error_class": error_class,
             "fingerprint": fingerprint,
             "delay": delay,
             **usage.row_params(),
@@ -616,10 +624,11 @@ class Worker:
         if self._finish("job_wait_for_version", params) == 0:
             self._stale(1, [job])
 
-    def _call(self, job: Job) -> tuple[tuple[str, str] | None, Any]:
+    def _call(self, job: Job) -> tuple[tuple[str, str, str | None] | None, Any]:
         """Run the job's callable outside any transaction, under its timeout, its payload upgraded
         first when the job is of an older version of its task: (None, what it returned) on
-        success, else (the error and its fingerprint (batchq.failures), None)."""
+        success, else ((the error, its fingerprint (batchq.failures), the exception's class
+        path or None), None)."""
         try:
             task = self._task(job.task)
             func = task.func
@@ -632,26 +641,27 @@ class Worker:
         except UpgradeFailed as exc:  # its own error, said to be the upgrade's
             cause = exc.__cause__ or exc
             error_text = f"{exc}: {_describe_error(cause)}"[:LAST_ERROR_MAX_CHARS]
-            return (error_text, _fingerprint(cause, job.task)), None
+            return (error_text, _fingerprint(cause, job.task), _class_path(cause)), None
         except BaseException as exc:
-            return (_describe_error(exc), _fingerprint(exc, job.task)), None
+            return (_describe_error(exc), _fingerprint(exc, job.task), _class_path(exc)), None
         result: Any = None
         error: BaseException | None = None
         watchdog = self._watchdog
         assert watchdog is not None, "jobs are called by run()"
         watch = watchdog.begin(job, job_timeout(job, func, self._timeout))
         try:
-            result = call_task(func, (payload,) if present else ())
+            with calling(job):
+                result = call_task(func, (payload,) if present else ())
         except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a task too: the job's failure
             error = exc
         watchdog.end(watch)  # at once: no JobTimeout is raised past this line
         if watch is not None and watch.expired:
             self.summary.timed_out += 1
-            return (_timed_out_error(watch, error), timeout_fingerprint(job.task)), None
+            return (_timed_out_error(watch, error), timeout_fingerprint(job.task), TIMEOUT_CLASS), None
         if error is not None:
-            return (_describe_error(error), _fingerprint(error, job.task)), None
+            return (_describe_error(error), _fingerprint(error, job.task), _class_path(error)), None
         if result is False:
-            return ("the task returned False", fingerprint_of("ReturnedFalse", "", job.task)), None
+            return ("the task returned False", fingerprint_of("ReturnedFalse", "", job.task), None), None
         return None, result
 
     def _record_abandoned(self, backend: Backend, watch: Watch, why_not_stopped: str) -> None:
@@ -671,6 +681,7 @@ class Worker:
             "token": job.claim_token,
             "error": error,
             "fingerprint": timeout_fingerprint(job.task),
+            "error_class": TIMEOUT_CLASS,
             "delay": max(self._retry_delay(job), RETRY_FLOOR_SECONDS),
             "wall": None,  # the try was not measured: it never ended
             "cpu": None,
@@ -741,6 +752,17 @@ def _describe_error(exc: BaseException) -> str:
     text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates cannot be stored
     text = text.replace("\x00", "\\x00")  # nor can NUL in PostgreSQL text
     return text[:LAST_ERROR_MAX_CHARS]
+
+
+def _class_path(exc: BaseException) -> str | None:
+    """The exception's class as a path, `builtins.ValueError` (job_error's error_class, for
+    Queue.result); None if even that cannot be read (a hostile metaclass)."""
+    try:
+        kind = type(exc)
+        path = f"{kind.__module__}.{kind.__qualname__}"
+        return path.encode("utf-8", "replace").decode("utf-8").replace("\x00", "")[:CLASS_PATH_MAX_CHARS]
+    except BaseException:
+        return None
 
 
 def _fingerprint(exc: BaseException, task: str) -> str:

@@ -80,6 +80,7 @@ class Floor:
             "timeout": None,
             "task_version": 1,
             "backoff": None,
+            "keep_result": None,
             "partitions": 1,
         }
 

@@ -371,8 +371,12 @@ class Backend(ABC):
                 if attempt == attempts - 1:
                     raise
                 self.transient_retries += 1
-                time.sleep(random.uniform(0, min(0.005 * 2**attempt, TRANSIENT_BACKOFF_MAX)))
+                self.sleep(random.uniform(0, min(0.005 * 2**attempt, TRANSIENT_BACKOFF_MAX)))
         raise AssertionError("unreachable")
+
+    def sleep(self, seconds: float) -> None:
+        """Wait (between two tries, two polls): batchq.aio's backends give the event loop the time."""
+        time.sleep(seconds)
 
     # -- the job cycle ------------------------------------------------------------
 
@@ -449,6 +453,13 @@ class Backend(ABC):
         if batchq cannot write on it or it is of another dialect (batchq.appconn)."""
         return driver_connection(conn, self.dialect, self.url)
 
+    @contextmanager
+    def result_notes(self) -> Iterator[Callable[[int, float], None]]:
+        """For Queue.result(wait=...): a pause(job_id, seconds) between two reads. Polling
+        backends sleep; PostgreSQL LISTENs while this is open and wakes when the job's end is
+        notified."""
+        yield lambda job_id, seconds: time.sleep(seconds)
+
     def wait_for_jobs(self, queues: Sequence[str], timeout: float, stop: threading.Event) -> None:
         """An idle worker's pause: at most ``timeout`` seconds, cut short by ``stop`` (SIGTERM).
 
@@ -473,6 +484,12 @@ class Backend(ABC):
         """Raise PayloadError, sending nothing, if a row's statement is more than the server
         accepts. Only MySQL needs it: the others bind values apart from the statement, and
         payload_limit() is already under their limits."""
+
+
+def bridged(conn: Any, dialect: str) -> bool:
+    """Is ``conn`` an asyncio driver's connection that batchq.aio presents to this code as the
+    dialect's sync driver (its statements awaited through a greenlet)?"""
+    return getattr(conn, "batchq_bridged_dialect", None) == dialect
 
 
 def job_ids(jobs: Sequence[Job]) -> list[int]:

@@ -125,7 +125,7 @@ class MySQLBackend(Backend):
 
     def _connect(self) -> Any:
         url = self.url
-        conn: Any = _Connection(
+        conn = self._open(
             host=url.host,
             port=url.port or DEFAULT_PORTS["mysql"],
             user=url.user or "root",
@@ -154,6 +154,10 @@ class MySQLBackend(Backend):
         turned_off = url.options.get("skip_locked") == "off"
         self.skip_locked = supports_skip_locked(self.server_version) and not turned_off
         return conn
+
+    def _open(self, **arguments: Any) -> Any:
+        """The driver's connect (batchq.aio opens an asyncio driver's connection instead)."""
+        return _Connection(**arguments)
 
     def _use_leases_on_galera(self) -> None:
         """GET_LOCK is not replicated: a worker's lock on one node is free on the others, where

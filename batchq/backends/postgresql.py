@@ -7,7 +7,8 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from ..config import DEFAULT_PORTS, DatabaseURL, driver_options
@@ -85,7 +86,7 @@ class PostgreSQLBackend(Backend):
         }
         if self.pooled:
             params["prepare_threshold"] = None  # a prepared statement lives in one server session
-        conn = psycopg.connect(  # a failure is translated (and redacted) by errors()
+        conn = self._open(  # a failure is translated (and redacted) by errors()
             host=",".join(host for host, _ in url.hosts),  # libpq tries them in turn
             port=",".join(str(port or DEFAULT_PORTS["postgresql"]) for _, port in url.hosts),
             user=url.user or None,
@@ -108,6 +109,10 @@ class PostgreSQLBackend(Backend):
         if "pgbouncer" not in url.options:
             self._refuse_unnamed_pooler(conn)
         return conn
+
+    def _open(self, **arguments: Any) -> Any:
+        """The driver's connect (batchq.aio opens an asyncio driver's connection instead)."""
+        return psycopg.connect(**arguments)
 
     def _refuse_unnamed_pooler(self, conn: Any) -> None:
         """Refuse a connection pooler the URL does not name: its sessions are not the server's.
@@ -300,6 +305,34 @@ class PostgreSQLBackend(Backend):
             # Connection lost: not handled here, where a silent reconnect would skip the liveness
             # lock; the next claim fails, and the worker reconnects the proper way.
             return
+
+    @contextmanager
+    def result_notes(self) -> Iterator[Callable[[int, float], None]]:
+        """LISTEN batchq_results on this thread's connection while a Queue.result waits (not
+        through PgBouncer in transaction mode: polling, as elsewhere); UNLISTEN after."""
+        if self.pooled:
+            yield lambda job_id, seconds: time.sleep(seconds)
+            return
+        self.execute("results_listen")
+        conn = self.conn
+
+        def pause(job_id: int, seconds: float) -> None:
+            wanted = str(job_id)
+            try:
+                for note in conn.notifies(timeout=seconds):
+                    if note.channel == "batchq_results" and note.payload == wanted:
+                        return
+            except psycopg.Error:
+                time.sleep(seconds)  # connection lost: the next read reconnects (or says why not)
+
+        try:
+            yield pause
+        finally:
+            try:
+                if not conn.closed:
+                    self.execute("results_unlisten")
+            except BackendError:
+                pass  # a lost connection listens no more
 
     def _drop_notifications(self) -> None:
         """A busy worker drains its backlog: every job notified so far is visible to its next claim."""

@@ -121,6 +121,12 @@ def age(seconds: float | None) -> str:
     return format_duration(float(seconds))
 
 
+def printable(text: str) -> str:
+    """Text as printed: as it is, or escaped (\\n, \\x1b) when it holds what a terminal would act
+    on (a name or a type's title written by hand)."""
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
 def print_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))
 

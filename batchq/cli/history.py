@@ -1,4 +1,4 @@
-"""Commands on the job history: list it, prune it, and set how long a queue keeps it."""
+"""Commands on the job history: list it and prune it (how long a queue keeps it: `batchq configure`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 
 import click
 
-from ..config import check_queue_name, counted, format_duration, format_time
+from ..config import counted, format_time
 from ..history import HistoryEntry, format_seconds
 from ..queue import HISTORY_LIMIT_RANGE
 from .common import DURATION, common_options, open_queue, print_json
@@ -104,24 +104,3 @@ def prune(ctx: click.Context, older_than: float | None, queue: str | None) -> No
     """
     deleted = open_queue(ctx).prune(older_than, queue=queue)
     logging.getLogger("batchq").info("pruned %s", counted(deleted, "history record"))
-
-
-@click.command()
-@common_options
-@click.argument("queue_name", metavar="QUEUE")
-@click.option(
-    "--keep-for",
-    metavar="DURATION|off",
-    help="Keep the queue's finished jobs in the history this long (e.g. 7d); 'off' stops keeping them.",
-)
-@click.pass_context
-def configure(ctx: click.Context, queue_name: str, keep_for: str | None) -> None:
-    """Set a queue's settings; with no option, print them."""
-    check_queue_name(queue_name)  # printing too: '' or a typo is no queue, not one with defaults
-    queue = open_queue(ctx)
-    if keep_for is not None:
-        queue.configure(queue_name, keep_for=None if keep_for.strip().lower() == "off" else keep_for)
-        return
-    seconds = queue.keep_for().get(queue_name)
-    shown = "off" if seconds is None else format_duration(seconds)
-    click.echo(f"{queue_name}: keep_for {shown}")

@@ -265,6 +265,12 @@ def _allowed_handler(queue: Queue, path: str) -> Callable[..., Any]:
     type=DURATION,
     help="Retry delay after a first failure, doubling up to 1h (default: the task's, else run's).",
 )
+@click.option(
+    "--keep-result",
+    type=DURATION,
+    metavar="DURATION",
+    help="Keep the job's outcome this long, for `batchq result ID` (default: the task's, else not).",
+)
 @click.option("--task-modules", envvar=TASK_MODULES_ENV, show_envvar=True, metavar="M1,M2")
 @click.pass_context
 def enqueue(
@@ -280,6 +286,7 @@ def enqueue(
     unique_key: str | None,
     timeout: float | None,
     backoff: float | None,
+    keep_result: float | None,
     task_modules: str | None,
 ) -> None:
     """Enqueue TASK with a JSON PAYLOAD; prints the job id."""
@@ -301,6 +308,7 @@ def enqueue(
         unique_key=unique_key,
         timeout=timeout,
         backoff=backoff,
+        keep_result=keep_result,
     )
     click.echo(job_id)
     if not job_id.created:

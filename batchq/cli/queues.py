@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import sys
 from dataclasses import asdict
+from typing import Any
 
 import click
 
 from ..config import counted
-from .common import age, common_options, n_jobs, open_queue, print_json, usage_error
+from ..mq.overview import queue_figures
+from ..queue import QueueStats
+from ..queue_settings import JobQueueSettings, job_queue_settings
+from .common import age, common_options, n_jobs, open_queue, print_json, printable, usage_error
+from .mq import print_mq_table
 
 
 @click.command()
@@ -17,11 +22,14 @@ from .common import age, common_options, n_jobs, open_queue, print_json, usage_e
 @click.pass_context
 def stats(ctx: click.Context, as_json: bool) -> None:
     """Per-queue counts: ready, delayed, blocked (waiting for a concurrency slot), processing (and
-    the oldest's age), failed; and jobs waiting for a worker that knows their task's version.
+    the oldest's age), failed, and the settings that are set (`batchq configure`); jobs waiting
+    for a worker that knows their task's version; then the message queues (`batchq mq stats`).
     First, how workers claim: the row claim's statement, and the partitions of `run --claim
     partition` with how many are leased, when they are set up."""
     queue = open_queue(ctx)
-    rows = queue.stats()
+    settings = job_queue_settings(queue.backend)
+    rows = _with_settings(queue.stats(), settings)
+    messages = queue_figures(queue.backend)
     parts = queue.partitions()
     leased = sum(info.held for info in parts)
     if as_json:
@@ -30,7 +38,8 @@ def stats(ctx: click.Context, as_json: bool) -> None:
                 "backend": queue.backend.describe(),
                 "liveness": queue.backend.liveness.describe(),
                 "partitions": {"count": len(parts), "leased": leased},
-                "queues": [asdict(r) for r in rows],
+                "queues": [{**asdict(r), "settings": _set(settings, r.queue)} for r in rows],
+                "message_queues": [f.as_dict() | {"settings": f.settings()} for f in messages],
             }
         )
         return
@@ -43,15 +52,18 @@ def stats(ctx: click.Context, as_json: bool) -> None:
         )
     header = (
         f"{'queue':<20} {'ready':>8} {'delayed':>8} {'blocked':>8} {'processing':>10} {'oldest':>8} "
-        f"{'failed':>8}"
+        f"{'failed':>8}  settings"
     )
     click.echo(header)
     for r in rows:
         oldest = age(r.oldest_processing_seconds) if r.oldest_processing_seconds is not None else "-"
         name = r.queue + (" (paused)" if r.paused else "")
+        shown = ", ".join(
+            f"{k} {printable(str(v))}" for k, v in _set(settings, r.queue).items() if k != "paused"
+        )
         click.echo(
             f"{name:<20} {r.ready:>8} {r.delayed:>8} {r.blocked:>8} {r.processing:>10} {oldest:>8} "
-            f"{r.failed:>8}"
+            f"{r.failed:>8}  {shown or '-'}"
         )
     for r in rows:
         if r.waiting_for_version:
@@ -62,6 +74,20 @@ def stats(ctx: click.Context, as_json: bool) -> None:
                 f"workers put {'it' if one else 'them'} back): deploy the new code to every worker; "
                 "`batchq explain ID` names the worker"
             )
+    if messages:
+        print_mq_table(messages)
+
+
+def _set(settings: dict[str, JobQueueSettings], name: str) -> dict[str, Any]:
+    found = settings.get(name)
+    return {} if found is None else found.settings()
+
+
+def _with_settings(rows: list[QueueStats], settings: dict[str, JobQueueSettings]) -> list[QueueStats]:
+    """The queues with jobs, and those with no job but a setting set (a bound, a type, keep_for)."""
+    named = {r.queue for r in rows}
+    more = [QueueStats(name) for name, s in settings.items() if name not in named and s.settings()]
+    return sorted(rows + more, key=lambda r: r.queue)
 
 
 @click.command()

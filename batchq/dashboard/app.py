@@ -17,7 +17,7 @@ from werkzeug.exceptions import HTTPException
 from ..config import format_duration, format_time
 from ..errors import BackendUnavailable, ConfigError
 from ..queue import Queue
-from . import actions, auth, views
+from . import actions, auth, messages, views
 from .context import Dashboard, current, install
 from .hosts import HostPolicy
 from .params import check_query
@@ -44,7 +44,7 @@ def create_app(
     app.register_error_handler(ConfigError, _bad_input)
     app.register_error_handler(HTTPException, _refused)
     app.register_error_handler(BackendUnavailable, _database_down)
-    for blueprint in (views.blueprint, auth.blueprint, actions.blueprint):
+    for blueprint in (views.blueprint, auth.blueprint, actions.blueprint, messages.blueprint):
         app.register_blueprint(blueprint)
     return app
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..appconn import takes_app_conn
 from ..backends import Row
-from ..errors import MessageHeld
+from ..errors import ConfigError, MessageHeld
 from .checks import _when
 from .core import MessageQueueCore, When
 from .records import Message, _message
@@ -20,9 +20,10 @@ class AfterReading(MessageQueueCore):
         """Remove a message for good; False when it was gone already.
 
         With ``read_ct`` (the message's, from ``read``) it is a receipt: False, and nothing
-        deleted, when the hold ran out and another reader has read the message since.
+        deleted, when the hold ran out and another reader has read the message since. A queue
+        registered by plain SQL under a name today's rules refuse is found too (a clean-up path).
         """
-        params = self._message_params(queue, msg_id, read_ct)
+        params = self._cleanup_params(queue, msg_id, read_ct, conn)
         return self._on(
             conn, lambda conn: self.backend.execute("mq_delete", params, conn) == 1, transaction=False
         )
@@ -38,10 +39,19 @@ class AfterReading(MessageQueueCore):
     def archive(self, queue: str, msg_id: int, *, read_ct: int | None = None, conn: Any = None) -> bool:
         """Move a message to the archive (kept, with ``archived_at``); False when it was gone.
 
-        ``read_ct`` is a receipt, as for ``delete``.
+        ``read_ct`` is a receipt, as for ``delete``; any name a queue has is found, as for ``delete``.
         """
-        params = self._message_params(queue, msg_id, read_ct)
+        params = self._cleanup_params(queue, msg_id, read_ct, conn)
         return self._on(conn, lambda conn: self._archive_one(params, conn))
+
+    def _cleanup_params(self, queue: str, msg_id: int, read_ct: int | None, conn: Any) -> dict[str, Any]:
+        """_message_params, or for a name today's rules refuse, the name of a queue that has it
+        (an operator clearing a queue written by plain SQL); else the bad name's error."""
+        try:
+            return self._message_params(queue, msg_id, read_ct)
+        except ConfigError:
+            valid = self._message_params("q", msg_id, read_ct)  # the id and receipt still checked
+            return {**valid, "queue": self._existing(queue, conn)}
 
     @takes_app_conn
     def archive_batch(self, queue: str, msg_ids: Iterable[int], *, conn: Any = None) -> list[int]:

@@ -121,7 +121,7 @@ class _DrainWorker(Worker):
         call._batchq_drain = True  # type: ignore[attr-defined]
         return call
 
-    def _call(self, job: Job) -> tuple[tuple[str, str] | None, Any]:
+    def _call(self, job: Job) -> tuple[tuple[str, str, str | None] | None, Any]:
         self._raised = None
         failure, result = super()._call(job)
         if failure is None:

@@ -27,9 +27,11 @@ ORDER BY finished_at
 LIMIT %(batch)s;
 
 -- name: history_prune_queue
--- history_prune for one queue's records (walks batchq_history_queue).
+-- history_prune for one queue's records (walks batchq_history_queue); with spare (its keep_for's
+-- prune), not those whose own keep_result has not run out: the job asked to be kept that long.
 DELETE FROM batchq_history
 WHERE queue = %(queue)s
   AND finished_at < UTC_TIMESTAMP(6) - INTERVAL ROUND(%(older_than)s * 1000000) MICROSECOND
+  AND (NOT %(spare)s OR expires_at IS NULL OR expires_at <= UTC_TIMESTAMP(6))
 ORDER BY finished_at
 LIMIT %(batch)s;

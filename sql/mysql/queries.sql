@@ -47,7 +47,7 @@ SELECT @@max_allowed_packet AS max_allowed_packet;
 -- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff)
+                        backoff, keep_result)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 OR TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND
@@ -55,7 +55,7 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         GREATEST(UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND,
                  COALESCE(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND,
                           UTC_TIMESTAMP(6))), %(max_errors)s,
-        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s);
+        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s, %(keep_result)s);
 
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (0 rows, no error) while a job of that key is waiting
@@ -63,7 +63,7 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
 -- its column through as a warning: every value is checked before it is sent (Queue.job_template).
 INSERT IGNORE INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors,
                                created_at, concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff)
+                        task_version, backoff, keep_result)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 OR TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND
@@ -72,7 +72,7 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
                  COALESCE(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND,
                           UTC_TIMESTAMP(6))), %(max_errors)s,
         UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, %(unique_key)s,
-        FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s);
+        FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s, %(keep_result)s);
 
 -- name: job_unique_holder
 -- The job holding a unique key (waiting or running), if any. A locking read: it sees the latest
@@ -136,7 +136,7 @@ SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff
+       task_version, backoff, keep_result
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
@@ -155,10 +155,10 @@ SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
                             enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                            memory_peak_bytes, memory_growth_bytes, result, result_note)
+                            memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
 SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
        j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall_ns / 1e9, k.cpu_us / 1e6, k.peak, k.growth,
-       k.result, k.note
+       k.result, k.note, UTC_TIMESTAMP(6) + INTERVAL ROUND(j.keep_result * 1000000) MICROSECOND
 FROM batchq_job j
 JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
     id BIGINT UNSIGNED PATH '$[0]', wall_ns DOUBLE PATH '$[1]', cpu_us DOUBLE PATH '$[2]',
@@ -167,7 +167,7 @@ JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
 WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff
+       task_version, backoff, keep_result
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
@@ -182,15 +182,15 @@ SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
                             enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                            memory_peak_bytes, memory_growth_bytes, result, result_note)
+                            memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
 SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
        j.created_at, j.processing_at, UTC_TIMESTAMP(6), %(wall_ns)s / 1e9, %(cpu_us)s / 1e6, %(peak)s,
-       %(growth)s, %(result)s, %(note)s
+       %(growth)s, %(result)s, %(note)s, UTC_TIMESTAMP(6) + INTERVAL ROUND(j.keep_result * 1000000) MICROSECOND
 FROM batchq_job j
 WHERE j.id = %(kept_id)s AND j.claim_token = %(done_token)s;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff
+       task_version, backoff, keep_result
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
@@ -204,7 +204,7 @@ SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff
+       task_version, backoff, keep_result
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY priority DESC, run_at, id
@@ -220,7 +220,7 @@ SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff
+       task_version, backoff, keep_result
 FROM batchq_job FORCE INDEX (batchq_job_partition)
 WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
   AND run_at <= UTC_TIMESTAMP(6)
@@ -235,7 +235,7 @@ SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff
+       task_version, backoff, keep_result
 FROM batchq_job FORCE INDEX (batchq_job_partition)
 WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
   AND run_at <= UTC_TIMESTAMP(6)
@@ -285,10 +285,10 @@ SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
 REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
                             enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                            memory_peak_bytes, memory_growth_bytes, result, result_note)
+                            memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
 SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
        j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall_ns / 1e9, k.cpu_us / 1e6, k.peak, k.growth,
-       k.result, k.note
+       k.result, k.note, UTC_TIMESTAMP(6) + INTERVAL ROUND(j.keep_result * 1000000) MICROSECOND
 FROM batchq_job j
 JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
     id BIGINT UNSIGNED PATH '$[0]', wall_ns DOUBLE PATH '$[1]', cpu_us DOUBLE PATH '$[2]',
@@ -313,7 +313,7 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
                   WHEN %(delay)s > 0 AND concurrency_key IS NOT NULL THEN 'blocked'
                   WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = UTC_TIMESTAMP(6),
+    last_error = %(error)s, error_class = %(error_class)s, error_fingerprint = %(fingerprint)s, last_error_at = UTC_TIMESTAMP(6),
     run_at = UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND,
     last_worker = locked_by, last_started_at = processing_at, last_wall_seconds = %(wall)s,
     last_cpu_seconds = %(cpu)s, last_memory_peak_bytes = %(peak)s, last_memory_growth_bytes = %(growth)s,
@@ -325,10 +325,11 @@ WHERE id = %(id)s AND claim_token = %(token)s;
 -- last try, copy it into batchq_history as failed, with that try's measurements and error.
 REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
                             enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                            memory_peak_bytes, memory_growth_bytes, error)
+                            memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
 SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
        last_started_at, UTC_TIMESTAMP(6), last_wall_seconds, last_cpu_seconds,
-       last_memory_peak_bytes, last_memory_growth_bytes, last_error
+       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
+       UTC_TIMESTAMP(6) + INTERVAL ROUND(keep_result * 1000000) MICROSECOND
 FROM batchq_job
 WHERE id = %(id)s AND status = 'failed';
 
@@ -391,7 +392,7 @@ ORDER BY processing_at, id;
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = UTC_TIMESTAMP(6),
+    last_error = %(error)s, error_class = NULL, error_fingerprint = %(fingerprint)s, last_error_at = UTC_TIMESTAMP(6),
     run_at = UTC_TIMESTAMP(6),
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND status = 'processing' AND claim_token <=> %(token)s;
@@ -541,7 +542,7 @@ ORDER BY id LIMIT %(limit)s;
 UPDATE batchq_job
 SET status = 'failed',
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = UTC_TIMESTAMP(6),
+    last_error = %(error)s, error_class = NULL, error_fingerprint = %(fingerprint)s, last_error_at = UTC_TIMESTAMP(6),
     last_worker = locked_by, last_started_at = processing_at,
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND claim_token = %(token)s;

@@ -32,5 +32,5 @@ ORDER BY id LIMIT %(n)s;
 -- Drop waiting jobs to make room: failed, with the reason as their last error, for gc-error;
 -- a job a worker claimed meanwhile is no longer waiting and is left alone.
 UPDATE batchq_job
-SET status = 'failed', last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = statement_timestamp()
+SET status = 'failed', last_error = %(error)s, error_class = NULL, error_fingerprint = %(fingerprint)s, last_error_at = statement_timestamp()
 WHERE id = ANY(%(ids)s::bigint[]) AND status IN ('ready', 'scheduled', 'blocked');

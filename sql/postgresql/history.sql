@@ -30,12 +30,14 @@ WHERE id = ANY(ARRAY(
 ));
 
 -- name: history_prune_queue
--- history_prune for one queue's records (walks batchq_history_queue).
+-- history_prune for one queue's records (walks batchq_history_queue); with spare (its keep_for's
+-- prune), not those whose own keep_result has not run out: the job asked to be kept that long.
 DELETE FROM batchq_history
 WHERE id = ANY(ARRAY(
     SELECT id FROM batchq_history
     WHERE queue = %(queue)s
       AND finished_at < statement_timestamp() - %(older_than)s::float8 * interval '1 second'
+      AND (NOT %(spare)s::boolean OR expires_at IS NULL OR expires_at <= statement_timestamp())
     ORDER BY finished_at
     LIMIT %(batch)s
     FOR UPDATE SKIP LOCKED

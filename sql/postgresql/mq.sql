@@ -208,11 +208,14 @@ SELECT read_ct, EXTRACT(EPOCH FROM vt - clock_timestamp())::float8 AS held_secon
 FROM batchq_message WHERE id = %(id)s AND queue = %(queue)s;
 
 -- name: mq_metrics
--- Length, visible length, ages in seconds and messages ever sent, on the server's clock.
+-- Length, visible length, ages in seconds and messages ever sent, on the server's clock. An
+-- enqueued_at written by hand as +-infinity cannot be subtracted from: its age is NULL.
 SELECT COUNT(*) AS queue_length,
        COUNT(*) FILTER (WHERE vt <= clock_timestamp()) AS queue_visible_length,
-       EXTRACT(EPOCH FROM clock_timestamp() - MIN(enqueued_at))::float8 AS oldest_msg_age_sec,
-       EXTRACT(EPOCH FROM clock_timestamp() - MAX(enqueued_at))::float8 AS newest_msg_age_sec,
+       CASE WHEN isfinite(MIN(enqueued_at))
+            THEN EXTRACT(EPOCH FROM clock_timestamp() - MIN(enqueued_at))::float8 END AS oldest_msg_age_sec,
+       CASE WHEN isfinite(MAX(enqueued_at))
+            THEN EXTRACT(EPOCH FROM clock_timestamp() - MAX(enqueued_at))::float8 END AS newest_msg_age_sec,
        (SELECT COALESCE(SUM(sent), 0) FROM batchq_mq_sent WHERE queue = %(queue)s)::bigint AS total_messages,
        clock_timestamp() AS scrape_time
 FROM batchq_message

@@ -32,7 +32,7 @@ ON CONFLICT (version) DO NOTHING;
 -- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff)
+                        backoff, keep_result)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -40,14 +40,15 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         GREATEST(statement_timestamp() + %(delay)s::float8 * interval '1 second', to_timestamp(%(at)s::float8)),
         %(max_errors)s,
         statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int,
-        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8)
+        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8,
+        %(keep_result)s::float8)
 RETURNING id;
 
 -- name: enqueue_many
 -- Many jobs of one task, queue and delay in one statement, their payloads as one array, in order.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff)
+                        backoff, keep_result)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -55,7 +56,8 @@ SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        GREATEST(statement_timestamp() + %(delay)s::float8 * interval '1 second', to_timestamp(%(at)s::float8)),
        %(max_errors)s,
        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int,
-       floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8
+       floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8,
+       %(keep_result)s::float8
 FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
 ORDER BY batch.n;
 
@@ -65,7 +67,7 @@ ORDER BY batch.n;
 -- waited for. Any other conflict (an id written by hand) still raises.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff)
+                        task_version, backoff, keep_result)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -74,7 +76,7 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         %(max_errors)s,
         statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, %(unique_key)s::text,
         floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int,
-        %(backoff)s::float8)
+        %(backoff)s::float8, %(keep_result)s::float8)
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
 DO NOTHING
 RETURNING id;
@@ -84,7 +86,7 @@ RETURNING id;
 -- a key taken, or given twice in the batch (the first is written), writes nothing.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff)
+                        task_version, backoff, keep_result)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -93,7 +95,7 @@ SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        %(max_errors)s,
        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, batch.unique_key,
        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int,
-       %(backoff)s::float8
+       %(backoff)s::float8, %(keep_result)s::float8
 FROM unnest(%(payloads)s::bytea[], %(unique_keys)s::text[]) WITH ORDINALITY AS batch(payload, unique_key, n)
 ORDER BY batch.n
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
@@ -173,11 +175,11 @@ WITH done AS (
     -- with picked may hash the whole table in a generic plan).
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-              task_version, backoff, run_at
+              task_version, backoff, keep_result, run_at
 )
 SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
        claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
-       claimed.task_version, claimed.backoff, (SELECT count(*) FROM done) AS deleted
+       claimed.task_version, claimed.backoff, claimed.keep_result, (SELECT count(*) FROM done) AS deleted
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
@@ -202,11 +204,11 @@ WITH done AS (
     -- with picked may hash the whole table in a generic plan).
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-              task_version, backoff, run_at
+              task_version, backoff, keep_result, run_at
 )
 SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
        claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
-       claimed.task_version, claimed.backoff, (SELECT count(*) FROM done) AS deleted
+       claimed.task_version, claimed.backoff, claimed.keep_result, (SELECT count(*) FROM done) AS deleted
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
@@ -219,15 +221,17 @@ ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 -- batchq_job) replaces the older record rather than failing the claim.
 WITH done AS (
     DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
-    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at
+    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at,
+              keep_result
 ), kept AS (
     INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
                                 enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                                memory_peak_bytes, memory_growth_bytes, result, result_note)
+                                memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
     SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
            done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
            statement_timestamp(), (k.e->>1)::float8 / 1e9::float8, (k.e->>2)::float8 / 1e6::float8,
-           (k.e->>3)::bigint, (k.e->>4)::bigint, k.e->>5, k.e->>6
+           (k.e->>3)::bigint, (k.e->>4)::bigint, k.e->>5, k.e->>6,
+           statement_timestamp() + done.keep_result * interval '1 second'
     FROM done JOIN jsonb_array_elements(%(kept)s::jsonb) AS k(e) ON (k.e->>0)::bigint = done.id
     ON CONFLICT (id) DO UPDATE SET
         queue = excluded.queue, task = excluded.task, payload = excluded.payload,
@@ -236,7 +240,8 @@ WITH done AS (
         finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
         cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
         memory_growth_bytes = excluded.memory_growth_bytes, result = excluded.result,
-        result_note = excluded.result_note, error = excluded.error
+        result_note = excluded.result_note, error = excluded.error, expires_at = excluded.expires_at,
+        error_class = excluded.error_class
 ), picked AS MATERIALIZED (
     SELECT id FROM batchq_job
     WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
@@ -251,11 +256,11 @@ WITH done AS (
     -- with picked may hash the whole table in a generic plan).
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-              task_version, backoff, run_at
+              task_version, backoff, keep_result, run_at
 )
 SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
        claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
-       claimed.task_version, claimed.backoff, (SELECT count(*) FROM done) AS deleted
+       claimed.task_version, claimed.backoff, claimed.keep_result, (SELECT count(*) FROM done) AS deleted
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
@@ -265,15 +270,17 @@ ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 -- to parse and join.
 WITH done AS (
     DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
-    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at
+    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at,
+              keep_result
 ), kept AS (
     INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
                                 enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                                memory_peak_bytes, memory_growth_bytes, result, result_note)
+                                memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
     SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
            done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
            statement_timestamp(), %(wall_ns)s::float8 / 1e9::float8, %(cpu_us)s::float8 / 1e6::float8,
-           %(peak)s::bigint, %(growth)s::bigint, %(result)s::text, %(note)s::text
+           %(peak)s::bigint, %(growth)s::bigint, %(result)s::text, %(note)s::text,
+           statement_timestamp() + done.keep_result * interval '1 second'
     FROM done
     WHERE done.id = %(kept_id)s::bigint
     ON CONFLICT (id) DO UPDATE SET
@@ -283,7 +290,8 @@ WITH done AS (
         finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
         cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
         memory_growth_bytes = excluded.memory_growth_bytes, result = excluded.result,
-        result_note = excluded.result_note, error = excluded.error
+        result_note = excluded.result_note, error = excluded.error, expires_at = excluded.expires_at,
+        error_class = excluded.error_class
 ), picked AS MATERIALIZED (
     SELECT id FROM batchq_job
     WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
@@ -298,11 +306,11 @@ WITH done AS (
     -- with picked may hash the whole table in a generic plan).
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-              task_version, backoff, run_at
+              task_version, backoff, keep_result, run_at
 )
 SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
        claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
-       claimed.task_version, claimed.backoff, (SELECT count(*) FROM done) AS deleted
+       claimed.task_version, claimed.backoff, claimed.keep_result, (SELECT count(*) FROM done) AS deleted
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
@@ -315,15 +323,17 @@ DELETE FROM batchq_job WHERE claim_token = %(token)s AND id = ANY(%(ids)s::bigin
 -- in jobs_claim_keep) in one statement.
 WITH done AS (
     DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
-    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at
+    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at,
+              keep_result
 ), kept AS (
     INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
                                 enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                                memory_peak_bytes, memory_growth_bytes, result, result_note)
+                                memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
     SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
            done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
            statement_timestamp(), (k.e->>1)::float8 / 1e9::float8, (k.e->>2)::float8 / 1e6::float8,
-           (k.e->>3)::bigint, (k.e->>4)::bigint, k.e->>5, k.e->>6
+           (k.e->>3)::bigint, (k.e->>4)::bigint, k.e->>5, k.e->>6,
+           statement_timestamp() + done.keep_result * interval '1 second'
     FROM done JOIN jsonb_array_elements(%(kept)s::jsonb) AS k(e) ON (k.e->>0)::bigint = done.id
     ON CONFLICT (id) DO UPDATE SET
         queue = excluded.queue, task = excluded.task, payload = excluded.payload,
@@ -332,7 +342,8 @@ WITH done AS (
         finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
         cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
         memory_growth_bytes = excluded.memory_growth_bytes, result = excluded.result,
-        result_note = excluded.result_note, error = excluded.error
+        result_note = excluded.result_note, error = excluded.error, expires_at = excluded.expires_at,
+        error_class = excluded.error_class
 )
 SELECT count(*) AS deleted FROM done;
 
@@ -351,7 +362,7 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
                   WHEN %(delay)s::float8 > 0 AND concurrency_key IS NOT NULL THEN 'blocked'
                   WHEN %(delay)s::float8 > 0 THEN 'scheduled' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = statement_timestamp(),
+    last_error = %(error)s, error_class = %(error_class)s, error_fingerprint = %(fingerprint)s, last_error_at = statement_timestamp(),
     run_at = statement_timestamp() + %(delay)s::float8 * interval '1 second',
     last_worker = locked_by, last_started_at = processing_at, last_wall_seconds = %(wall)s,
     last_cpu_seconds = %(cpu)s, last_memory_peak_bytes = %(peak)s, last_memory_growth_bytes = %(growth)s,
@@ -363,10 +374,11 @@ WHERE id = %(id)s AND claim_token = %(token)s;
 -- last try, copy it into batchq_history as failed, with that try's measurements and error.
 INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
                             enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                            memory_peak_bytes, memory_growth_bytes, error)
+                            memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
 SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
        last_started_at, statement_timestamp(), last_wall_seconds, last_cpu_seconds,
-       last_memory_peak_bytes, last_memory_growth_bytes, last_error
+       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
+       statement_timestamp() + keep_result * interval '1 second'
 FROM batchq_job
 WHERE id = %(id)s AND status = 'failed'
 ON CONFLICT (id) DO UPDATE SET
@@ -376,7 +388,7 @@ ON CONFLICT (id) DO UPDATE SET
     finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
     cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
     memory_growth_bytes = excluded.memory_growth_bytes, result = NULL, result_note = NULL,
-    error = excluded.error;
+    error = excluded.error, error_class = excluded.error_class, expires_at = excluded.expires_at;
 
 -- name: job_wait_for_version
 -- The job's task version is newer than this worker knows: put it back uncounted, for a worker
@@ -448,7 +460,7 @@ ORDER BY processing_at, id;
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = statement_timestamp(),
+    last_error = %(error)s, error_class = NULL, error_fingerprint = %(fingerprint)s, last_error_at = statement_timestamp(),
     run_at = statement_timestamp(),
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND status = 'processing' AND claim_token IS NOT DISTINCT FROM %(token)s;
@@ -648,7 +660,7 @@ ORDER BY id LIMIT %(limit)s;
 UPDATE batchq_job
 SET status = 'failed',
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = %(error)s, error_fingerprint = %(fingerprint)s, last_error_at = statement_timestamp(),
+    last_error = %(error)s, error_class = NULL, error_fingerprint = %(fingerprint)s, last_error_at = statement_timestamp(),
     last_worker = locked_by, last_started_at = processing_at,
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND claim_token = %(token)s;

@@ -33,5 +33,5 @@ ORDER BY id LIMIT :n;
 -- Drop waiting jobs to make room: failed, with the reason as their last error, for gc-error;
 -- a job a worker claimed meanwhile is no longer waiting and is left alone.
 UPDATE batchq_job
-SET status = 'failed', last_error = :error, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
+SET status = 'failed', last_error = :error, error_class = NULL, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
 WHERE id IN (SELECT value FROM json_each(:ids)) AND status IN ('ready', 'scheduled', 'blocked');

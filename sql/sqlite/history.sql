@@ -28,12 +28,14 @@ WHERE id IN (
 );
 
 -- name: history_prune_queue
--- history_prune for one queue's records (walks batchq_history_queue).
+-- history_prune for one queue's records (walks batchq_history_queue); with spare (its keep_for's
+-- prune), not those whose own keep_result has not run out: the job asked to be kept that long.
 DELETE FROM batchq_history
 WHERE id IN (
     SELECT id FROM batchq_history
     WHERE queue = :queue
       AND finished_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -:older_than))
+      AND (NOT :spare OR expires_at IS NULL OR expires_at <= strftime('%Y-%m-%d %H:%M:%f', 'now'))
     ORDER BY finished_at
     LIMIT :batch
 );

@@ -25,7 +25,7 @@ VALUES (:version, strftime('%Y-%m-%d %H:%M:%f', 'now'));
 -- Its claim partition is a random one of :partitions (batchq.partitions; 1 when none are set up).
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff)
+                        backoff, keep_result)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 OR strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch') > strftime('%Y-%m-%d %H:%M:%f', 'now')
@@ -34,14 +34,14 @@ VALUES (:queue, :task, :payload, :serializer, :priority,
             coalesce(strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch'), strftime('%Y-%m-%d %H:%M:%f', 'now'))),
         :max_errors,
         strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit,
-        abs(random() % :partitions), :timeout, :task_version, :backoff);
+        abs(random() % :partitions), :timeout, :task_version, :backoff, :keep_result);
 
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (no change) while a job of that key is waiting or
 -- running (the partial unique index batchq_job_unique). Any other conflict still raises.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff)
+                        task_version, backoff, keep_result)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 OR strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch') > strftime('%Y-%m-%d %H:%M:%f', 'now')
@@ -50,7 +50,7 @@ VALUES (:queue, :task, :payload, :serializer, :priority,
             coalesce(strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch'), strftime('%Y-%m-%d %H:%M:%f', 'now'))),
         :max_errors,
         strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit, :unique_key,
-        abs(random() % :partitions), :timeout, :task_version, :backoff)
+        abs(random() % :partitions), :timeout, :task_version, :backoff, :keep_result)
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
 DO NOTHING;
 
@@ -118,7 +118,7 @@ WHERE id IN (
     LIMIT :limit
 )
 RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
-          max_errors, timeout_seconds, task_version, backoff, run_at;
+          max_errors, timeout_seconds, task_version, backoff, keep_result, run_at;
 
 -- name: jobs_claim_partition
 -- jobs_claim within one partition that the worker leases (run --claim partition), through
@@ -134,7 +134,7 @@ WHERE id IN (
     LIMIT :limit
 )
 RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
-          max_errors, timeout_seconds, task_version, backoff, run_at;
+          max_errors, timeout_seconds, task_version, backoff, keep_result, run_at;
 
 -- name: jobs_keep
 -- Before jobs_delete, in the claim's BEGIN IMMEDIATE, when finished jobs are to be kept: copy
@@ -143,12 +143,14 @@ RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priorit
 -- the older record rather than failing the claim (batchq_job's AUTOINCREMENT never reuses one).
 INSERT OR REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
                                        enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                                       memory_peak_bytes, memory_growth_bytes, result, result_note)
+                                       memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
 SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
        j.created_at, j.processing_at, strftime('%Y-%m-%d %H:%M:%f', 'now'),
        json_extract(k.value, '$[1]') / 1e9, json_extract(k.value, '$[2]') / 1e6,
        json_extract(k.value, '$[3]'), json_extract(k.value, '$[4]'),
-       json_extract(k.value, '$[5]'), json_extract(k.value, '$[6]')
+       json_extract(k.value, '$[5]'), json_extract(k.value, '$[6]'),
+       CASE WHEN j.keep_result IS NOT NULL
+            THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', j.keep_result)) END
 FROM json_each(:kept) AS k JOIN batchq_job j ON j.id = json_extract(k.value, '$[0]')
 WHERE j.claim_token = :done_token;
 
@@ -170,7 +172,7 @@ SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed'
                   WHEN :delay > 0 AND concurrency_key IS NOT NULL THEN 'blocked'
                   WHEN :delay > 0 THEN 'scheduled' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = :error, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
+    last_error = :error, error_class = :error_class, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
     run_at = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :delay)),
     last_worker = locked_by, last_started_at = processing_at, last_wall_seconds = :wall,
     last_cpu_seconds = :cpu, last_memory_peak_bytes = :peak, last_memory_growth_bytes = :growth,
@@ -182,10 +184,12 @@ WHERE id = :id AND claim_token = :token;
 -- last try, copy it into batchq_history as failed, with that try's measurements and error.
 INSERT OR REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
                                        enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                                       memory_peak_bytes, memory_growth_bytes, error)
+                                       memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
 SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
        last_started_at, strftime('%Y-%m-%d %H:%M:%f', 'now'), last_wall_seconds, last_cpu_seconds,
-       last_memory_peak_bytes, last_memory_growth_bytes, last_error
+       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
+       CASE WHEN keep_result IS NOT NULL
+            THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', keep_result)) END
 FROM batchq_job
 WHERE id = :id AND status = 'failed';
 
@@ -251,7 +255,7 @@ ORDER BY processing_at, id;
 UPDATE batchq_job
 SET status = CASE WHEN error_count + 1 >= max_errors THEN 'failed' ELSE 'ready' END,
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = :error, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
+    last_error = :error, error_class = NULL, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
     run_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = :id AND status = 'processing' AND claim_token IS :token;
@@ -332,7 +336,7 @@ ORDER BY id LIMIT :limit;
 UPDATE batchq_job
 SET status = 'failed',
     error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
-    last_error = :error, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
+    last_error = :error, error_class = NULL, error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
     last_worker = locked_by, last_started_at = processing_at,
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = :id AND claim_token = :token;

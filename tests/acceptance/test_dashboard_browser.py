@@ -1,6 +1,8 @@
 """The dashboard in a real browser (headless Chromium from Debian's packages, through Selenium and
 Debian's chromedriver), on every backend: click through each page, act (sign in, pause and
-resume, cancel, requeue and delete a failure group) and see the effect in the database, check
+resume, cancel, requeue and delete a failure group; search a job, retry and delete it; archive,
+delete and purge messages) and see
+the effect in the database, check
 that hostile text is shown as text and never runs, and that a page refreshes itself.
 
 The screenshots in the README come from test_click_through_every_page: run it with
@@ -22,7 +24,8 @@ from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from batchq import Queue
+from batchq import MessageQueue, Queue
+from batchq.mq.overview import queue_figures
 from batchq.registry import Registration, list_workers
 from batchq.sweeps import failure_groups
 from batchq.worker import RunOptions, Worker
@@ -144,6 +147,11 @@ def test_click_through_every_page(
         shots(browser, "failures")
         big, small = seen["big"], seen["small"]
         browser.find_element(By.ID, f"requeue-{big.fingerprint}-billing").click()
+        alert = WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert)
+        assert alert.text.startswith(
+            "Requeue the 4 failed jobs of this group in queue billing (those failed by "
+        )
+        alert.accept()
         wait_for_text(
             browser, "#note", f"requeued 4 jobs of failure group {big.fingerprint} in queue billing"
         )
@@ -193,6 +201,11 @@ def test_hostile_text_is_shown_and_never_runs(queue: Queue, db_url: str, browser
         f"/jobs?queue=default&task={quoted_url(XSS)}": ("#task", ""),
         f"/?note={quoted_url(XSS)}": ("#note", ""),  # unsigned: not shown at all (below)
         f"/jobs?queue={quoted_url(XSS)}": ("h1", XSS),
+        f"/search?state=failed&text={quoted_url('<script>')}": (
+            "#results",
+            "<script>window.__xss=1</script>",
+        ),
+        f"/search?state=failed&task={quoted_url(XSS)}": ("#scope", "Searched the only failed job"),
         "/jobs?queue=": ("#error", "which queue?"),
     }
     with dashboard(db_url, "--refresh", "0") as board:
@@ -207,6 +220,64 @@ def test_hostile_text_is_shown_and_never_runs(queue: Queue, db_url: str, browser
         browser.get(board.base + f"/jobs/{job_id}")
         assert "<script>window.__xss=1</script>" in browser.find_element(By.ID, "last-error").text
         assert browser.find_elements(By.CSS_SELECTOR, "main script, main img") == []
+
+
+def test_find_and_fix_one_job(
+    queue: Queue, db_url: str, browser: Any, shots: Callable[[Any, str], None]
+) -> None:
+    """Search a failed job by the text of its payload, open it, retry it; find another by its
+    error and delete it; each action asks first, naming the job and the count."""
+    queue.enqueue_many("jobs:noop", [{"user": n} for n in range(30)], queue="default")
+    failed = [
+        queue.enqueue("jobs:fail", {"order": f"ORD-{n}"}, queue="billing", max_errors=1) for n in range(4)
+    ]
+    Worker(queue, RunOptions(backoff_base=0, queues=("billing",))).run()
+    later = queue.enqueue("jobs:echo", {"to": "ann@example.com"}, queue="mail", delay=600)
+    with dashboard(db_url, "--refresh", "0") as board:
+        browser.get(board.base + "/login")
+        browser.find_element(By.ID, "token").send_keys(TOKEN)
+        browser.find_element(By.ID, "sign-in").click()
+        wait_for_text(browser, "#mode", "signed in")
+        browser.find_element(By.LINK_TEXT, "Search").click()
+        Select(browser.find_element(By.ID, "search-state")).select_by_value("failed")
+        browser.find_element(By.ID, "search-text").send_keys("ORD-2")
+        browser.find_element(By.ID, "search-go").click()
+        wait_for_text(browser, "#scope", "Searched all 4 failed jobs. 1 match.")
+        wait_for_text(browser, "#results", "ORD-2")
+        shots(browser, "search")
+        browser.find_element(By.LINK_TEXT, str(failed[2])).click()
+        wait_for_text(browser, "#payload", "ORD-2")
+        shots(browser, "job_failed")
+        browser.find_element(By.ID, "retry").click()
+        alert = WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert)
+        job = f"job {failed[2]} (task jobs:fail, queue billing)"
+        assert alert.text == f"Retry 1 failed job, {job}, now? Its failures are reset to 0 of 1 allowed."
+        alert.accept()
+        wait_for_text(browser, "#note", f"retried job {failed[2]} now: ready, its tries reset")
+        assert {r["id"]: r["status"] for r in job_rows(queue)}[failed[2]] == "ready"
+
+        in_error = quoted_url("'ORD-3'")  # the last error quotes the payload: "boom: {'order': 'ORD-3'}"
+        browser.get(f"{board.base}/search?state=failed&text={in_error}")
+        wait_for_text(browser, "#scope", "Searched all 3 failed jobs. 1 match.")  # in the last error
+        browser.find_element(By.LINK_TEXT, str(failed[3])).click()
+        browser.find_element(By.ID, "delete").click()
+        alert = WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert)
+        assert (
+            alert.text
+            == f"Delete 1 failed job, job {failed[3]} (task jobs:fail, queue billing)? It cannot be undone."
+        )
+        alert.dismiss()  # asked, refused: nothing happens
+        assert failed[3] in {r["id"] for r in job_rows(queue)}
+        click_and_confirm(browser, "delete")
+        wait_for_text(browser, "#note", f"deleted failed job {failed[3]}")
+        assert failed[3] not in {r["id"] for r in job_rows(queue)}
+
+        browser.get(f"{board.base}/search?id={later}")
+        browser.find_element(By.LINK_TEXT, str(later)).click()
+        wait_for_text(browser, "#explain", "delayed")
+        click_and_confirm(browser, "retry")
+        wait_for_text(browser, "#note", f"job {later} is due now")
+        assert queue.explain(later).state == "waiting"
 
 
 def quoted(text: str) -> str:
@@ -264,3 +335,87 @@ const paths = arguments[0], done = arguments[arguments.length - 1];
 Promise.all(paths.map(p => fetch(p).then(r => r.text().then(t => r.status + " " + t))))
   .then(done, e => done(["error " + e]));
 """
+
+
+def test_click_through_the_message_queues(
+    db_url: str, browser: Any, shots: Callable[[Any, str], None]
+) -> None:
+    """Message queues: the list, a queue's messages, one message; archive and delete one message
+    and purge a queue, each asking first with its scope and count."""
+    m = MessageQueue(db_url)
+    m.create_queue("mail", max_length=1000)
+    ids = m.send_batch("mail", [{"to": f"user{n}@example.com", "subject": "Welcome"} for n in range(6)])
+    m.send("mail", {"to": "later@example.com"}, delay=3600)
+    m.read("mail", vt=600, qty=2)
+    m.create_queue("orders", schema={"$id": "urn:example:order", "type": "object"})
+    m.subscribe("orders-topic", "billing")
+    m.publish("orders-topic", {"order": 42})
+    try:
+        with dashboard(db_url, "--refresh", "0") as board:
+            browser.get(board.base + "/login")
+            browser.find_element(By.ID, "token").send_keys(TOKEN)
+            browser.find_element(By.ID, "sign-in").click()
+            wait_for_text(browser, "#mode", "signed in")
+            browser.find_element(By.LINK_TEXT, "Message queues").click()
+            wait_for_text(browser, "#mq-queues", "subscriber billing of topic orders-topic")
+            wait_for_text(browser, 'tr[data-queue="orders"]', "type urn:example:order")
+            shots(browser, "mq_queues")
+            browser.find_element(By.LINK_TEXT, "mail").click()
+            wait_for_text(browser, "#counts", "7: 4 visible, 1 delayed, 2 held")
+            shots(browser, "mq_queue")
+            browser.find_element(By.LINK_TEXT, str(ids[0])).click()
+            wait_for_text(browser, "#message", "user0@example.com")
+            wait_for_text(browser, "#state", "held")
+            shots(browser, "mq_message")
+            click_and_confirm(browser, "archive")
+            wait_for_text(browser, "#note", f"archived message {ids[0]} of queue mail")
+            assert [a.msg_id for a in m.read_archive("mail")] == [ids[0]]
+            browser.find_element(By.LINK_TEXT, str(ids[1])).click()
+            wait_for_text(browser, "#message", "user1@example.com")
+            browser.find_element(By.ID, "delete").click()
+            alert = WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert)
+            asked = f"Delete message {ids[1]} of message queue mail, which a consumer holds?"
+            assert alert.text == f"{asked} It is not archived."
+            alert.dismiss()  # asked, refused: nothing happens
+            assert m.get("mail", ids[1]) is not None
+            click_and_confirm(browser, "delete")
+            wait_for_text(browser, "#note", f"deleted message {ids[1]} of queue mail")
+            assert m.get("mail", ids[1]) is None
+            browser.find_element(By.ID, "purge-mail").click()
+            alert = WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert)
+            assert alert.text.startswith("Delete the 5 messages of message queue mail (ids up to ")
+            alert.accept()
+            wait_for_text(browser, "#note", "deleted 5 messages of queue mail")
+            assert [f.messages for f in queue_figures(m.backend, "mail")] == [0]
+    finally:
+        m.close()
+
+
+def test_hostile_message_text_is_shown_and_never_runs(db_url: str, browser: Any) -> None:
+    m = MessageQueue(db_url)
+    m.create_queue("mail")
+    msg_id = m.send("mail", {"name": XSS}, headers={"h": XSS})
+    mark = "?" if m.backend.dialect == "sqlite" else "%s"
+    now = {"sqlite": "'2026-01-01 00:00:00'", "mysql": "UTC_TIMESTAMP(6)", "postgresql": "now()"}
+    name = '<img src=x onerror="window.__xss=3">'  # a queue name fits in 64 characters
+    meta = f"INSERT INTO batchq_mq_meta (queue, created_at) VALUES ({mark}, {now[m.backend.dialect]})"
+    sql(m, meta, (name,))
+    pages = {
+        "/mq": ("#mq-queues", name),
+        "/mq/queue?queue=mail": ("#messages", "<script>window.__xss=1</script>"),
+        f"/mq/message?queue=mail&id={msg_id}": ("#message", "<script>window.__xss=1</script>"),
+        f"/mq/queue?queue={quoted_url(name)}": ("h1", name),
+        f"/mq/message?queue={quoted_url(name)}&id=1": ("h1", name),
+        "/mq/queue?queue=": ("#error", "which message queue?"),
+    }
+    try:
+        with dashboard(db_url, "--refresh", "0") as board:
+            for path, (css, text) in pages.items():
+                browser.get(board.base + path)
+                wait_for_text(browser, css, text)
+                assert browser.execute_script("return window.__xss") is None, path
+                assert browser.find_elements(By.CSS_SELECTOR, "main script, main img") == [], path
+            browser.get(f"{board.base}/mq/message?queue=mail&id={msg_id}")
+            assert XSS.replace('"', '\\"') in browser.find_element(By.ID, "headers").text
+    finally:
+        m.close()

@@ -15,7 +15,16 @@ from tests.support.dashboard import TOKEN, Dashboard, dashboard
 from tests.support.processes import assert_one_line_error
 
 SECRET = "payload-of-job-7"
-READ_PAGES = ("/jobs/{job}", "/metrics", "/workers", "/locks", "/", "/jobs?queue=default", "/failures")
+READ_PAGES = (
+    "/jobs/{job}",
+    "/metrics",
+    "/workers",
+    "/locks",
+    "/",
+    "/jobs?queue=default",
+    "/failures",
+    "/search?state=ready&text=noop",
+)
 
 
 def seed(queue: Queue) -> int:

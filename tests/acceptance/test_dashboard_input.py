@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from batchq import Queue
+from batchq import MessageQueue, Queue
 from tests.support.dashboard import Dashboard, Reply, dashboard
 from tests.support.db import SERVER_URLS, prepare_database
 
@@ -31,7 +31,7 @@ HOSTILE = {  # as a link carries it, percent-encoded
     "emoji": "%F0%9F%98%80",
 }
 REFUSED_EVERYWHERE = {"nul", "bad-utf8", "utf8-surrogate", "huge"}
-INTEGERS = {"after_id", "after_priority"}
+INTEGERS = {"after_id", "after_priority", "after", "id"}
 FIRST_PAGE = {"queue": "default", "state": "ready", "task": "jobs:noop"}
 # A valid next-page link of /jobs: each case replaces one of its parameters.
 NEXT_PAGE = {
@@ -41,14 +41,19 @@ NEXT_PAGE = {
     "after_run_at": "2026-01-01 00:00:00",
     "after_id": "1",
 }
+SEARCH = {"state": "failed", "queue": "default", "task": "jobs:noop", "text": "50% o'_\"x"}
 PAGES: dict[str, tuple[str, dict[str, str], tuple[str, ...]]] = {  # name: path, link, parameters
     "queues": ("/", {}, ("note", "sig", "other")),
     "jobs": ("/jobs", FIRST_PAGE, (*FIRST_PAGE, "note")),
     "jobs-next-page": ("/jobs", NEXT_PAGE, tuple(NEXT_PAGE)),
     "job": ("/jobs/{job}", {}, ("note", "sig")),
     **{name: (f"/{name}", {}, ("note",)) for name in ("failures", "workers", "schedules", "locks")},
+    "search": ("/search", SEARCH, (*SEARCH, "id", "note")),
     "metrics": ("/metrics", {}, ("note",)),
     "login": ("/login", {}, ("note",)),
+    "mq": ("/mq", {}, ("note", "sig")),
+    "mq-queue": ("/mq/queue", {"queue": "mail", "after": "0"}, ("queue", "after", "note")),
+    "mq-message": ("/mq/message", {"queue": "mail", "id": "{msg}"}, ("queue", "id", "note")),
 }
 CASES = [(page, param) for page, (_, _, params) in PAGES.items() for param in params]
 
@@ -57,6 +62,7 @@ CASES = [(page, param) for page, (_, _, params) in PAGES.items() for param in pa
 class Served:
     board: Dashboard
     job: int  # a job the database holds
+    msg: int  # a message of message queue "mail"
     csrf: str  # the board's client is signed in
 
 
@@ -77,12 +83,16 @@ class Boards:
         url = sqlite if backend_name == "sqlite" else SERVER_URLS[backend_name]
         prepare_database(backend_name, url)
         queue = Queue(url, task_modules=["jobs"])
+        messages = MessageQueue(url)
         try:
             job = [queue.enqueue("jobs:noop", n) for n in range(5)][0]
+            messages.create_queue("mail")
+            msg = messages.send("mail", {"n": 1})
         finally:
             queue.close()
+            messages.close()
         board = self.stack.enter_context(dashboard(url))
-        return Served(board, job, board.sign_in())
+        return Served(board, job, msg, board.sign_in())
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +108,8 @@ def test_a_hostile_query_parameter_is_a_400_never_a_500(
 ) -> None:
     served = boards.get(backend_name)
     route, link, _ = PAGES[page]
-    query = urllib.parse.urlencode({key: value for key, value in link.items() if key != param})
+    given = {key: value.format(msg=served.msg) for key, value in link.items() if key != param}
+    query = urllib.parse.urlencode(given)
     path = f"{route.format(job=served.job)}?{query}{'&' if query else ''}{param}={HOSTILE[value_name]}"
     reply = served.board.get(path)
     assert "Traceback" not in reply.body and reply.status != 500, (path[:200], reply.body[:2000])
@@ -107,8 +118,9 @@ def test_a_hostile_query_parameter_is_a_400_never_a_500(
         assert reply.status == 400, (path[:200], reply.status, reply.body[:2000])
         said = html.unescape(reply.body)
         assert f"bad query parameter {param!r}" in said or f"bad {param} " in said, said
-    else:
-        assert reply.status in (200, 400), (path[:200], reply.status, reply.body[:2000])
+    else:  # a message-queue page of a queue or message that is not there: 404
+        allowed = (200, 400, 404) if page.startswith("mq-") else (200, 400)
+        assert reply.status in allowed, (path[:200], reply.status, reply.body[:2000])
 
 
 @pytest.mark.parametrize("value_name", list(HOSTILE))
@@ -116,18 +128,27 @@ def test_a_hostile_query_parameter_is_a_400_never_a_500(
     ("action", "field"),
     [
         ("/actions/cancel", "id"),
+        ("/actions/retry", "id"),
+        ("/actions/retry", "state"),
+        ("/actions/delete", "id"),
         ("/actions/pause", "queue"),
         ("/actions/stop-worker", "name"),
         ("/login", "token"),
+        ("/actions/mq-archive", "id"),
+        ("/actions/mq-delete", "id"),
+        ("/actions/mq-purge", "up_to"),
+        ("/actions/mq-delete", "queue"),
     ],
 )
 def test_a_hostile_form_field_is_a_400_never_a_500(
     boards: Boards, backend_name: str, action: str, field: str, value_name: str
 ) -> None:
     served = boards.get(backend_name)
-    reply = post_raw(served.board, action, f"csrf={served.csrf}&{field}={HOSTILE[value_name]}")
+    other = "&queue=mail" if action.startswith("/actions/mq-") and field != "queue" else ""
+    reply = post_raw(served.board, action, f"csrf={served.csrf}&{field}={HOSTILE[value_name]}{other}")
     assert "Traceback" not in reply.body and reply.status != 500, (action, value_name, reply.body[:2000])
-    if value_name in REFUSED_EVERYWHERE or (field == "id" and value_name.startswith("int")):
+    integer = field in ("id", "up_to")
+    if value_name in REFUSED_EVERYWHERE or (integer and value_name.startswith("int")):
         assert reply.status == 400, (action, value_name, reply.status, reply.body[:2000])
 
 

@@ -31,6 +31,17 @@ FAMILIES = {
     "batchq_finished_jobs_wall_seconds_max",
     "batchq_finished_jobs_cpu_seconds",
     "batchq_finished_jobs_window_seconds",
+    # Message queues (issue 28): their families are there even with no message queue.
+    "batchq_mq_messages",
+    "batchq_mq_oldest_message_age_seconds",
+    "batchq_mq_redelivered_messages",
+    "batchq_mq_archived_messages",
+    "batchq_mq_sent",
+    "batchq_mq_max_length",
+    "batchq_mq_subscription_messages",
+    # For the alerting kit's rules (deploy/prometheus/batchq-alerts.yml).
+    "batchq_workers",
+    "batchq_schedule_next_run_timestamp_seconds",
 }
 
 

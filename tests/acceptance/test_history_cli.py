@@ -18,7 +18,7 @@ MODULES = "jobs,history_jobs"
 
 def test_configure_run_history_prune(queue: Queue, db_url: str) -> None:
     assert invoke_batchq(db_url, "configure", "mail", "--keep-for", "7d").returncode == 0
-    assert invoke_batchq(db_url, "configure", "mail").stdout == "mail: keep_for 7d00h\n"
+    assert "  keep_for     7d00h\n" in invoke_batchq(db_url, "configure", "mail").stdout
     assert_one_line_error(
         invoke_batchq(db_url, "configure", "mail", "--keep-for", "soon"), "keep_for", status=2
     )

@@ -69,6 +69,8 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "mq_send_unlogged",  # a non-durable queue's send, into the UNLOGGED table (PostgreSQL only)
         "mq_send_async_commit",  # ... whose own transaction's commit need not wait for the WAL flush
         "pubsub_listen_messages",  # LISTEN for publishes (batchq consume)
+        "results_listen",  # LISTEN for jobs ending (Queue.result(wait=...))
+        "results_unlisten",
         # Dead rows: workers VACUUM the job table (InnoDB purges by itself, SQLite reuses pages).
         "jobs_vacuum_lock",
         "jobs_vacuum",

@@ -112,6 +112,7 @@ def test_notify_when_a_job_becomes_due_now_and_only_then(pg_queue: Queue) -> Non
         [job] = pg_queue.backend.claim("mail", "w:1", "a" * 32).jobs
         assert notified(conn) == []  # a claim is not news
         params = {"id": job.id, "token": "a" * 32, "error": "x", "fingerprint": "f" * 16, "delay": 10}
+        params["error_class"] = None  # no exception class (migration 020)
         params |= {"wall": None, "cpu": None, "peak": None, "growth": None}  # not measured here
         assert pg_queue.backend.execute("job_error", params) == 1
         assert notified(conn) == []  # due in 10 s: pollers find it then

@@ -1,0 +1,1 @@
+"""Integrations with frameworks (optional extras): each subpackage imports its framework."""

@@ -1,0 +1,7 @@
+-- A job queue's settings as `batchq configure` and `batchq stats` show them (batchq.queue_settings).
+
+-- name: settings_job_queues
+-- Every job queue with a row in batchq_queue (paused once, or configured), or one (:queue).
+SELECT name, paused, keep_for, max_length, overflow, payload_schema FROM batchq_queue
+WHERE %(queue)s::text IS NULL OR name = %(queue)s::text
+ORDER BY name;

@@ -1,0 +1,53 @@
+-- The operator's views of the message queues (`batchq mq list/stats/peek`, `stats`, `metrics`,
+-- the dashboard): plain SELECTs in autocommit, ages on the database's clock ('now').
+-- Times written by hand that are no time read as NULL ages (julianday of garbage is NULL).
+
+-- name: mqview_queues
+-- Every queue (or one: :queue), with its settings, its type and the messages ever sent.
+SELECT m.queue AS queue_name, m.created_at, m.payload_schema, s.max_length, s.overflow, s.durable,
+       (SELECT COALESCE(SUM(t.sent), 0) FROM batchq_mq_sent AS t WHERE t.queue = m.queue) AS sent
+FROM batchq_mq_meta AS m LEFT JOIN batchq_mq_sent AS s ON s.queue = m.queue AND s.shard = 0
+WHERE :queue IS NULL OR m.queue = :queue
+ORDER BY m.queue;
+
+-- name: mqview_messages
+-- Per queue: messages, visible now, delayed (never read, vt ahead), held (read, vt ahead) and
+-- the oldest message's age in seconds; redelivered: read more than once (a consumer's hold ran out).
+SELECT queue, COUNT(*) AS length,
+       SUM(coalesce(julianday(vt) <= julianday('now'), 1)) AS n_visible,
+       SUM(coalesce(julianday(vt) > julianday('now'), 0) AND read_ct = 0) AS n_delayed,
+       SUM(coalesce(julianday(vt) > julianday('now'), 0) AND read_ct <> 0) AS n_held,
+       SUM(read_ct > 1) AS redelivered,
+       (julianday('now') - julianday(MIN(enqueued_at))) * 86400.0 AS oldest_age_seconds,
+       MAX(id) AS max_id
+FROM batchq_message
+WHERE :queue IS NULL OR queue = :queue
+GROUP BY queue;
+
+-- name: mqview_archive
+-- Per queue: messages in the archive.
+SELECT queue, COUNT(*) AS archived FROM batchq_message_archive
+WHERE :queue IS NULL OR queue = :queue
+GROUP BY queue;
+
+-- name: mqview_page
+-- A page of a queue's messages in id order after :after, as they stand (nothing is read:
+-- read_ct and vt stay), with how far ahead vt is (negative: visible).
+SELECT id AS msg_id, read_ct, enqueued_at, vt, message, headers,
+       (julianday(vt) - julianday('now')) * 86400.0 AS vt_in_seconds
+FROM batchq_message
+WHERE queue = :queue AND id > :after
+ORDER BY id
+LIMIT :limit;
+
+-- name: mqview_message
+-- One message as it stands (a peek: nothing is read).
+SELECT id AS msg_id, read_ct, enqueued_at, vt, message, headers,
+       (julianday(vt) - julianday('now')) * 86400.0 AS vt_in_seconds
+FROM batchq_message
+WHERE queue = :queue AND id = :id;
+
+-- name: mqview_purge_up_to
+-- An operator's purge of what they were shown: the queue's messages (held or not) up to the last
+-- id they saw, so that a message sent after they looked is not deleted unseen.
+DELETE FROM batchq_message WHERE queue = :queue AND id <= :up_to;

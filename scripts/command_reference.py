@@ -1,8 +1,9 @@
-"""Render the README's command reference from the click commands themselves, so it cannot drift.
+"""Render the command reference (docs/reference/cli.md) from the click commands themselves, so it
+cannot drift.
 
-`.venv/bin/python scripts/command_reference.py` rewrites the table between the README's
+`.venv/bin/python scripts/command_reference.py` rewrites the table between that page's
 `<!-- commands -->` markers: one row per command and subcommand, with every option and argument
-and the first paragraph of its help. `--check` changes nothing and exits 1 when the README
+and the first paragraph of its help. `--check` changes nothing and exits 1 when the page
 differs (tests/unit/test_command_reference.py runs the same comparison). To change a row, change
 the command (its options, metavars, docstring), then run this.
 """
@@ -18,7 +19,7 @@ import click
 
 from batchq.cli import cli
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "cli.md"
 BEGIN = (
     "<!-- commands: generated from the click commands by scripts/command_reference.py; "
     "change a command, then run it -->"
@@ -38,11 +39,11 @@ def render() -> str:
     return "\n".join(rows)
 
 
-def render_readme(text: str) -> str:
-    """``text`` (the README) with the table between the markers replaced by render()."""
+def render_page(text: str) -> str:
+    """``text`` (the page) with the table between the markers replaced by render()."""
     start, end = text.find(BEGIN), text.find(END)
     if start < 0 or end < start:
-        raise ValueError(f"README.md: no {BEGIN!r} ... {END!r} markers around the command table")
+        raise ValueError(f"{PAGE.name}: no {BEGIN!r} ... {END!r} markers around the command table")
     return f"{text[: start + len(BEGIN)]}\n\n{render()}\n\n{text[end:]}"
 
 
@@ -124,22 +125,22 @@ def _cell(text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     try:
-        wanted = render_readme(text)
+        wanted = render_page(text)
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 1
     if argv[1:] == ["--check"]:
         if wanted != text:
-            print("README.md: the command reference differs from the commands: run " + argv[0])
+            print(f"docs/reference/cli.md: the command reference differs from the commands: run {argv[0]}")
             return 1
         return 0
     if argv[1:]:
         print(f"usage: {argv[0]} [--check]", file=sys.stderr)
         return 2
     if wanted != text:
-        README.write_text(wanted, encoding="utf-8")
+        PAGE.write_text(wanted, encoding="utf-8")
     return 0
 
 

@@ -5,7 +5,7 @@ delete and purge messages) and see
 the effect in the database, check
 that hostile text is shown as text and never runs, and that a page refreshes itself.
 
-The screenshots in the README come from test_click_through_every_page: run it with
+The screenshots in docs/ (docs/operations/dashboard.md) come from test_click_through_every_page: run it with
 BATCHQ_SCREENSHOTS=docs/screenshots (on MySQL, the primary backend) to write them there;
 otherwise they go to the test's temporary folder.
 """

@@ -1,5 +1,5 @@
 """Every command's mistakes in one style: one `batchq: error:` line naming the problem and the fix,
-no usage banner or traceback, and one exit status per kind (README "Exit statuses"): 2 for a
+no usage banner or traceback, and one exit status per kind (docs/reference/cli.md "Exit statuses"): 2 for a
 mistake in what was typed, whatever catches it (click or batchq); 1 when the command was right
 but could not do its work. Run in-process with click's CliRunner: these are about arguments."""
 

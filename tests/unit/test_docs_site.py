@@ -5,6 +5,7 @@ or a click command mkdocs-click cannot render fails the build, and so this test.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -26,6 +27,8 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert "batchq.Queue.enqueue" in queue  # the API reference rendered from the docstrings
     cli = (site / "reference" / "cli-full" / "index.html").read_text("utf-8")
     assert "--max-seconds" in cli and "gc-processing" in cli  # the CLI reference, from click
+    tutorial = (site / "tutorial" / "index.html").read_text("utf-8")
+    assert "Queue().enqueue(send_mail" in re.sub(r"<[^>]+>", "", tutorial)  # the README's quickstart
     # Offline and private: no page loads a font, script or stylesheet from another site.
     for page in site.rglob("*.html"):
         text = page.read_text("utf-8")

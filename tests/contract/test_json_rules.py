@@ -13,7 +13,7 @@ from batchq import MessageQueue, PayloadError, Queue
 from tests.support.db import app_connection, job_rows, sql
 from tests.support.rows import app_write
 
-MAX_JSON_DEPTH = 31  # as the README documents it
+MAX_JSON_DEPTH = 31  # as docs/guides/enqueue.md documents it
 
 
 def nested(levels: int) -> Any:

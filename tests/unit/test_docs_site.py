@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.support.processes import ROOT
@@ -16,7 +17,7 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     done = subprocess.run(
         [str(ROOT / "scripts" / "docs"), str(tmp_path / "site")],
         cwd=ROOT,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
+        env={**os.environ, "TMPDIR": str(tmp_path), "PYTHON": sys.executable},
         capture_output=True,
         text=True,
         timeout=300,

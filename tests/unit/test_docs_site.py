@@ -34,3 +34,10 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     for page in site.rglob("*.html"):
         text = page.read_text("utf-8")
         assert 'src="http' not in text and "fonts.googleapis" not in text, page
+
+
+def test_every_environment_variable_the_code_reads_is_documented() -> None:
+    code = "\n".join(p.read_text("utf-8") for p in (ROOT / "batchq").rglob("*.py"))
+    names = set(re.findall(r'"(BATCHQ_[A-Z_]+)"', code))
+    page = (ROOT / "docs" / "reference" / "environment.md").read_text("utf-8")
+    assert names and names <= set(re.findall(r"`(BATCHQ_[A-Z_]+)`", page)), names

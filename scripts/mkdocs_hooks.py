@@ -28,7 +28,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
             raise PluginError(f"{page.file.src_path}: link to {match['url']}: no such file in the repository")
         path = target.relative_to(root).as_posix()
         text = match["text"]
-        return text if text.strip("`") == path else f"{text} (`{path}`)"
+        return text if text.strip("`").rstrip("/") == path else f"{text} (`{path}`)"
 
     out, fenced = [], False
     for line in markdown.splitlines(keepends=True):

@@ -73,6 +73,13 @@ def test_the_documentation_shows_crontabs_and_a_unit() -> None:
     assert len(_blocks("cron")) >= 5 and len(_blocks("ini")) >= 1
 
 
+def test_the_readme_crontab_is_crontab_example_s() -> None:
+    """The README shows crontab.example's lines (without its comments): none differs from it."""
+    example = set((ROOT / "crontab.example").read_text("utf-8").splitlines())
+    [readme] = [code for where, code in _blocks("cron") if where.startswith("README") and "MAILTO" in code]
+    assert [line for line in readme.splitlines() if line not in example] == []
+
+
 @pytest.mark.parametrize(("where", "line"), _crontab_lines())
 def test_crontab_line(where: str, line: str) -> None:
     line = line.strip()

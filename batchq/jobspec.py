@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from .backends import Backend, Database
 from .config import Duration, check_queue_name, counted, parse_duration, parse_timeout, parse_when
@@ -46,11 +45,11 @@ OPTIONS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class JobSpec:
+class JobSpec(NamedTuple):
     """A job but its payload, checked: the task as rows name it and every option as stored
     (seconds, not durations; the task's own max_errors and keep_result filled in). Built by
-    ``JobSpec.of``; ``template`` gives the row."""
+    ``JobSpec.of``; ``template`` gives the row. A NamedTuple: immutable, and built in about half
+    the time of a frozen dataclass, on the path of every enqueue."""
 
     queue: str
     task: str

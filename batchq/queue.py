@@ -174,7 +174,8 @@ class Queue(OnDatabase):
         value or its error, for ``Queue.result(id)`` (and ``.result()`` of what this returns);
         without it, the task's @task(keep_result=...); False keeps nothing whatever the task says.
         """
-        spec = self.builder.spec(
+        spec = JobSpec.of(  # not builder.spec: its **options would cost a second repacking
+            self.builder.resolver,
             task,
             queue=queue,
             delay=delay,
@@ -278,7 +279,8 @@ class Queue(OnDatabase):
         ``unique_key``: a payload whose key a waiting or running job holds, or that an earlier
         payload of the batch has, is not written, and the count leaves it out.
         """
-        spec = self.builder.spec(
+        spec = JobSpec.of(  # not builder.spec: its **options would cost a second repacking
+            self.builder.resolver,
             task,
             queue=queue,
             delay=delay,
@@ -416,7 +418,8 @@ class Queue(OnDatabase):
     ) -> dict[str, Any]:
         """Everything of a job row but its payload (batchq.jobspec: JobSpec.of, then
         JobBuilder.template); kept for callers of the positional form."""
-        spec = self.builder.spec(
+        spec = JobSpec.of(  # not builder.spec: its **options would cost a second repacking
+            self.builder.resolver,
             task,
             queue=queue,
             delay=delay,

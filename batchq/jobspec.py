@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
-from .backends import Backend, Database
+from .backends import Backend
 from .config import Duration, check_queue_name, counted, parse_duration, parse_timeout, parse_when
 from .errors import ConfigError, PayloadError
 from .partitions import COUNT_CACHE_SECONDS, partition_count
@@ -133,15 +133,21 @@ class JobSpec(NamedTuple):
         }
 
 
+class Connected(Protocol):
+    """What holds the builder's database (a Queue): its ``backend`` is this thread's connection,
+    or, under batchq.aio, the one lent to the call at hand (which replaces the Queue's database)."""
+
+    @property
+    def backend(self) -> Backend: ...
+
+
 class JobBuilder:
     """Job rows of one database: a JobSpec's template with the partition count (read at most
     once a minute) and payloads serialised and checked against the queue's type (read at most
     once a second) and the database's size limit. One per Queue; schedules use their queue's."""
 
-    def __init__(
-        self, database: Database, resolver: Resolver, secret: bytes | None, types: TypeCache
-    ) -> None:
-        self.database = database
+    def __init__(self, owner: Connected, resolver: Resolver, secret: bytes | None, types: TypeCache) -> None:
+        self.owner = owner
         self.resolver = resolver
         self.secret = secret
         self.types = types
@@ -149,8 +155,8 @@ class JobBuilder:
 
     @property
     def backend(self) -> Backend:
-        """This thread's connection, opened on first use (never when the builder is made)."""
-        return self.database.backend
+        """The owner's connection, opened on first use (never when the builder is made)."""
+        return self.owner.backend
 
     def spec(self, task: Task, **options: Any) -> JobSpec:
         """``JobSpec.of`` under this queue's allow-list."""

@@ -106,7 +106,7 @@ class Queue(OnDatabase):
         self._types = TypeCache()  # the job queues' types (batchq.typed), re-read every second
         # Job rows: JobSpec's checks, the partition count and the queues' types (batchq.jobspec).
         self.builder = JobBuilder(
-            self.database,
+            self,  # its backend, asked at each use: batchq.aio replaces the Queue's database
             Resolver(modules),
             secret.encode() if isinstance(secret, str) else secret or secret_from_env(),
             self._types,

@@ -93,6 +93,8 @@ def _learn_driver(cls: type) -> str | None:
         dialect = "postgresql"
     elif issubclass(cls, sqlite3.Connection):
         dialect = "sqlite"
+    else:  # an asyncio driver's connection that batchq.aio presents as its dialect's sync driver
+        dialect = getattr(cls, "batchq_bridged_dialect", None)
     _driver_dialects[cls] = dialect
     return dialect
 
@@ -108,6 +110,9 @@ _DRIVER_NAMES = {"pymysql": "PyMySQL", "MySQLdb": "mysqlclient (MySQLdb)", "psyc
 
 
 def _driver_name(cls: type) -> str:
+    bridged = getattr(cls, "bridged_driver", None)  # batchq.aio's bridge to an asyncio driver
+    if bridged is not None:
+        return str(bridged)
     package = cls.__module__.split(".")[0]
     return _DRIVER_NAMES.get(package, package)
 

@@ -21,9 +21,11 @@ from prometheus_client.registry import Collector
 
 from .backends import Backend, Row, stored_count, stored_seconds, stored_text
 from .mq.overview import queue_figures
+from .registry import list_workers
 
 STATES = ("ready", "delayed", "blocked", "processing", "failed")
 MQ_STATES = ("visible", "delayed", "held")
+WORKER_STATES = ("running", "stopping", "gone", "unknown")  # batchq.registry.WorkerInfo.state
 # Jobs kept in history are counted over this window, not since forever: history is pruned, so
 # a count of its rows goes down, which Prometheus would read as a counter reset.
 DEFAULT_HISTORY_WINDOW_SECONDS = 300.0
@@ -145,11 +147,37 @@ class QueueCollector(Collector):
         yield from (jobs, paused, oldest_due, oldest_processing)
         yield from self._message_queues()
         yield from self._finished()
+        yield from self._workers_and_schedules()
         yield GaugeMetricFamily(
             "batchq_locks_held",
             "Lock and semaphore slots held now (batchq locks), on the database's clock.",
             value=read_locks_held(self.backend),
         )
+
+    def _workers_and_schedules(self) -> Iterator[Metric]:
+        """What the alerting kit's "no worker" and "schedules not ticking" rules read
+        (deploy/prometheus/batchq-alerts.yml): the registered workers by state, and each enabled
+        schedule's next slot as a Unix time, which Prometheus compares with its own clock."""
+        workers = GaugeMetricFamily(
+            "batchq_workers",
+            "Registered workers (batchq run, batchq consume) by state: running, stopping, gone "
+            "(died without unregistering), unknown (another host's, on SQLite).",
+            labels=["state"],
+        )
+        states = [info.state for info in list_workers(self.backend)]
+        for state in WORKER_STATES:
+            workers.add_metric([state], states.count(state))
+        yield workers
+        slots = GaugeMetricFamily(
+            "batchq_schedule_next_run_timestamp_seconds",
+            "Unix time of an enabled schedule's next slot; far in the past: nothing ticks.",
+            labels=["schedule"],
+        )
+        for row in self.backend.fetchall("schedules_all"):
+            seconds = stored_seconds(row["next_exec"])
+            if row["enabled"] and seconds is not None:
+                slots.add_metric([stored_text(row["name"])], seconds)
+        yield slots
 
     def _message_queues(self) -> Iterator[Metric]:
         """Per message queue: its messages by state, the oldest's age, its archive, the messages

@@ -103,6 +103,12 @@ def check_job_id(job_id: Any) -> int:
     return int(job_id)
 
 
+def check_wait(wait: Any) -> float:
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
+        raise ConfigError(f"bad wait {wait!r}: use a number of seconds, 0 or more, or None")
+    return float(wait)
+
+
 def read_result(backend: Backend, job_id: int, secret: bytes | None = None) -> JobResult:
     """The job's state now: its row if it is still in the job table, else its kept record
     (``secret``: to verify and unpickle a result kept pickled, history.PICKLED_NOTE)."""
@@ -122,8 +128,7 @@ def wait_for_result(
     job_id = check_job_id(job_id)
     if wait is None:
         return read_result(backend, job_id, secret)
-    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not wait >= 0:
-        raise ConfigError(f"bad wait {wait!r}: use a number of seconds, 0 or more, or None")
+    check_wait(wait)
     deadline = time.monotonic() + wait
     result = read_result(backend, job_id, secret)
     if result.finished or wait == 0:

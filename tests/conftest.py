@@ -29,6 +29,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("server_name", [name for name in selected_backends() if name != "sqlite"])
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test parametrized by backend and async connection kind (tests/contract/test_aio.py)
+    runs the kinds of each backend's drivers only: the other pairs are not tests."""
+    from tests.support.aio import KINDS
+
+    def other_pair(item: pytest.Item) -> bool:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        return "conn_kind" in params and params["conn_kind"] not in KINDS[params["backend_name"]]
+
+    deselected = [item for item in items if other_pair(item)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not other_pair(item)]
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Print the reliability figures gathered by this run (and save them if asked)."""
     from tests.support.harness import FIGURES, figures_table

@@ -371,8 +371,12 @@ class Backend(ABC):
                 if attempt == attempts - 1:
                     raise
                 self.transient_retries += 1
-                time.sleep(random.uniform(0, min(0.005 * 2**attempt, TRANSIENT_BACKOFF_MAX)))
+                self.sleep(random.uniform(0, min(0.005 * 2**attempt, TRANSIENT_BACKOFF_MAX)))
         raise AssertionError("unreachable")
+
+    def sleep(self, seconds: float) -> None:
+        """Wait (between two tries, two polls): batchq.aio's backends give the event loop the time."""
+        time.sleep(seconds)
 
     # -- the job cycle ------------------------------------------------------------
 
@@ -480,6 +484,12 @@ class Backend(ABC):
         """Raise PayloadError, sending nothing, if a row's statement is more than the server
         accepts. Only MySQL needs it: the others bind values apart from the statement, and
         payload_limit() is already under their limits."""
+
+
+def bridged(conn: Any, dialect: str) -> bool:
+    """Is ``conn`` an asyncio driver's connection that batchq.aio presents to this code as the
+    dialect's sync driver (its statements awaited through a greenlet)?"""
+    return getattr(conn, "batchq_bridged_dialect", None) == dialect
 
 
 def job_ids(jobs: Sequence[Job]) -> list[int]:

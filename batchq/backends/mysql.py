@@ -12,6 +12,7 @@ from contextlib import suppress
 from typing import Any
 
 import pymysql
+import pymysql.connections
 import pymysql.cursors
 from pymysql.constants import CLIENT
 
@@ -86,6 +87,22 @@ def tls_arguments(options: dict[str, str]) -> dict[str, Any]:
     return {"ssl": context}
 
 
+class _Connection(pymysql.connections.Connection):  # type: ignore[misc]
+    """PyMySQL's connection, with one TLS context per process for sslmode=prefer: given no TLS
+    option, PyMySQL built a new default context for every connection, loading the system's CA
+    store (about 60 ms of CPU, more than the rest of connecting) into a context that verifies
+    nothing. Every such context is alike: the first is kept and shared."""
+
+    _prefer_context: ssl.SSLContext | None = None
+
+    def _create_ssl_ctx(self, sslp: Any) -> Any:  # PyMySQL's, absent from its type stubs
+        if not (isinstance(sslp, dict) and not sslp):
+            return super()._create_ssl_ctx(sslp)  # type: ignore[misc]
+        if _Connection._prefer_context is None:
+            _Connection._prefer_context = super()._create_ssl_ctx(sslp)  # type: ignore[misc]
+        return _Connection._prefer_context
+
+
 class MySQLBackend(Backend):
     dialect = "mysql"
     has_update_returning = False
@@ -108,7 +125,7 @@ class MySQLBackend(Backend):
 
     def _connect(self) -> Any:
         url = self.url
-        conn = pymysql.connect(
+        conn = self._open(
             host=url.host,
             port=url.port or DEFAULT_PORTS["mysql"],
             user=url.user or "root",
@@ -137,6 +154,10 @@ class MySQLBackend(Backend):
         turned_off = url.options.get("skip_locked") == "off"
         self.skip_locked = supports_skip_locked(self.server_version) and not turned_off
         return conn
+
+    def _open(self, **arguments: Any) -> Any:
+        """The driver's connect (batchq.aio opens an asyncio driver's connection instead)."""
+        return _Connection(**arguments)
 
     def _use_leases_on_galera(self) -> None:
         """GET_LOCK is not replicated: a worker's lock on one node is free on the others, where

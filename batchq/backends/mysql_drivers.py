@@ -16,6 +16,8 @@ import pymysql.cursors
 import pymysql.err
 from pymysql.constants import SERVER_STATUS
 
+from .base import bridged
+
 
 class PyMySQL:
     name = "PyMySQL"
@@ -86,8 +88,8 @@ Driver = type[PyMySQL] | type[MySQLdb]
 def driver_of(conn: Any) -> Driver:
     """The driver of a connection: batchq's own (None) and any PyMySQL one, else mysqlclient
     (batchq.appconn lets no other through)."""
-    if conn is None or isinstance(conn, pymysql.connections.Connection):
-        return PyMySQL
+    if conn is None or isinstance(conn, pymysql.connections.Connection) or bridged(conn, "mysql"):
+        return PyMySQL  # and aiomysql's and asyncmy's, bridged by batchq.aio: PyMySQL's protocol
     return MySQLdb
 
 

@@ -86,7 +86,7 @@ class PostgreSQLBackend(Backend):
         }
         if self.pooled:
             params["prepare_threshold"] = None  # a prepared statement lives in one server session
-        conn = psycopg.connect(  # a failure is translated (and redacted) by errors()
+        conn = self._open(  # a failure is translated (and redacted) by errors()
             host=",".join(host for host, _ in url.hosts),  # libpq tries them in turn
             port=",".join(str(port or DEFAULT_PORTS["postgresql"]) for _, port in url.hosts),
             user=url.user or None,
@@ -109,6 +109,10 @@ class PostgreSQLBackend(Backend):
         if "pgbouncer" not in url.options:
             self._refuse_unnamed_pooler(conn)
         return conn
+
+    def _open(self, **arguments: Any) -> Any:
+        """The driver's connect (batchq.aio opens an asyncio driver's connection instead)."""
+        return psycopg.connect(**arguments)
 
     def _refuse_unnamed_pooler(self, conn: Any) -> None:
         """Refuse a connection pooler the URL does not name: its sessions are not the server's.

@@ -56,7 +56,7 @@ class SQLiteBackend(Backend):
                 )
             _make_parent(path, self.url)
         # isolation_level=None: autocommit; transactions are explicit BEGIN IMMEDIATE.
-        conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        conn = self._open(path, timeout=30, isolation_level=None, check_same_thread=False)
         # SQLite stores any bytes in a TEXT column: a row written by hand that is not UTF-8 must
         # read as text with U+FFFD (its job then fails with the reason), never fail the claim or
         # the sweep that reads it. Payloads are read as BLOBs (CAST in the claim).
@@ -64,6 +64,10 @@ class SQLiteBackend(Backend):
         for name in SESSION_QUERIES:  # WAL, foreign keys
             conn.execute(self.sql(name))
         return conn
+
+    def _open(self, path: str, **arguments: Any) -> Any:
+        """The driver's connect (batchq.aio opens an asyncio driver's connection instead)."""
+        return sqlite3.connect(path, **arguments)
 
     def _new_cursor(self, conn: Any = None) -> Any:
         cur = (conn if conn is not None else self.conn).cursor()

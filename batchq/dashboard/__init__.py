@@ -1,8 +1,9 @@
 """`batchq dashboard`: a small web UI over the queues, served by waitress (the `dashboard` extra).
 
-Pages read (queues, a queue's jobs, one job, failure groups, workers, schedules, locks, and the
-Prometheus metrics at /metrics); actions (pause, resume, requeue or delete a failure group,
-cancel a job) need the BATCHQ_DASHBOARD_TOKEN and a CSRF token (batchq.dashboard.security).
+Pages read (queues, a queue's jobs, one job, a search (batchq.dashboard.search), failure groups,
+workers, schedules, locks, message queues, and the Prometheus metrics at /metrics); actions
+(pause, resume, requeue or delete a failure group, retry, run now, delete or cancel one job)
+need the BATCHQ_DASHBOARD_TOKEN and a CSRF token (batchq.dashboard.security).
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from ..errors import ConfigError
 from ..explain import why_not_cancelled
 from ..job import JOB_ID_RANGE
 from ..registry import request_stop
-from ..sweeps import gc_error
+from ..sweeps import FailedJob, gc_error
+from ..sweeps import _requeue_failed as requeue_failed
 from .context import current
 from .params import integer
 from .posts import back, check_action
@@ -103,3 +104,39 @@ def cancel() -> str:
 
 def _job_id(text: str) -> int:
     return integer({"id": text}, "id", JOB_ID_RANGE)
+
+
+@action("/actions/retry")
+def retry() -> str:
+    """Retry one job now: a failed one gets a fresh set of tries (as `batchq gc-error --requeue
+    --id` requeues it: in its bounded queue's turn, its unique key checked; read by its id, not
+    with every failed job), a delayed one is made due now. The page's state is sent with it, so a job that
+    changed state since the page was drawn is left alone."""
+    job_id, shown = _job_id(request.form.get("id", "")), request.form.get("state", "")
+    board = current()
+    if shown == "failed":
+        row = board.backend.fetchone("dashboard_job_failed", {"id": job_id})
+        job = None if row is None else requeue_failed(board.backend, FailedJob.from_row(row))
+        if job is None:
+            return f"job {job_id} was not retried: it is no longer failed"
+        if job.key_held_by is not None:
+            return f"job {job_id} was not retried: its unique key is held by job {job.key_held_by}"
+        if job.queue_full is not None:
+            return f"job {job_id} was not retried: {job.queue_full}"
+        return f"retried job {job_id} now: {job.status}, its tries reset"
+    if shown == "scheduled":
+        backend = board.backend
+        if backend.retrying(lambda: backend.execute("dashboard_job_run_now", {"id": job_id})) == 1:
+            return f"job {job_id} is due now"
+        return f"job {job_id} was not made due: it is no longer delayed"
+    raise ConfigError(f"bad state {shown[:40]!r}: retry a failed or a scheduled (delayed) job, from its page")
+
+
+@action("/actions/delete")
+def delete() -> str:
+    """Delete one failed job (a waiting one is cancelled with /actions/cancel)."""
+    job_id = _job_id(request.form.get("id", ""))
+    backend = current().backend
+    if backend.retrying(lambda: backend.execute("job_delete_failed", {"id": job_id})) == 1:
+        return f"deleted failed job {job_id}"
+    return f"job {job_id} was not deleted: it is no longer failed"

@@ -15,7 +15,7 @@ from ..metrics import read_queues, render
 from ..queue_settings import job_queue_settings
 from ..registry import list_workers
 from ..sweeps import failure_groups
-from . import reads
+from . import reads, search
 from .context import current
 
 # What `batchq metrics` prints: the Prometheus text format every Prometheus version scrapes.
@@ -83,6 +83,21 @@ def job(job_id: int) -> tuple[str, int]:
     payload = reads.payload_view(board.backend, job_id) if explanation.exists else None
     status = 200 if explanation.exists else 404
     return render_template("job.html", title=f"Job {job_id}", job=explanation, payload=payload), status
+
+
+@blueprint.get("/search")
+def find() -> str:
+    terms = search.SearchTerms.from_params(request.args)
+    found = None if terms.empty else search.find(current().backend, terms)
+    return render_template(
+        "search.html",
+        title="Search",
+        terms=terms,
+        found=found,
+        states=search.SEARCH_STATES,
+        window=search.SEARCH_WINDOW,
+        payload_bytes=search.PAYLOAD_SEARCHED_BYTES,
+    )
 
 
 @blueprint.get("/failures")

@@ -50,3 +50,115 @@ FROM batchq_job
 WHERE status = 'processing'
 GROUP BY locked_by
 ORDER BY locked_by;
+
+-- Search (batchq.dashboard.search): a task or text search reads a window of the newest
+-- %(window)s rows of one status through batchq_job_due (status, run_at) walked backward, and
+-- filters only those: a search of a table of millions reads %(window)s index entries and rows.
+-- STRAIGHT_JOIN reads the window first and joins its rows back by primary key (eq_ref): left to
+-- itself, MariaDB 10.11 may scan the whole table and look each row up in the window instead
+-- (tests/contract/test_dashboard_search_plans.py saw it on small tables).
+-- Text is a case-sensitive substring compared as bytes (LOCATE on the binary payload: no
+-- wildcard, no decoding), in a JSON payload's first %(payload_bytes)s bytes or
+-- in the last error; a pickled or other binary payload is not searched (only text is).
+
+-- name: dashboard_search_jobs
+-- The newest matches among the newest %(window)s jobs of one status.
+SELECT STRAIGHT_JOIN j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.error_count, j.max_errors,
+       j.locked_by, j.serializer, LENGTH(j.payload) AS payload_bytes, j.last_error,
+       CAST(j.run_at AS CHAR) AS at_text, 0 AS history
+FROM (SELECT id FROM batchq_job WHERE status = %(status)s ORDER BY run_at DESC LIMIT %(window)s) AS w
+JOIN batchq_job AS j ON j.id = w.id
+WHERE (%(queue)s IS NULL OR j.queue = %(queue)s)
+  AND (%(task)s IS NULL OR j.task = %(task)s)
+  AND (%(text)s IS NULL OR (j.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(j.payload, 1, %(payload_bytes)s)) > 0)
+       OR LOCATE(%(needle)s, CAST(j.last_error AS BINARY)) > 0)
+ORDER BY j.run_at DESC, j.id DESC
+LIMIT %(limit)s;
+
+-- name: dashboard_search_jobs_window
+-- How many rows the window holds, up to %(window)s (one more than searched: older ones exist).
+SELECT COUNT(*) AS n
+FROM (SELECT id FROM batchq_job WHERE status = %(status)s ORDER BY run_at DESC LIMIT %(window)s) AS w;
+
+-- name: dashboard_search_queue_jobs
+-- The same in one queue: its window is batchq_job_claim walked backward (the last rows in claim
+-- order: the lowest priority first, then the latest due), so a small queue beside a large one is
+-- searched whole.
+SELECT STRAIGHT_JOIN j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.error_count, j.max_errors,
+       j.locked_by, j.serializer, LENGTH(j.payload) AS payload_bytes, j.last_error,
+       CAST(j.run_at AS CHAR) AS at_text, 0 AS history
+FROM (SELECT id FROM batchq_job WHERE queue = %(queue)s AND status = %(status)s
+      ORDER BY priority, run_at DESC, id DESC LIMIT %(window)s) AS w
+JOIN batchq_job AS j ON j.id = w.id
+WHERE (%(queue)s IS NULL OR j.queue = %(queue)s)
+  AND (%(task)s IS NULL OR j.task = %(task)s)
+  AND (%(text)s IS NULL OR (j.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(j.payload, 1, %(payload_bytes)s)) > 0)
+       OR LOCATE(%(needle)s, CAST(j.last_error AS BINARY)) > 0)
+ORDER BY j.run_at DESC, j.id DESC
+LIMIT %(limit)s;
+
+-- name: dashboard_search_queue_jobs_window
+-- How many rows the queue's window holds, up to the window.
+SELECT COUNT(*) AS n
+FROM (SELECT id FROM batchq_job WHERE queue = %(queue)s AND status = %(status)s
+      ORDER BY priority, run_at DESC, id DESC LIMIT %(window)s) AS w;
+
+-- name: dashboard_search_history
+-- The newest matches among the newest %(window)s finished jobs kept (batchq_history_finished).
+SELECT STRAIGHT_JOIN h.id, h.queue, h.task, CAST(h.outcome AS CHAR) AS status, NULL AS priority, h.attempts AS error_count,
+       NULL AS max_errors, h.worker AS locked_by, h.serializer, LENGTH(h.payload) AS payload_bytes,
+       h.error AS last_error, CAST(h.finished_at AS CHAR) AS at_text, 1 AS history
+FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT %(window)s) AS w
+JOIN batchq_history AS h ON h.id = w.id
+WHERE (%(queue)s IS NULL OR h.queue = %(queue)s)
+  AND (%(task)s IS NULL OR h.task = %(task)s)
+  AND (%(text)s IS NULL OR (h.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(h.payload, 1, %(payload_bytes)s)) > 0)
+       OR LOCATE(%(needle)s, CAST(h.error AS BINARY)) > 0)
+ORDER BY h.finished_at DESC, h.id DESC
+LIMIT %(limit)s;
+
+-- name: dashboard_search_history_window
+-- How many rows the history's window holds, up to %(window)s.
+SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT %(window)s) AS w;
+
+-- name: dashboard_search_queue_history
+-- The same in one queue's history (batchq_history_queue (queue, finished_at)).
+SELECT STRAIGHT_JOIN h.id, h.queue, h.task, CAST(h.outcome AS CHAR) AS status, NULL AS priority, h.attempts AS error_count,
+       NULL AS max_errors, h.worker AS locked_by, h.serializer, LENGTH(h.payload) AS payload_bytes,
+       h.error AS last_error, CAST(h.finished_at AS CHAR) AS at_text, 1 AS history
+FROM (SELECT id FROM batchq_history WHERE queue = %(queue)s ORDER BY finished_at DESC LIMIT %(window)s) AS w
+JOIN batchq_history AS h ON h.id = w.id
+WHERE (%(queue)s IS NULL OR h.queue = %(queue)s)
+  AND (%(task)s IS NULL OR h.task = %(task)s)
+  AND (%(text)s IS NULL OR (h.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(h.payload, 1, %(payload_bytes)s)) > 0)
+       OR LOCATE(%(needle)s, CAST(h.error AS BINARY)) > 0)
+ORDER BY h.finished_at DESC, h.id DESC
+LIMIT %(limit)s;
+
+-- name: dashboard_search_queue_history_window
+-- How many rows the queue's history window holds, up to the window.
+SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history WHERE queue = %(queue)s ORDER BY finished_at DESC LIMIT %(window)s) AS w;
+
+-- name: dashboard_search_id
+-- Job %(id)s by its primary key, in the job table and in the history.
+SELECT id, queue, task, CAST(status AS CHAR) AS status, priority, error_count, max_errors, locked_by,
+       serializer, LENGTH(payload) AS payload_bytes, last_error, CAST(run_at AS CHAR) AS at_text, 0 AS history
+FROM batchq_job WHERE id = %(id)s
+UNION ALL
+SELECT id, queue, task, CAST(outcome AS CHAR), NULL, attempts, NULL, worker, serializer, LENGTH(payload),
+       error, CAST(finished_at AS CHAR), 1
+FROM batchq_history WHERE id = %(id)s;
+
+-- name: dashboard_job_run_now
+-- A delayed job (scheduled: a delay or a retry backoff) made due now; any other state is left.
+UPDATE batchq_job SET status = 'ready', run_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND status = 'scheduled';
+
+-- name: dashboard_job_failed
+-- One failed job as jobs_failed lists it, by its primary key: a job page's "retry now" requeues
+-- it without reading every failed job (jobs_failed took a second with 50,000 failed).
+SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key,
+       error_fingerprint, last_error_at, unique_key, last_worker, last_started_at, last_wall_seconds,
+       last_cpu_seconds, last_memory_peak_bytes, last_memory_growth_bytes
+FROM batchq_job
+WHERE id = %(id)s AND status = 'failed';

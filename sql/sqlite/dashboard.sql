@@ -42,3 +42,115 @@ FROM batchq_job
 WHERE status = 'processing'
 GROUP BY locked_by
 ORDER BY locked_by;
+
+-- Search (batchq.dashboard.search): a task or text search reads a window of the newest :window
+-- rows of one status through batchq_job_due (status, run_at) walked backward, and filters only
+-- those: a search of a table of millions reads :window index entries and rows. CROSS JOIN
+-- fixes SQLite's join order: the window first, its rows joined back by rowid. Text is a
+-- case-sensitive substring compared as bytes (instr on BLOBs: no wildcard, no decoding), in the
+-- first :payload_bytes bytes of a JSON payload or in the last error; a pickled or other binary
+-- payload is not searched (only text is).
+
+-- name: dashboard_search_jobs
+-- The newest matches among the newest :window jobs of one status.
+SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
+       j.locked_by, j.serializer, length(CAST(j.payload AS BLOB)) AS payload_bytes, j.last_error,
+       j.run_at AS at_text, 0 AS history
+FROM (SELECT id FROM batchq_job WHERE status = :status ORDER BY run_at DESC LIMIT :window) AS w
+CROSS JOIN batchq_job AS j
+WHERE j.id = w.id AND (:queue IS NULL OR j.queue = :queue)
+  AND (:task IS NULL OR j.task = :task)
+  AND (:text IS NULL OR (j.serializer = 'json' AND instr(substr(CAST(j.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
+       OR instr(CAST(j.last_error AS BLOB), :needle) > 0)
+ORDER BY j.run_at DESC, j.id DESC
+LIMIT :limit;
+
+-- name: dashboard_search_jobs_window
+-- How many rows the window holds, up to :window (one more than searched: older ones exist).
+SELECT COUNT(*) AS n
+FROM (SELECT id FROM batchq_job WHERE status = :status ORDER BY run_at DESC LIMIT :window) AS w;
+
+-- name: dashboard_search_queue_jobs
+-- The same in one queue: its window is batchq_job_claim walked backward (the last rows in claim
+-- order: the lowest priority first, then the latest due), so a small queue beside a large one is
+-- searched whole.
+SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
+       j.locked_by, j.serializer, length(CAST(j.payload AS BLOB)) AS payload_bytes, j.last_error,
+       j.run_at AS at_text, 0 AS history
+FROM (SELECT id FROM batchq_job WHERE queue = :queue AND status = :status
+      ORDER BY priority, run_at DESC, id DESC LIMIT :window) AS w
+CROSS JOIN batchq_job AS j
+WHERE j.id = w.id AND (:queue IS NULL OR j.queue = :queue)
+  AND (:task IS NULL OR j.task = :task)
+  AND (:text IS NULL OR (j.serializer = 'json' AND instr(substr(CAST(j.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
+       OR instr(CAST(j.last_error AS BLOB), :needle) > 0)
+ORDER BY j.run_at DESC, j.id DESC
+LIMIT :limit;
+
+-- name: dashboard_search_queue_jobs_window
+-- How many rows the queue's window holds, up to the window.
+SELECT COUNT(*) AS n
+FROM (SELECT id FROM batchq_job WHERE queue = :queue AND status = :status
+      ORDER BY priority, run_at DESC, id DESC LIMIT :window) AS w;
+
+-- name: dashboard_search_history
+-- The newest matches among the newest :window finished jobs kept (batchq_history_finished).
+SELECT h.id, h.queue, h.task, h.outcome AS status, NULL AS priority, h.attempts AS error_count,
+       NULL AS max_errors, h.worker AS locked_by, h.serializer,
+       length(CAST(h.payload AS BLOB)) AS payload_bytes, h.error AS last_error, h.finished_at AS at_text,
+       1 AS history
+FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT :window) AS w
+CROSS JOIN batchq_history AS h
+WHERE h.id = w.id AND (:queue IS NULL OR h.queue = :queue)
+  AND (:task IS NULL OR h.task = :task)
+  AND (:text IS NULL OR (h.serializer = 'json' AND instr(substr(CAST(h.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
+       OR instr(CAST(h.error AS BLOB), :needle) > 0)
+ORDER BY h.finished_at DESC, h.id DESC
+LIMIT :limit;
+
+-- name: dashboard_search_history_window
+-- How many rows the history's window holds, up to :window.
+SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT :window) AS w;
+
+-- name: dashboard_search_queue_history
+-- The same in one queue's history (batchq_history_queue (queue, finished_at)).
+SELECT h.id, h.queue, h.task, h.outcome AS status, NULL AS priority, h.attempts AS error_count,
+       NULL AS max_errors, h.worker AS locked_by, h.serializer,
+       length(CAST(h.payload AS BLOB)) AS payload_bytes, h.error AS last_error, h.finished_at AS at_text,
+       1 AS history
+FROM (SELECT id FROM batchq_history WHERE queue = :queue ORDER BY finished_at DESC LIMIT :window) AS w
+CROSS JOIN batchq_history AS h
+WHERE h.id = w.id AND (:queue IS NULL OR h.queue = :queue)
+  AND (:task IS NULL OR h.task = :task)
+  AND (:text IS NULL OR (h.serializer = 'json' AND instr(substr(CAST(h.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
+       OR instr(CAST(h.error AS BLOB), :needle) > 0)
+ORDER BY h.finished_at DESC, h.id DESC
+LIMIT :limit;
+
+-- name: dashboard_search_queue_history_window
+-- How many rows the queue's history window holds, up to the window.
+SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history WHERE queue = :queue ORDER BY finished_at DESC LIMIT :window) AS w;
+
+-- name: dashboard_search_id
+-- Job :id by its primary key, in the job table and in the history.
+SELECT id, queue, task, status, priority, error_count, max_errors, locked_by, serializer,
+       length(CAST(payload AS BLOB)) AS payload_bytes, last_error, run_at AS at_text, 0 AS history
+FROM batchq_job WHERE id = :id
+UNION ALL
+SELECT id, queue, task, outcome, NULL, attempts, NULL, worker, serializer, length(CAST(payload AS BLOB)),
+       error, finished_at, 1
+FROM batchq_history WHERE id = :id;
+
+-- name: dashboard_job_run_now
+-- A delayed job (scheduled: a delay or a retry backoff) made due now; any other state is left.
+UPDATE batchq_job SET status = 'ready', run_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
+WHERE id = :id AND status = 'scheduled';
+
+-- name: dashboard_job_failed
+-- One failed job as jobs_failed lists it, by its primary key: a job page's "retry now" requeues
+-- it without reading every failed job (jobs_failed took a second with 50,000 failed).
+SELECT id, queue, task, error_count, max_errors, last_error, created_at, concurrency_key,
+       error_fingerprint, last_error_at, unique_key, last_worker, last_started_at, last_wall_seconds,
+       last_cpu_seconds, last_memory_peak_bytes, last_memory_growth_bytes
+FROM batchq_job
+WHERE id = :id AND status = 'failed';

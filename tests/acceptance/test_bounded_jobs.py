@@ -17,9 +17,10 @@ import pytest
 
 from batchq import Queue
 from batchq.sweeps import failure_groups
+from tests.support.cli import invoke_batchq
 from tests.support.dashboard import dashboard
 from tests.support.db import ledger, run_query, sql
-from tests.support.processes import APPS_DIR, batchq_env, run_batchq, start_batchq, wait_for
+from tests.support.processes import APPS_DIR, batchq_env, start_batchq, wait_for
 
 Q = "bounded"
 BOUND, PRODUCERS, PER_PRODUCER = 6, 8, 25
@@ -190,11 +191,11 @@ def test_tick_and_gc_error_report_a_full_reject_queue(db_url: str, queue: Queue)
     queue.enqueue("jobs:noop", queue=Q)  # full now
     queue.schedule("pulse", "* * * * * *", "jobs:noop", queue=Q)
     run_query(queue, "schedule_set_next_exec", {"name": "pulse", "at": int(queue.schedules.server_now())})
-    result = run_batchq(db_url, "tick")
+    result = invoke_batchq(db_url, "tick")
     assert (result.returncode, result.stdout) == (1, "")
     assert "schedule pulse: 1 of 1 due slots not enqueued: queue 'bounded' is full" in result.stderr
     assert "Traceback" not in result.stderr
-    result = run_batchq(db_url, "gc-error", "--requeue")
+    result = invoke_batchq(db_url, "gc-error", "--requeue")
     assert result.returncode == 3 and "Traceback" not in result.stderr
     assert (
         "0 jobs requeued, 1 cause; 1 job not requeued: their queue is full (overflow reject)" in result.stdout

@@ -19,9 +19,10 @@ from batchq.locks import list_locks
 from batchq.registry import list_workers
 from batchq.sweeps import failure_groups
 from batchq.worker import RunOptions, Worker
+from tests.support.cli import invoke_batchq
 from tests.support.dashboard import TOKEN, Dashboard, dashboard
 from tests.support.db import job_rows, sql
-from tests.support.processes import assert_one_line_error, batchq_env, run_batchq, start_batchq, wait_for
+from tests.support.processes import assert_one_line_error, batchq_env, start_batchq, wait_for
 from tests.support.rows import dead_worker, processing, write_row
 
 
@@ -245,7 +246,7 @@ def test_metrics_are_batchq_metrics(queue: Queue, db_url: str) -> None:
     queue.lock("reindex").acquire()
     with dashboard(db_url) as board:
         reply = board.get("/metrics")
-    printed = run_batchq(db_url, "metrics")
+    printed = invoke_batchq(db_url, "metrics")
     assert printed.returncode == 0, printed.stderr
     assert reply.headers["Content-Type"].startswith("text/plain; version=0.0.4")
     assert reply.body == printed.stdout  # nothing due, nothing running: no age ticks in between
@@ -303,17 +304,21 @@ def test_without_the_extra_it_says_how_to_install_it(db_url: str) -> None:
 
 def test_listening_beyond_this_host_without_a_token_warns(db_url: str) -> None:
     # 192.0.2.1 (TEST-NET-1) is no address of this host: the warning, then a one-line error.
-    result = run_batchq(db_url, "dashboard", "--host", "192.0.2.1", "--port", "8080")
+    result = invoke_batchq(db_url, "dashboard", "--host", "192.0.2.1", "--port", "8080")
     warning, error = result.stderr.splitlines()
     assert warning.startswith("batchq: warning: the dashboard listens on 192.0.2.1")
     assert "no BATCHQ_DASHBOARD_TOKEN is set" in warning
     assert result.returncode == 1 and error.startswith("batchq: error: cannot listen on 192.0.2.1:8080")
 
 
-def test_refresh_is_a_finite_number_of_seconds(db_url: str) -> None:
-    """nan passed FloatRange (it compares false both ways) and the dashboard served with it."""
+def test_refresh_is_a_finite_number_of_seconds(tmp_path: Path) -> None:
+    """nan passed FloatRange (it compares false both ways) and the dashboard served with it.
+    Refused before connecting: one backend tells all. The URL names no file, so that a value
+    let through would end with exit 1 ("batchq init-db"), never serve."""
     for refresh in ("nan", "NaN", "inf", "-1"):
-        result = run_batchq(db_url, "dashboard", "--port", "0", "--refresh", refresh, timeout=30)
+        result = invoke_batchq(
+            f"sqlite:///{tmp_path / 'none.db'}", "dashboard", "--port", "0", "--refresh", refresh
+        )
         assert result.returncode == 2 and "invalid value for '--refresh'" in result.stderr, result.stderr
         assert "Traceback" not in result.stderr and "batchq dashboard on" not in result.stderr
 

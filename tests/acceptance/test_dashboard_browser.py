@@ -1,6 +1,7 @@
 """The dashboard in a real browser (headless Chromium from Debian's packages, through Selenium and
 Debian's chromedriver), on every backend: click through each page, act (sign in, pause and
-resume, cancel, requeue and delete a failure group; archive, delete and purge messages) and see
+resume, cancel, requeue and delete a failure group; search a job, retry and delete it; archive,
+delete and purge messages) and see
 the effect in the database, check
 that hostile text is shown as text and never runs, and that a page refreshes itself.
 
@@ -146,6 +147,11 @@ def test_click_through_every_page(
         shots(browser, "failures")
         big, small = seen["big"], seen["small"]
         browser.find_element(By.ID, f"requeue-{big.fingerprint}-billing").click()
+        alert = WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert)
+        assert alert.text.startswith(
+            "Requeue the 4 failed jobs of this group in queue billing (those failed by "
+        )
+        alert.accept()
         wait_for_text(
             browser, "#note", f"requeued 4 jobs of failure group {big.fingerprint} in queue billing"
         )
@@ -195,6 +201,11 @@ def test_hostile_text_is_shown_and_never_runs(queue: Queue, db_url: str, browser
         f"/jobs?queue=default&task={quoted_url(XSS)}": ("#task", ""),
         f"/?note={quoted_url(XSS)}": ("#note", ""),  # unsigned: not shown at all (below)
         f"/jobs?queue={quoted_url(XSS)}": ("h1", XSS),
+        f"/search?state=failed&text={quoted_url('<script>')}": (
+            "#results",
+            "<script>window.__xss=1</script>",
+        ),
+        f"/search?state=failed&task={quoted_url(XSS)}": ("#scope", "Searched the only failed job"),
         "/jobs?queue=": ("#error", "which queue?"),
     }
     with dashboard(db_url, "--refresh", "0") as board:
@@ -209,6 +220,64 @@ def test_hostile_text_is_shown_and_never_runs(queue: Queue, db_url: str, browser
         browser.get(board.base + f"/jobs/{job_id}")
         assert "<script>window.__xss=1</script>" in browser.find_element(By.ID, "last-error").text
         assert browser.find_elements(By.CSS_SELECTOR, "main script, main img") == []
+
+
+def test_find_and_fix_one_job(
+    queue: Queue, db_url: str, browser: Any, shots: Callable[[Any, str], None]
+) -> None:
+    """Search a failed job by the text of its payload, open it, retry it; find another by its
+    error and delete it; each action asks first, naming the job and the count."""
+    queue.enqueue_many("jobs:noop", [{"user": n} for n in range(30)], queue="default")
+    failed = [
+        queue.enqueue("jobs:fail", {"order": f"ORD-{n}"}, queue="billing", max_errors=1) for n in range(4)
+    ]
+    Worker(queue, RunOptions(backoff_base=0, queues=("billing",))).run()
+    later = queue.enqueue("jobs:echo", {"to": "ann@example.com"}, queue="mail", delay=600)
+    with dashboard(db_url, "--refresh", "0") as board:
+        browser.get(board.base + "/login")
+        browser.find_element(By.ID, "token").send_keys(TOKEN)
+        browser.find_element(By.ID, "sign-in").click()
+        wait_for_text(browser, "#mode", "signed in")
+        browser.find_element(By.LINK_TEXT, "Search").click()
+        Select(browser.find_element(By.ID, "search-state")).select_by_value("failed")
+        browser.find_element(By.ID, "search-text").send_keys("ORD-2")
+        browser.find_element(By.ID, "search-go").click()
+        wait_for_text(browser, "#scope", "Searched all 4 failed jobs. 1 match.")
+        wait_for_text(browser, "#results", "ORD-2")
+        shots(browser, "search")
+        browser.find_element(By.LINK_TEXT, str(failed[2])).click()
+        wait_for_text(browser, "#payload", "ORD-2")
+        shots(browser, "job_failed")
+        browser.find_element(By.ID, "retry").click()
+        alert = WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert)
+        job = f"job {failed[2]} (task jobs:fail, queue billing)"
+        assert alert.text == f"Retry 1 failed job, {job}, now? Its failures are reset to 0 of 1 allowed."
+        alert.accept()
+        wait_for_text(browser, "#note", f"retried job {failed[2]} now: ready, its tries reset")
+        assert {r["id"]: r["status"] for r in job_rows(queue)}[failed[2]] == "ready"
+
+        in_error = quoted_url("'ORD-3'")  # the last error quotes the payload: "boom: {'order': 'ORD-3'}"
+        browser.get(f"{board.base}/search?state=failed&text={in_error}")
+        wait_for_text(browser, "#scope", "Searched all 3 failed jobs. 1 match.")  # in the last error
+        browser.find_element(By.LINK_TEXT, str(failed[3])).click()
+        browser.find_element(By.ID, "delete").click()
+        alert = WebDriverWait(browser, 10).until(lambda d: d.switch_to.alert)
+        assert (
+            alert.text
+            == f"Delete 1 failed job, job {failed[3]} (task jobs:fail, queue billing)? It cannot be undone."
+        )
+        alert.dismiss()  # asked, refused: nothing happens
+        assert failed[3] in {r["id"] for r in job_rows(queue)}
+        click_and_confirm(browser, "delete")
+        wait_for_text(browser, "#note", f"deleted failed job {failed[3]}")
+        assert failed[3] not in {r["id"] for r in job_rows(queue)}
+
+        browser.get(f"{board.base}/search?id={later}")
+        browser.find_element(By.LINK_TEXT, str(later)).click()
+        wait_for_text(browser, "#explain", "delayed")
+        click_and_confirm(browser, "retry")
+        wait_for_text(browser, "#note", f"job {later} is due now")
+        assert queue.explain(later).state == "waiting"
 
 
 def quoted(text: str) -> str:

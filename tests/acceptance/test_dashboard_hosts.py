@@ -10,11 +10,21 @@ import socket
 import pytest
 
 from batchq import Queue
+from tests.support.cli import invoke_batchq
 from tests.support.dashboard import TOKEN, Dashboard, dashboard
-from tests.support.processes import assert_one_line_error, run_batchq
+from tests.support.processes import assert_one_line_error
 
 SECRET = "payload-of-job-7"
-READ_PAGES = ("/jobs/{job}", "/metrics", "/workers", "/locks", "/", "/jobs?queue=default", "/failures")
+READ_PAGES = (
+    "/jobs/{job}",
+    "/metrics",
+    "/workers",
+    "/locks",
+    "/",
+    "/jobs?queue=default",
+    "/failures",
+    "/search?state=ready&text=noop",
+)
 
 
 def seed(queue: Queue) -> int:
@@ -89,9 +99,14 @@ def test_an_allowed_host_is_answered(queue: Queue, db_url: str) -> None:
         assert reply.status == 303, reply.body
 
 
+# Options refused before connecting: one backend tells all. The URL names no file, so that a
+# check that let the value through would end with exit 1 ("batchq init-db"), never serve.
+NO_DATABASE = "sqlite:////nonexistent/batchq.db"
+
+
 @pytest.mark.parametrize("value", ["http://dash.example.com", "dash.example.com:443", "", "a/b", "*"])
-def test_a_bad_allowed_host_is_one_error_line(db_url: str, value: str) -> None:
-    result = run_batchq(db_url, "dashboard", "--allowed-host", value)
+def test_a_bad_allowed_host_is_one_error_line(value: str) -> None:
+    result = invoke_batchq(NO_DATABASE, "dashboard", "--allowed-host", value)
     assert_one_line_error(result, "bad --allowed-host", "--allowed-host dashboard.example.com", status=2)
 
 
@@ -117,6 +132,6 @@ def test_listening_on_every_address_answers_ip_literals_and_allowed_names(queue:
 
 
 @pytest.mark.parametrize("host", ["999.1.1.1", "no-such-host.invalid"])
-def test_a_host_that_does_not_resolve_is_one_error_line(db_url: str, host: str) -> None:
-    result = run_batchq(db_url, "dashboard", "--host", host, "--port", "8080")
+def test_a_host_that_does_not_resolve_is_one_error_line(host: str) -> None:
+    result = invoke_batchq(NO_DATABASE, "dashboard", "--host", host, "--port", "8080")
     assert_one_line_error(result, f"cannot listen on {host}:8080", "--host takes an IP address")

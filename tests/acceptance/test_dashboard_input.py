@@ -41,12 +41,14 @@ NEXT_PAGE = {
     "after_run_at": "2026-01-01 00:00:00",
     "after_id": "1",
 }
+SEARCH = {"state": "failed", "queue": "default", "task": "jobs:noop", "text": "50% o'_\"x"}
 PAGES: dict[str, tuple[str, dict[str, str], tuple[str, ...]]] = {  # name: path, link, parameters
     "queues": ("/", {}, ("note", "sig", "other")),
     "jobs": ("/jobs", FIRST_PAGE, (*FIRST_PAGE, "note")),
     "jobs-next-page": ("/jobs", NEXT_PAGE, tuple(NEXT_PAGE)),
     "job": ("/jobs/{job}", {}, ("note", "sig")),
     **{name: (f"/{name}", {}, ("note",)) for name in ("failures", "workers", "schedules", "locks")},
+    "search": ("/search", SEARCH, (*SEARCH, "id", "note")),
     "metrics": ("/metrics", {}, ("note",)),
     "login": ("/login", {}, ("note",)),
     "mq": ("/mq", {}, ("note", "sig")),
@@ -126,6 +128,9 @@ def test_a_hostile_query_parameter_is_a_400_never_a_500(
     ("action", "field"),
     [
         ("/actions/cancel", "id"),
+        ("/actions/retry", "id"),
+        ("/actions/retry", "state"),
+        ("/actions/delete", "id"),
         ("/actions/pause", "queue"),
         ("/actions/stop-worker", "name"),
         ("/login", "token"),

@@ -16,7 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from batchq import Queue
 from batchq.metrics import write_textfile
-from tests.support.processes import assert_one_line_error, batchq_env, run_batchq, start_batchq, wait_for
+from tests.support.cli import invoke_batchq
+from tests.support.processes import assert_one_line_error, batchq_env, start_batchq, wait_for
 
 FAMILIES = {
     "batchq_jobs",
@@ -38,6 +39,9 @@ FAMILIES = {
     "batchq_mq_sent",
     "batchq_mq_max_length",
     "batchq_mq_subscription_messages",
+    # For the alerting kit's rules (deploy/prometheus/batchq-alerts.yml).
+    "batchq_workers",
+    "batchq_schedule_next_run_timestamp_seconds",
 }
 
 
@@ -45,14 +49,14 @@ def test_explain_prints_plain_words_and_json(queue: Queue, db_url: str) -> None:
     queue.enqueue("jobs:noop", priority=1)
     job = queue.enqueue("jobs:noop")
     queue.pause("default")
-    result = run_batchq(db_url, "explain", str(job))
+    result = invoke_batchq(db_url, "explain", str(job))
     assert (result.returncode, result.stderr) == (0, "")
     summary, *details = result.stdout.splitlines()
     assert summary.startswith(f"job {job}: waiting, due since ")
     assert "queue default is paused" in summary
     ahead = "  1 job ahead of it in queue default (claimed first: higher priority, then due earlier, "
     assert f"{ahead}then lower id)" in details
-    found = json.loads(run_batchq(db_url, "explain", str(job), "--json").stdout)
+    found = json.loads(invoke_batchq(db_url, "explain", str(job), "--json").stdout)
     assert (found["id"], found["state"], found["exists"], found["jobs_ahead"]) == (job, "waiting", True, 1)
     assert found["queue_paused"] is True
     assert _without_age(found["summary"]) == _without_age(summary)  # a second may pass between runs
@@ -63,13 +67,13 @@ def _without_age(summary: str) -> str:
 
 
 def test_explain_an_unknown_id_exits_1_in_one_line(queue: Queue, db_url: str) -> None:
-    result = run_batchq(db_url, "explain", "424242")
+    result = invoke_batchq(db_url, "explain", "424242")
     assert_one_line_error(result, "no job 424242: it may have finished")
     assert result.stdout == ""
-    as_json = run_batchq(db_url, "explain", "424242", "--json")
+    as_json = invoke_batchq(db_url, "explain", "424242", "--json")
     assert_one_line_error(as_json, "no job 424242")
     assert json.loads(as_json.stdout)["state"] == "unknown"
-    assert run_batchq(db_url, "explain", "abc").returncode == 2  # a usage error
+    assert invoke_batchq(db_url, "explain", "abc").returncode == 2  # a usage error
 
 
 def test_explain_a_real_worker_alive_then_killed(queue: Queue, db_url: str, tmp_path: Path) -> None:
@@ -78,7 +82,7 @@ def test_explain_a_real_worker_alive_then_killed(queue: Queue, db_url: str, tmp_
     worker = start_batchq(db_url, "run")
     try:
         wait_for(started.exists)
-        alive = json.loads(run_batchq(db_url, "explain", str(job), "--json").stdout)
+        alive = json.loads(invoke_batchq(db_url, "explain", str(job), "--json").stdout)
         assert (alive["state"], alive["worker_alive"]) == ("running", True)
         assert alive["worker"].split(":")[1] == str(worker.pid)
     finally:
@@ -86,7 +90,7 @@ def test_explain_a_real_worker_alive_then_killed(queue: Queue, db_url: str, tmp_
         worker.wait(timeout=10)
 
     def gone() -> dict[str, object] | None:
-        found = json.loads(run_batchq(db_url, "explain", str(job), "--json").stdout)
+        found = json.loads(invoke_batchq(db_url, "explain", str(job), "--json").stdout)
         return found if found["worker_alive"] is False else None  # once the server saw the socket close
 
     found = wait_for(gone, timeout=15, interval=0.2)
@@ -96,7 +100,7 @@ def test_explain_a_real_worker_alive_then_killed(queue: Queue, db_url: str, tmp_
 
 def test_metrics_prints_the_text_format(queue: Queue, db_url: str) -> None:
     queue.enqueue("jobs:noop", queue="mail")
-    result = run_batchq(db_url, "metrics")
+    result = invoke_batchq(db_url, "metrics")
     assert (result.returncode, result.stderr) == (0, "")
     families = {family.name: family for family in text_string_to_metric_families(result.stdout)}
     assert set(families) == FAMILIES
@@ -110,12 +114,12 @@ def test_metrics_textfile_is_replaced_whole(queue: Queue, db_url: str, tmp_path:
     folder.mkdir()
     path = folder / "batchq.prom"
     queue.enqueue("jobs:noop")
-    first = run_batchq(db_url, "metrics", "--textfile", str(path))
+    first = invoke_batchq(db_url, "metrics", "--textfile", str(path))
     assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
     inode = path.stat().st_ino
     assert set(_families(path.read_text())) == FAMILIES
     queue.enqueue("jobs:noop")
-    assert run_batchq(db_url, "metrics", "--textfile", str(path)).returncode == 0
+    assert invoke_batchq(db_url, "metrics", "--textfile", str(path)).returncode == 0
     assert path.stat().st_ino != inode  # a new file renamed over the old one, never rewritten in place
     assert _families(path.read_text())["batchq_jobs"][("default", "ready")] == 2
     assert [p.name for p in folder.iterdir()] == ["batchq.prom"]  # no temporary file left
@@ -125,7 +129,7 @@ def test_metrics_textfile_readers_never_see_half_a_file(queue: Queue, db_url: st
     path = tmp_path / "batchq.prom"
     for n in range(300):  # a file of some size: about 100 KB
         queue.enqueue("jobs:noop", queue=f"queue-{n:03d}")
-    assert run_batchq(db_url, "metrics", "--textfile", str(path)).returncode == 0
+    assert invoke_batchq(db_url, "metrics", "--textfile", str(path)).returncode == 0
     reader = subprocess.Popen([sys.executable, "-c", READER, str(path)], stdout=subprocess.PIPE, text=True)
     write = WRITER.format(path=str(path))
     writers = [subprocess.Popen([sys.executable, "-c", write], env=batchq_env(db_url)) for _ in range(3)]
@@ -160,7 +164,7 @@ print(reads, torn)
 def test_metrics_textfile_keeps_the_old_file_when_the_database_fails(tmp_path: Path) -> None:
     path = tmp_path / "batchq.prom"
     path.write_text("old\n")
-    result = run_batchq(f"sqlite:///{tmp_path / 'empty.db'}", "metrics", "--textfile", str(path))
+    result = invoke_batchq(f"sqlite:///{tmp_path / 'empty.db'}", "metrics", "--textfile", str(path))
     assert_one_line_error(result, "batchq init-db")
     assert path.read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["batchq.prom"]  # no empty.db made
@@ -187,12 +191,12 @@ def test_metrics_textfile_never_writes_through_a_planted_link(queue: Queue, tmp_
 
 def test_metrics_textfile_empty_is_refused(queue: Queue, db_url: str, tmp_path: Path) -> None:
     for empty in ("", " "):
-        result = run_batchq(db_url, "metrics", "--textfile", empty)
+        result = invoke_batchq(db_url, "metrics", "--textfile", empty)
         assert_one_line_error(result, "--textfile is empty", "batchq.prom", status=2)
 
 
 def test_metrics_textfile_in_a_missing_folder_exits_1(queue: Queue, db_url: str, tmp_path: Path) -> None:
-    result = run_batchq(db_url, "metrics", "--textfile", str(tmp_path / "missing" / "batchq.prom"))
+    result = invoke_batchq(db_url, "metrics", "--textfile", str(tmp_path / "missing" / "batchq.prom"))
     assert_one_line_error(result, "cannot write", "No such file or directory")
 
 

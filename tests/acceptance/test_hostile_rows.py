@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from batchq import Queue
+from tests.support.cli import invoke_batchq
 from tests.support.dashboard import dashboard
 from tests.support.db import drop_database, fresh_database_url, job_rows, run_query, sibling_database, sql
 from tests.support.processes import run_batchq, start_batchq
@@ -73,7 +74,7 @@ def test_error_count_at_its_maximum_does_not_stop_gc_processing(
     gone = dead_worker()
     hostile = write_row(queue, **processing(queue, gone, error_count=top, max_errors=65535))
     behind = write_row(queue, **processing(queue, gone, task="jobs:touch"), payload=None)
-    swept = run_batchq(db_url, "gc-processing")
+    swept = invoke_batchq(db_url, "gc-processing")
     assert swept.returncode == 3, swept.stderr
     no_traceback(swept)
     assert f"#{hostile}" in swept.stdout and f"#{behind}" in swept.stdout
@@ -107,7 +108,7 @@ def test_processing_at_null_of_a_live_worker_is_reported(queue: Queue, db_url: s
     live.backend.liveness.hold(name)
     try:
         hostile = write_row(queue, **processing(queue, name, claimed_an_hour_ago=False))  # processing_at NULL
-        swept = run_batchq(db_url, "gc-processing")
+        swept = invoke_batchq(db_url, "gc-processing")
         assert swept.returncode == 3, swept.stderr
         no_traceback(swept)
         assert f"#{hostile}" in swept.stdout and "still running" in swept.stdout
@@ -121,7 +122,7 @@ def test_null_claim_token_of_a_dead_worker_is_put_back_and_said(
     queue: Queue, db_url: str, tmp_path: Path
 ) -> None:
     hostile = write_row(queue, **processing(queue, dead_worker(), claim_token=None))
-    swept = run_batchq(db_url, "gc-processing")
+    swept = invoke_batchq(db_url, "gc-processing")
     assert swept.returncode == 3, swept.stderr
     no_traceback(swept)
     assert f"#{hostile}" in swept.stdout and "no claim token" in swept.stdout
@@ -133,7 +134,7 @@ def test_null_claim_token_of_a_dead_worker_is_put_back_and_said(
 
 def test_null_owner_is_put_back(queue: Queue, db_url: str) -> None:
     hostile = write_row(queue, **processing(queue, None))
-    swept = run_batchq(db_url, "gc-processing")
+    swept = invoke_batchq(db_url, "gc-processing")
     assert swept.returncode == 3, swept.stderr
     no_traceback(swept)
     assert f"#{hostile}" in swept.stdout
@@ -195,7 +196,7 @@ def test_run_at_far_past_runs_and_far_future_waits(
     assert marker.exists()
     assert [r["id"] for r in job_rows(queue)] == [later]
     assert first not in [r["id"] for r in job_rows(queue)]
-    stats = run_batchq(db_url, "stats")
+    stats = invoke_batchq(db_url, "stats")
     assert stats.returncode == 0, stats.stderr
 
 
@@ -260,15 +261,15 @@ def test_odd_schedule_row_is_reported_by_every_reader_and_the_others_tick(
             queue, "schedule_set_next_exec", {"name": name, "at": int(queue.schedules.server_now()) - 5}
         )
     sql(queue, f"UPDATE batchq_schedule SET {assignment} WHERE name = 'a-bad'")
-    ticked = run_batchq(db_url, "tick")
+    ticked = invoke_batchq(db_url, "tick")
     assert ticked.returncode == 1, ticked.stderr
     no_traceback(ticked)
     assert "a-bad" in ticked.stderr and reason in ticked.stderr
     assert len(job_rows(queue)) == 1  # b-good's
-    listed = run_batchq(db_url, "schedule", "list")
+    listed = invoke_batchq(db_url, "schedule", "list")
     assert listed.returncode == 0, listed.stderr
     assert "b-good" in listed.stdout and reason in listed.stdout
-    as_json = run_batchq(db_url, "schedule", "list", "--json")
+    as_json = invoke_batchq(db_url, "schedule", "list", "--json")
     assert as_json.returncode == 0, as_json.stderr
     problems = {s["name"]: s["problem"] for s in json.loads(as_json.stdout)}
     assert reason in problems["a-bad"] and problems["b-good"] is None
@@ -349,13 +350,13 @@ def test_odd_rows_in_every_table_leave_every_reader_going(queue: Queue, db_url: 
         ("schedule", "list"),
         ("schedule", "list", "--json"),
     ):
-        read = run_batchq(db_url, *args)
+        read = invoke_batchq(db_url, *args)
         no_traceback(read)
         assert read.returncode in (0, 3), (args, read.stderr)  # gc-error: 3, failed jobs to report
-    stats = json.loads(run_batchq(db_url, "stats", "--json").stdout)
+    stats = json.loads(invoke_batchq(db_url, "stats", "--json").stdout)
     assert {"good", "odd", "default"} <= {s["queue"] for s in stats["queues"]}
-    assert f"#{failing}" in run_batchq(db_url, "gc-error").stdout
-    assert "odd-payload" in run_batchq(db_url, "schedule", "list").stdout
+    assert f"#{failing}" in invoke_batchq(db_url, "gc-error").stdout
+    assert "odd-payload" in invoke_batchq(db_url, "schedule", "list").stdout
     assert [info.queue_name for info in mq.list_queues()] == ["good-mq", "odd-mq", "orders:billing"]
     assert "good-mq" in [m.queue_name for m in mq.metrics_all()]
     assert [s.subscriber for s in mq.subscriptions("orders")] == ["billing"]
@@ -381,10 +382,10 @@ def test_times_python_cannot_hold_leave_every_reader_going(queue: Queue, db_url:
         "UPDATE batchq_lock SET taken_at = '4000-01-01 BC'",
     ):
         sql(queue, statement)
-    errors = run_batchq(db_url, "gc-error")
+    errors = invoke_batchq(db_url, "gc-error")
     assert errors.returncode == 3 and f"#{failing}" in errors.stdout, errors.stdout + errors.stderr
     for args in (("status",), ("status", "--json"), ("locks",), ("stats",), ("explain", str(failing))):
-        read = run_batchq(db_url, *args)
+        read = invoke_batchq(db_url, *args)
         assert read.returncode == 0, (args, read.stderr)
     with dashboard(db_url) as board:
         for page in ("/failures", "/workers", "/locks", f"/jobs/{failing}"):

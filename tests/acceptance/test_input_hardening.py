@@ -25,6 +25,7 @@ from psycopg import sql
 
 from batchq import ConfigError, MessageQueue, PayloadError, Queue
 from batchq.config import parse_url
+from tests.support.cli import invoke_batchq
 from tests.support.db import SERVER_URLS, autocommit_connection, job_rows
 from tests.support.processes import assert_one_line_error, batchq_cmd, batchq_env, run_batchq
 from tests.support.servers import PrivatePostgreSQL
@@ -172,7 +173,7 @@ PASSWORDS = ["a", "p/ss", "p#ss", "p?ss", "p@ss", "1234/SECRET", "p@ss/w?rd#x:y"
 
 @pytest.mark.parametrize("password", PASSWORDS)
 def test_unreachable_server_message_hides_the_password(server_name: str, password: str) -> None:
-    result = run_batchq(f"{server_name}://app:{password}@{UNREACHABLE[server_name]}/db", "stats")
+    result = invoke_batchq(f"{server_name}://app:{password}@{UNREACHABLE[server_name]}/db", "stats")
     assert_one_line_error(result, f"cannot reach {server_name}://app:***@{UNREACHABLE[server_name]}/db: ")
     assert "refused" in result.stderr  # the driver's own words, not garbled by masking
     if len(password) > 1:
@@ -238,7 +239,7 @@ def test_refused_login_message_hides_the_password(
     1698, not 1045, and PostgreSQL a wrong password with 28P01, not 28000: alike for batchq."""
     user = "nosuchuser" if who == "unknown user" else password_user.user
     where = f"{password_user.host_port}/no_such_db_input"
-    result = run_batchq(f"{server_name}://{user}:{password}@{where}", "stats")
+    result = invoke_batchq(f"{server_name}://{user}:{password}@{where}", "stats")
     assert_one_line_error(result, f"batchq: error: cannot use {server_name}://{user}:***@{where}: ")
     if len(password) > 1:
         assert password not in result.stderr + result.stdout
@@ -261,7 +262,7 @@ def test_malformed_url_is_refused_without_the_password(url: str, secret: str) ->
     message = str(info.value)
     assert secret not in message
     assert "percent-encode special characters in the password" in message
-    assert_one_line_error(run_batchq(url, "stats"), "percent-encode", status=2)
+    assert_one_line_error(invoke_batchq(url, "stats"), "percent-encode", status=2)
 
 
 # -- item 12: one line (exit 2 for a bad URL, 1 for one that cannot be used), never a traceback
@@ -283,14 +284,14 @@ def test_malformed_url_is_refused_without_the_password(url: str, secret: str) ->
 )
 @pytest.mark.parametrize("command", ["stats", "run", "init-db"])
 def test_bad_urls_are_one_line_errors(url: str, needle: str, status: int, command: str) -> None:
-    result = run_batchq(url, command)
+    result = invoke_batchq(url, command)  # refused before connecting: run starts no worker
     assert_one_line_error(result, needle, status=status)
     assert "=pw" not in result.stderr
 
 
 def test_sqlite_under_a_file_is_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
-    assert_one_line_error(run_batchq(f"sqlite:///{tmp_path}/file/x.db", "init-db"), "not a directory")
+    assert_one_line_error(invoke_batchq(f"sqlite:///{tmp_path}/file/x.db", "init-db"), "not a directory")
 
 
 def test_deeply_nested_payload_is_a_payload_error(queue: Queue, db_url: str) -> None:
@@ -304,18 +305,18 @@ def test_deeply_nested_payload_is_a_payload_error(queue: Queue, db_url: str) -> 
     finally:
         mq.close()
     assert job_rows(queue) == []
-    result = run_batchq(db_url, "enqueue", "jobs:noop", json.dumps(nested(31)))
+    result = invoke_batchq(db_url, "enqueue", "jobs:noop", json.dumps(nested(31)))
     assert result.returncode == 0, result.stderr  # batchq's limit, on every backend (issue 23)
-    result = run_batchq(db_url, "enqueue", "jobs:noop", json.dumps(nested(100)))
+    result = invoke_batchq(db_url, "enqueue", "jobs:noop", json.dumps(nested(100)))
     assert_one_line_error(result, "nested more than 31 levels", status=2)
     deep = "[" * NESTED_DEPTH + "]" * NESTED_DEPTH
-    result = run_batchq(db_url, "enqueue", "jobs:noop", deep)
+    result = invoke_batchq(db_url, "enqueue", "jobs:noop", deep)
     assert result.returncode == 2 and "Traceback" not in result.stderr and "nested" in result.stderr
 
 
 def test_cancel_of_an_impossible_id(queue: Queue, db_url: str) -> None:
     queue.enqueue("jobs:noop")
-    result = run_batchq(db_url, "cancel", "99999999999999999999999")
+    result = invoke_batchq(db_url, "cancel", "99999999999999999999999")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "not cancelled" in result.stderr and result.stderr.count("\n") == 1
     assert queue.cancel(10**23) is False
@@ -326,7 +327,7 @@ def test_cancel_of_an_impossible_id(queue: Queue, db_url: str) -> None:
 def test_hook_that_raises_after_the_action(queue: Queue, db_url: str) -> None:
     job_id = queue.enqueue("jobs:fail", "x", max_errors=1)
     assert run_batchq(db_url, "run").returncode == 0
-    result = run_batchq(db_url, "gc-error", "--requeue", "--hook", "input_hooks:explode")
+    result = invoke_batchq(db_url, "gc-error", "--requeue", "--hook", "input_hooks:explode")
     assert result.returncode == 3, result.stderr
     assert f"#{job_id} default jobs:fail" in result.stdout  # the report still printed
     assert_one_line_error(result, "input_hooks:explode", "dashboard unreachable for 1 jobs", status=3)
@@ -348,15 +349,15 @@ def test_huge_delay_is_a_config_error(queue: Queue, db_url: str) -> None:
             mq.read("later", vt=10**20)
     finally:
         mq.close()
-    result = run_batchq(db_url, "enqueue", "jobs:noop", "--delay", "99999999999999999999")
+    result = invoke_batchq(db_url, "enqueue", "jobs:noop", "--delay", "99999999999999999999")
     assert result.returncode == 2 and "Traceback" not in result.stderr and "at most" in result.stderr
     assert len(job_rows(queue)) == 1
 
 
 def test_cli_refuses_a_queue_name_with_a_newline(db_url: str) -> None:
-    assert_one_line_error(run_batchq(db_url, "run", "--queue", "default\n"), "bad queue name", status=2)
+    assert_one_line_error(invoke_batchq(db_url, "run", "--queue", "default\n"), "bad queue name", status=2)
     assert_one_line_error(
-        run_batchq(db_url, "enqueue", "jobs:noop", "--queue", "default\n"), "bad queue name", status=2
+        invoke_batchq(db_url, "enqueue", "jobs:noop", "--queue", "default\n"), "bad queue name", status=2
     )
 
 
@@ -369,11 +370,11 @@ def test_gc_error_requeue_reports_the_reset_count(queue: Queue, db_url: str) -> 
     for _ in range(2):
         assert run_batchq(db_url, "run", "--backoff", "0").returncode == 0
     assert [row["error_count"] for row in job_rows(queue)] == [2, 2]
-    listed = run_batchq(db_url, "gc-error", "--requeue", "--json", "--id", str(first))
+    listed = invoke_batchq(db_url, "gc-error", "--requeue", "--json", "--id", str(first))
     assert listed.returncode == 3
     (job,) = json.loads(listed.stdout)
     assert (job["id"], job["status"], job["error_count"], job["error_count_before"]) == (first, "ready", 0, 2)
-    text = run_batchq(db_url, "gc-error", "--requeue", "--id", str(second))
+    text = invoke_batchq(db_url, "gc-error", "--requeue", "--id", str(second))
     assert text.returncode == 3
     assert f"#{second} default jobs:fail (2 errors, reset to 0)" in text.stdout
     assert [row["error_count"] for row in job_rows(queue)] == [0, 0]
@@ -392,7 +393,7 @@ def test_purge_without_a_terminal_needs_yes(queue: Queue, db_url: str) -> None:
     assert_one_line_error(result, "--yes", status=2)
     assert "Aborted" not in result.stderr + result.stdout
     assert len(job_rows(queue)) == 1
-    assert run_batchq(db_url, "purge", "default", "--yes").stdout == "deleted 1 job\n"
+    assert invoke_batchq(db_url, "purge", "default", "--yes").stdout == "deleted 1 job\n"
 
 
 SUBCOMMANDS = [
@@ -412,9 +413,10 @@ SUBCOMMANDS = [
 @pytest.mark.parametrize("args", SUBCOMMANDS, ids=lambda args: args[0])
 def test_url_and_verbose_after_the_subcommand(db_url: str, args: list[str]) -> None:
     """Accepted on every subcommand, as rq does; the subcommand's value wins over the group's."""
-    result = run_batchq(db_url, *args, "-v", "--url", "nosuch://x")
+    result = invoke_batchq(db_url, *args, "-v", "--url", "nosuch://x")
     assert_one_line_error(result, "bad database URL", status=2)
-    result = run_batchq("nosuch://x", "--url", "nosuch://y", *args, "--url", db_url, "-v")
+    batchq = run_batchq if args[0] == "run" else invoke_batchq  # a worker runs in a process of its own
+    result = batchq("nosuch://x", "--url", "nosuch://y", *args, "--url", db_url, "-v")
     assert result.returncode in (0, 1, 3) and "bad database URL" not in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
 

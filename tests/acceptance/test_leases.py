@@ -13,6 +13,7 @@ from batchq import Queue
 from batchq.backends.liveness import LeaseLiveness
 from batchq.sweeps import gc_processing
 from tests.acceptance.test_liveness import LONG_JOB, SweepLoop, _fresh_look, _start_worker
+from tests.support.cli import invoke_batchq
 from tests.support.db import job_rows, ledger, sql
 from tests.support.harness import FIGURES, Figures
 from tests.support.processes import run_batchq, wait_for
@@ -31,10 +32,10 @@ def test_the_url_chooses_leases_and_stats_says_so(server_url: str) -> None:
         assert queue.backend.liveness.ttl == LEASE
     finally:
         queue.close()
-    result = run_batchq(lease_url(server_url), "stats")
+    result = invoke_batchq(lease_url(server_url), "stats")
     assert result.returncode == 0, result.stderr
     assert "liveness: a lease of 3 s the worker renews" in result.stdout
-    plain = run_batchq(server_url, "stats")
+    plain = invoke_batchq(server_url, "stats")
     assert "liveness: a lock held by the worker's session" in plain.stdout
 
 

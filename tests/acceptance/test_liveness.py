@@ -20,6 +20,7 @@ from batchq.backends.liveness import owner_name
 from batchq.config import parse_url
 from batchq.errors import BackendUnavailable
 from batchq.sweeps import StuckJob, gc_processing
+from tests.support.cli import invoke_batchq
 from tests.support.db import create_database, job_rows, ledger, prepare_database
 from tests.support.harness import FIGURES, Figures, account
 from tests.support.processes import assert_one_line_error, batchq_env, run_batchq, start_batchq, wait_for
@@ -262,7 +263,7 @@ def test_gc_processing_puts_back_a_job_whose_worker_vanished_behind_a_ghost_sess
         assert queue.backend.liveness.is_alive(owner) is True  # to the server, the ghost holds the lock
         assert gc_processing(queue).requeued == []  # without --ghost-after: taken for alive
         time.sleep(2)  # the ghost sits idle; a live worker's heartbeat would have pinged
-        gc = run_batchq(server_url, "gc-processing", "--ghost-after", "1.5s", "--worker-heartbeat", "0.3s")
+        gc = invoke_batchq(server_url, "gc-processing", "--ghost-after", "1.5s", "--worker-heartbeat", "0.3s")
         assert gc.returncode == 3, gc.stderr
         assert f"#{job_id}" in gc.stdout and "is gone" in gc.stdout
         [row] = job_rows(queue)
@@ -310,13 +311,13 @@ def test_a_ghost_after_a_live_workers_heartbeat_cannot_satisfy_is_refused(
     with _one_long_job(server_url, tmp_path) as queue:
         time.sleep(2)  # the worker's session sits idle: its next beat is up to 30s away
         for too_short in ("0", "10s", "59s"):
-            refused = run_batchq(server_url, "gc-processing", "--ghost-after", too_short)
+            refused = invoke_batchq(server_url, "gc-processing", "--ghost-after", too_short)
             assert_one_line_error(refused, f"--ghost-after {too_short.rstrip('s')}", "too short", status=2)
         slower = ("--ghost-after", "1m", "--worker-heartbeat", "40s")  # beats slower: 1m is short
-        assert_one_line_error(run_batchq(server_url, "gc-processing", *slower), "1m20s or more", status=2)
+        assert_one_line_error(invoke_batchq(server_url, "gc-processing", *slower), "1m20s or more", status=2)
         [row] = job_rows(queue)
         assert (row["status"], row["error_count"]) == ("processing", 0)
-        allowed = run_batchq(server_url, "gc-processing", "--ghost-after", "1m")
+        allowed = invoke_batchq(server_url, "gc-processing", "--ghost-after", "1m")
         assert (allowed.returncode, allowed.stdout, allowed.stderr) == (0, "", "")  # alive, idle < 1m
 
 
@@ -356,11 +357,11 @@ def test_gc_processing_sees_and_ends_ghosts_only_with_the_privileges_documented(
         worker.wait()
         [owner] = [row["locked_by"] for row in job_rows(queue)]
         time.sleep(2)
-        blind = run_batchq(url, "gc-processing", "--ghost-after", "1.5s", "--worker-heartbeat", "0.3s")
+        blind = invoke_batchq(url, "gc-processing", "--ghost-after", "1.5s", "--worker-heartbeat", "0.3s")
         assert (blind.returncode, blind.stdout, blind.stderr) == (0, "", "")
         assert job_rows(queue)[0]["status"] == "processing"  # a session it cannot see: alive
         grant()  # may see other users' sessions, may not end them
-        seeing = run_batchq(url, "gc-processing", "--ghost-after", "1.5s", "--worker-heartbeat", "0.3s")
+        seeing = invoke_batchq(url, "gc-processing", "--ghost-after", "1.5s", "--worker-heartbeat", "0.3s")
         assert seeing.returncode == 3, seeing.stderr
         [row] = job_rows(queue)
         assert row["status"] == "ready" and "not permitted to end it" in row["last_error"]

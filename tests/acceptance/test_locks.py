@@ -16,7 +16,8 @@ from typing import Any
 
 from batchq import Queue
 from batchq.locks import list_locks
-from tests.support.processes import APPS_DIR, batchq_env, run_batchq, wait_for
+from tests.support.cli import invoke_batchq
+from tests.support.processes import APPS_DIR, batchq_env, wait_for
 
 CONTENDERS = 6
 ROUNDS = 8
@@ -86,7 +87,7 @@ def test_killed_holder_frees_the_lock_at_expiry_not_before(queue: Queue, db_url:
     holder.kill()
     holder.wait(timeout=10)
 
-    listed = run_batchq(db_url, "locks")
+    listed = invoke_batchq(db_url, "locks")
     assert owner in listed.stdout  # a dead holder's lock is held until its expire_at
     waiter = queue.lock("nightly", ttl="30s")
     refused = waiter.acquire()

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from batchq import MessageQueue, Queue
+from tests.support.cli import invoke_batchq
 from tests.support.db import ledger, run_query
 from tests.support.messages import Q
-from tests.support.processes import APPS_DIR, assert_one_line_error, batchq_env, run_batchq
+from tests.support.processes import APPS_DIR, assert_one_line_error, batchq_env
 
 # -- several processes ---------------------------------------------------------------
 
@@ -201,11 +202,11 @@ def test_mq_prune_deletes_what_is_older_and_is_quiet(db_url: str, mq: MessageQue
     fresh = mq.send(Q, "fresh")
     mq.archive(Q, fresh)
 
-    done = run_batchq(db_url, "mq", "prune", "--older-than", "30d", "--batch", "2")
+    done = invoke_batchq(db_url, "mq", "prune", "--older-than", "30d", "--batch", "2")
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")  # cron mails nothing
     assert [m.msg_id for m in mq.read_archive(Q)] == [fresh]
-    told = run_batchq(db_url, "mq", "prune", "--older-than", "0", "-v")
+    told = invoke_batchq(db_url, "mq", "prune", "--older-than", "0", "-v")
     assert told.returncode == 0 and "pruned 1 archived message" in told.stderr
 
-    bad = run_batchq(db_url, "mq", "prune", "--older-than", "1d", "--queue", "no spaces")
+    bad = invoke_batchq(db_url, "mq", "prune", "--older-than", "1d", "--queue", "no spaces")
     assert_one_line_error(bad, "bad queue name", status=2)

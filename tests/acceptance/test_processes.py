@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from batchq import Queue
+from tests.support.cli import invoke_batchq
 from tests.support.db import job_rows, ledger
 from tests.support.processes import run_batchq, start_batchq, wait_for
 
@@ -50,7 +51,7 @@ def test_sigkill_mid_job_then_gc_puts_it_back_at_once(queue: Queue, db_url: str,
     wait_for(lambda: queue.backend.liveness.is_alive(row["locked_by"]) is not True, timeout=10)
 
     swept = time.monotonic()
-    gc = run_batchq(db_url, "gc-processing")
+    gc = invoke_batchq(db_url, "gc-processing")
     assert gc.returncode == 3, gc.stderr
     assert f"#{job_id}" in gc.stdout and "is gone" in gc.stdout
     assert time.monotonic() - swept < 10  # no lease to wait out
@@ -61,7 +62,7 @@ def test_sigkill_mid_job_then_gc_puts_it_back_at_once(queue: Queue, db_url: str,
     assert rerun.returncode == 0, rerun.stderr
     assert ledger(queue) == [7]  # completed exactly once; the first start was the crash
     assert job_rows(queue) == []
-    assert run_batchq(db_url, "gc-processing").returncode == 0
+    assert invoke_batchq(db_url, "gc-processing").returncode == 0
 
 
 def test_live_slow_worker_is_reported_not_requeued(queue: Queue, db_url: str, tmp_path: Path) -> None:
@@ -69,11 +70,11 @@ def test_live_slow_worker_is_reported_not_requeued(queue: Queue, db_url: str, tm
     queue.enqueue("jobs:slow", {"started": str(started), "done": str(done), "seconds": 3})
     worker = start_batchq(db_url, "run")
     wait_for(started.exists)
-    gc = run_batchq(db_url, "gc-processing", "--older-than", "0s")
+    gc = invoke_batchq(db_url, "gc-processing", "--older-than", "0s")
     assert gc.returncode == 3, gc.stderr
     assert "still running" in gc.stdout and "is alive" in gc.stdout
     assert job_rows(queue)[0]["status"] == "processing"
-    assert run_batchq(db_url, "gc-processing").returncode == 0  # under the 1h default: quiet
+    assert invoke_batchq(db_url, "gc-processing").returncode == 0  # under the 1h default: quiet
     assert worker.wait(timeout=60) == 0
     assert done.exists() and job_rows(queue) == []
 

@@ -15,6 +15,7 @@ import pytest
 from batchq import MessageQueue, Queue
 from batchq.pubsub import failures
 from batchq.timeouts import WATCHDOG_EXIT_STATUS
+from tests.support.cli import invoke_batchq
 from tests.support.db import sql
 from tests.support.processes import assert_one_line_error, run_batchq, start_batchq, wait_for
 
@@ -179,7 +180,7 @@ def test_status_counts_an_at_most_once_failure_once(db_url: str, orders: Message
         orders.publish("orders", {"n": 2})
 
         def counted() -> dict[str, int] | None:
-            workers = json.loads(run_batchq(db_url, "status", "--json").stdout)
+            workers = json.loads(invoke_batchq(db_url, "status", "--json").stdout)
             return workers[0] if workers and workers[0]["jobs_done"] == 1 else None
 
         worker = wait_for(counted)  # refreshed after the second message: the first is counted
@@ -192,14 +193,14 @@ def test_status_counts_an_at_most_once_failure_once(db_url: str, orders: Message
 def test_a_consumer_is_in_the_registry_and_stops_when_asked(db_url: str, orders: MessageQueue) -> None:
     proc = start_batchq(db_url, "consume", "--subscriber", "billing", "--wait", "120", **HANDLERS)
     try:
-        status = wait_for(lambda: json.loads(run_batchq(db_url, "status", "--json").stdout))
+        status = wait_for(lambda: json.loads(invoke_batchq(db_url, "status", "--json").stdout))
         [worker] = status
         assert (worker["kind"], worker["serves"], worker["pid"]) == ("consume", ["orders:billing"], proc.pid)
         assert worker["state"] == "running"
-        asked = run_batchq(db_url, "stop", "--queue", "orders:billing")
+        asked = invoke_batchq(db_url, "stop", "--queue", "orders:billing")
         assert asked.stdout == "asked 1 worker to stop\n"
         assert finished(proc, timeout=30)[0] == 0  # within about a second, not after --wait
-        assert json.loads(run_batchq(db_url, "status", "--json").stdout) == []
+        assert json.loads(invoke_batchq(db_url, "status", "--json").stdout) == []
     finally:
         if proc.poll() is None:
             proc.kill()

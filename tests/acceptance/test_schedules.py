@@ -18,6 +18,7 @@ import pytest
 
 from batchq import Queue
 from batchq.cron import parse_cron
+from tests.support.cli import invoke_batchq
 from tests.support.db import autocommit_connection, job_rows, ledger, run_query, run_query_on
 from tests.support.processes import (
     APPS_DIR,
@@ -171,9 +172,9 @@ def test_sigkill_between_the_advance_and_the_enqueue(server_url: str, server_nam
             admin.commit()
         assert int(run_query(queue, "schedule_next_exec", {"name": "hourly"})[0][0]) == slot
         assert job_rows(queue) == []
-        result = run_batchq(server_url, "tick")
+        result = invoke_batchq(server_url, "tick")
         assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
-        assert run_batchq(server_url, "tick").returncode == 0  # a second tick: nothing more
+        assert invoke_batchq(server_url, "tick").returncode == 0  # a second tick: nothing more
         assert len(job_rows(queue)) == 1, (job_rows(queue), queue.schedules.list())
         drain(server_url)
         assert ledger(queue) == [slot]
@@ -187,7 +188,8 @@ def test_sigkill_between_the_advance_and_the_enqueue(server_url: str, server_nam
 
 def test_schedule_commands(queue: Queue, db_url: str, tmp_path: Any) -> None:
     def ok(*args: str) -> str:
-        result = run_batchq(db_url, *args)
+        batchq = run_batchq if args[0] == "run" else invoke_batchq  # a worker runs in a process of its own
+        result = batchq(db_url, *args)
         assert (result.returncode, result.stderr) == (0, ""), result
         return result.stdout
 
@@ -214,27 +216,27 @@ def test_schedule_commands(queue: Queue, db_url: str, tmp_path: Any) -> None:
 
 def test_schedule_command_errors(queue: Queue, db_url: str) -> None:
     assert_one_line_error(
-        run_batchq(db_url, "schedule", "add", "s", "0 7 * *", "jobs:noop"), "bad cron expression", status=2
+        invoke_batchq(db_url, "schedule", "add", "s", "0 7 * *", "jobs:noop"), "bad cron expression", status=2
     )
     assert_one_line_error(
-        run_batchq(db_url, "schedule", "add", "s", "@daily", "jobs:noop", "--tz", "Moon/Base"),
+        invoke_batchq(db_url, "schedule", "add", "s", "@daily", "jobs:noop", "--tz", "Moon/Base"),
         "unknown time zone",
         status=2,
     )
     assert_one_line_error(
-        run_batchq(db_url, "schedule", "add", "s", "@daily", "os:system"), "not allowed", status=2
+        invoke_batchq(db_url, "schedule", "add", "s", "@daily", "os:system"), "not allowed", status=2
     )
-    assert_one_line_error(run_batchq(db_url, "schedule", "remove", "nope"), "no schedule named 'nope'")
-    assert_one_line_error(run_batchq(db_url, "schedule", "resume", "nope"), "no schedule named 'nope'")
+    assert_one_line_error(invoke_batchq(db_url, "schedule", "remove", "nope"), "no schedule named 'nope'")
+    assert_one_line_error(invoke_batchq(db_url, "schedule", "resume", "nope"), "no schedule named 'nope'")
     assert queue.schedules.list() == []
     queue.schedule("bad", EVERY_SECOND, "jobs:noop")
     run_query(queue, "schedule_set_next_exec", {"name": "bad", "at": int(queue.schedules.server_now()) - 1})
-    result = run_batchq(db_url, "tick", BATCHQ_TASK_MODULES="other")  # this host does not allow jobs
+    result = invoke_batchq(db_url, "tick", BATCHQ_TASK_MODULES="other")  # this host does not allow jobs
     assert result.returncode == 1 and "schedule bad:" in result.stderr and "Traceback" not in result.stderr
     last = result.stderr.splitlines()[-1]
     assert last == "batchq: error: 1 schedule could not enqueue (bad): the next tick tries again"
     assert job_rows(queue) == []
-    assert run_batchq(db_url, "tick").returncode == 0  # retried by the next tick
+    assert invoke_batchq(db_url, "tick").returncode == 0  # retried by the next tick
     assert len(job_rows(queue)) == 1
 
 
@@ -251,6 +253,6 @@ def test_schedule_sync_of_a_deeply_nested_file_is_one_error_line(
     """tomllib parses nesting recursively: 3,000 levels were a RecursionError traceback."""
     path = tmp_path / "deep.toml"
     path.write_text(deep + "\n")
-    result = run_batchq(db_url, "schedule", "sync", str(path))
+    result = invoke_batchq(db_url, "schedule", "sync", str(path))
     assert_one_line_error(result, str(path), "nested too deeply", "flatten it", status=2)
     assert queue.schedules.list() == []

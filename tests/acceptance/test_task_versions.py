@@ -11,8 +11,9 @@ import subprocess
 import pytest
 
 from batchq import Queue
+from tests.support.cli import invoke_batchq
 from tests.support.db import job_rows, run_query, sql
-from tests.support.processes import run_batchq, start_batchq, wait_for
+from tests.support.processes import start_batchq, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -76,9 +77,9 @@ def test_new_jobs_wait_for_the_new_worker_while_the_old_one_runs(
         seen = queue.explain(new_ids[0])
         assert f"waiting for a worker that knows version 3 of task {GREET}" in seen.summary
         assert f":{old.pid}:" in seen.summary and "knows version 2" in seen.summary
-        explained = run_batchq(db_url, "explain", str(new_ids[-1]))
+        explained = invoke_batchq(db_url, "explain", str(new_ids[-1]))
         assert f"waiting for a worker that knows version 3 of task {GREET}" in explained.stdout
-        assert "jobs wait for a worker that knows a newer version" in run_batchq(db_url, "stats").stdout
+        assert "jobs wait for a worker that knows a newer version" in invoke_batchq(db_url, "stats").stdout
 
         new = worker(db_url, 3, poll=new_worker_poll(backend_name))
         workers.append(new)
@@ -105,10 +106,10 @@ def test_new_jobs_wait_for_the_new_worker_while_the_old_one_runs(
 
 
 def test_enqueue_from_the_shell_takes_a_backoff(queue: Queue, db_url: str) -> None:
-    done = run_batchq(db_url, "enqueue", "jobs:fail", "--backoff", "90s")
+    done = invoke_batchq(db_url, "enqueue", "jobs:fail", "--backoff", "90s")
     assert done.returncode == 0, done.stderr
     job_id = int(done.stdout)
     assert run_query(queue, "job_version_columns", {"id": job_id})[0][:2] == (1, 90.0)
-    refused = run_batchq(db_url, "enqueue", "jobs:fail", "--backoff", "soon")
+    refused = invoke_batchq(db_url, "enqueue", "jobs:fail", "--backoff", "soon")
     assert refused.returncode == 2 and "invalid value for '--backoff': bad duration 'soon'" in refused.stderr
     assert "Traceback" not in refused.stderr and len(job_rows(queue)) == 1

@@ -17,6 +17,7 @@ import pytest
 
 from batchq import Queue
 from batchq.timeouts import RECORD_WAIT_SECONDS, WATCHDOG_EXIT_STATUS
+from tests.support.cli import invoke_batchq
 from tests.support.db import SERVER_URLS, app_connection, job_rows, ledger, run_query, run_query_on, sql
 from tests.support.processes import APPS_DIR, assert_one_line_error, batchq_env, run_batchq, wait_for
 
@@ -60,7 +61,7 @@ def test_a_job_no_signal_stops_ends_the_worker_runs_again_then_fails(tq: Queue, 
         "call, or signals blocked)"
     )
     assert row(tq, after)["status"] == "ready"  # never claimed: it waits for the next worker
-    assert run_batchq(db_url, "gc-processing").returncode == 0  # nothing left claimed
+    assert invoke_batchq(db_url, "gc-processing").returncode == 0  # nothing left claimed
 
     run_query(tq, "jobs_make_due")
     result, _ = run_worker(db_url, "--timeout-grace", "1s")
@@ -114,7 +115,7 @@ def test_a_failure_the_watchdog_cannot_record_is_left_to_gc_processing(
     assert row(tq, stuck)["status"] == "processing"
     wait_for(lambda: tq.backend.liveness.is_alive(owner) is not True, timeout=20)
 
-    gc = run_batchq(db_url, "gc-processing")
+    gc = invoke_batchq(db_url, "gc-processing")
     assert gc.returncode == 3 and f"#{stuck}" in gc.stdout, gc.stdout + gc.stderr
     swept = row(tq, stuck)
     assert (swept["status"], swept["error_count"]) == ("ready", 1)
@@ -167,9 +168,9 @@ def test_the_cli_refuses_bad_timeouts_in_one_line(tq: Queue, db_url: str) -> Non
         (("run", "--timeout", "50000d"), "at most 100 years"),
         (("run", "--timeout-grace", "0"), "bad --timeout-grace value '0'"),
     ]:
-        assert_one_line_error(run_batchq(db_url, *args), needle, status=2)
+        assert_one_line_error(invoke_batchq(db_url, *args), needle, status=2)
     assert job_rows(tq) == []
-    result = run_batchq(db_url, "enqueue", "jobs:noop", "--timeout", "1h30m")
+    result = invoke_batchq(db_url, "enqueue", "jobs:noop", "--timeout", "1h30m")
     assert result.returncode == 0, result.stderr
     assert [float(t) for (t,) in sql(tq, "SELECT timeout_seconds FROM batchq_job")] == [5400.0]
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from batchq import Queue
+from tests.support.cli import invoke_batchq
 from tests.support.db import app_connection, job_rows
-from tests.support.processes import APPS_DIR, batchq_env, run_batchq, wait_for
+from tests.support.processes import APPS_DIR, batchq_env, wait_for
 
 PROCESSES = 8
 
@@ -47,13 +48,13 @@ def test_eight_processes_enqueueing_one_key_at_once_create_one_job(db_url: str, 
 
 
 def test_cli_enqueue_with_a_unique_key_prints_the_holders_id(db_url: str) -> None:
-    first = run_batchq(db_url, "enqueue", "jobs:noop", '{"n": 1}', "--unique-key", "report:daily")
+    first = invoke_batchq(db_url, "enqueue", "jobs:noop", '{"n": 1}', "--unique-key", "report:daily")
     assert first.returncode == 0 and first.stderr == "", first.stderr
-    again = run_batchq(db_url, "enqueue", "jobs:noop", '{"n": 2}', "--unique-key", "report:daily")
+    again = invoke_batchq(db_url, "enqueue", "jobs:noop", '{"n": 2}', "--unique-key", "report:daily")
     assert again.returncode == 0 and again.stdout == first.stdout
     job_id = first.stdout.strip()
     assert again.stderr == f"batchq: job {job_id} holds unique key 'report:daily': nothing enqueued\n"
-    bad = run_batchq(db_url, "enqueue", "jobs:noop", "--unique-key", "")
+    bad = invoke_batchq(db_url, "enqueue", "jobs:noop", "--unique-key", "")
     assert bad.returncode == 2 and "bad unique_key ''" in bad.stderr and "Traceback" not in bad.stderr
     queue = Queue(db_url, task_modules=["jobs"])
     assert [row["id"] for row in job_rows(queue)] == [int(job_id)]

@@ -10,14 +10,15 @@ from typing import Any
 import pytest
 
 from batchq import Queue
+from tests.support.cli import invoke_batchq
 from tests.support.db import job_rows
-from tests.support.processes import assert_one_line_error, run_batchq, start_batchq, wait_for
+from tests.support.processes import assert_one_line_error, start_batchq, wait_for
 
 pytestmark = pytest.mark.slow
 
 
 def workers(db_url: str) -> list[dict[str, Any]]:
-    result = run_batchq(db_url, "status", "--json")
+    result = invoke_batchq(db_url, "status", "--json")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -43,10 +44,10 @@ def test_status_and_stop_by_queue_then_all(queue: Queue, db_url: str, tmp_path: 
             [["b"]],
             [["a", "b"]],
         )  # the slow job, on whichever took it
-        text = run_batchq(db_url, "status").stdout.splitlines()
+        text = invoke_batchq(db_url, "status").stdout.splitlines()
         assert text[0].split()[:4] == ["worker", "queues", "state", "up"] and len(text) == 4
 
-        stopped = run_batchq(db_url, "stop", "--queue", "b")
+        stopped = invoke_batchq(db_url, "stop", "--queue", "b")
         assert (stopped.returncode, stopped.stdout) == (0, "asked 2 workers to stop\n")
         release.touch()
         for name in ("b", "ab"):
@@ -56,11 +57,11 @@ def test_status_and_stop_by_queue_then_all(queue: Queue, db_url: str, tmp_path: 
         assert [w["serves"] for w in workers(db_url)] == [["a"]]
         assert procs["a"].poll() is None  # not asked: still waiting for jobs
 
-        assert run_batchq(db_url, "stop").stdout == "asked 1 worker to stop\n"
+        assert invoke_batchq(db_url, "stop").stdout == "asked 1 worker to stop\n"
         procs["a"].communicate(timeout=30)
         assert procs["a"].returncode == 0
         assert workers(db_url) == []
-        assert run_batchq(db_url, "status").stdout == ""
+        assert invoke_batchq(db_url, "status").stdout == ""
     finally:
         for proc in procs.values():
             if proc.poll() is None:
@@ -78,9 +79,9 @@ def test_a_killed_worker_shows_gone_and_a_live_one_stopping(queue: Queue, db_url
         gone = wait_for(lambda: [w for w in workers(db_url) if w["state"] == "gone"], timeout=15)
         assert [w["pid"] for w in gone] == [killed.pid]
         # The gone one is not there to be asked, and is not counted as asked.
-        alone = run_batchq(db_url, "stop", "--worker", gone[0]["name"])
+        alone = invoke_batchq(db_url, "stop", "--worker", gone[0]["name"])
         assert (alone.returncode, alone.stdout) == (0, "asked 0 workers to stop\n")
-        stopped = run_batchq(db_url, "stop")
+        stopped = invoke_batchq(db_url, "stop")
         assert (stopped.returncode, stopped.stdout) == (0, "asked 1 worker to stop\n")
         assert {w["pid"]: w["state"] for w in workers(db_url)}.get(other.pid) in ("stopping", None)
         other.communicate(timeout=30)
@@ -96,5 +97,5 @@ def test_a_killed_worker_shows_gone_and_a_live_one_stopping(queue: Queue, db_url
 
 
 def test_stop_mistakes_are_one_line_errors(queue: Queue, db_url: str) -> None:
-    assert_one_line_error(run_batchq(db_url, "stop", "--queue", "a,b"), "bad queue name 'a,b'", status=2)
-    assert run_batchq(db_url, "stop", "--host", "nowhere").stdout == "asked 0 workers to stop\n"
+    assert_one_line_error(invoke_batchq(db_url, "stop", "--queue", "a,b"), "bad queue name 'a,b'", status=2)
+    assert invoke_batchq(db_url, "stop", "--host", "nowhere").stdout == "asked 0 workers to stop\n"

@@ -10,8 +10,8 @@ import pytest
 from batchq import ConfigError, Queue, QueueFull
 from batchq.sweeps import failure_groups, gc_error
 from batchq.worker import RunOptions, Worker
+from tests.support.cli import invoke_batchq
 from tests.support.db import app_connection, job_rows, run_query, sql
-from tests.support.processes import run_batchq
 
 Q = "bounded"
 
@@ -65,7 +65,7 @@ def test_gc_error_words_dropped_jobs_as_dropped(queue: Queue, db_url: str) -> No
     queue.enqueue("jobs:noop", queue=Q)
     failed = queue.enqueue("jobs:fail", "x", max_errors=1)
     Worker(queue, RunOptions(queues=("default",), backoff_base=0)).run()
-    report = run_batchq(db_url, "gc-error")
+    report = invoke_batchq(db_url, "gc-error")
     assert report.returncode == 3, report.stderr
     lines = report.stdout.splitlines()
     assert lines[0] == (
@@ -78,7 +78,7 @@ def test_gc_error_words_dropped_jobs_as_dropped(queue: Queue, db_url: str) -> No
     assert "(0 errors)" not in report.stdout
     [dropped_job] = [job for job in gc_error(queue) if job.dropped]
     assert dropped_job.id == dropped
-    only_dropped = run_batchq(db_url, "gc-error", "--queue", Q)
+    only_dropped = invoke_batchq(db_url, "gc-error", "--queue", Q)
     assert only_dropped.stdout.startswith(
         "batchq gc-error: 1 job dropped from full queues (drop_oldest), 1 cause"
     )

@@ -6,8 +6,9 @@ import pytest
 
 from batchq import ConfigError, Queue, TaskError
 from batchq.queue import CANCEL_BATCH
+from tests.support.cli import invoke_batchq
 from tests.support.db import job_rows, sql
-from tests.support.processes import assert_one_line_error, run_batchq
+from tests.support.processes import assert_one_line_error
 from tests.support.rows import dead_worker, processing, write_row
 
 
@@ -72,10 +73,10 @@ def test_bad_filters_are_refused_before_anything_is_deleted(
 def test_the_cli_cancels_by_filter_and_says_how_many(queue: Queue, db_url: str) -> None:
     for _ in range(3):
         queue.enqueue("jobs:noop", queue="mail")
-    done = run_batchq(db_url, "cancel", "--queue", "mail", "--task", "jobs:noop")
+    done = invoke_batchq(db_url, "cancel", "--queue", "mail", "--task", "jobs:noop")
     assert (done.returncode, done.stdout, done.stderr) == (0, "3 jobs cancelled\n", "")
-    assert run_batchq(db_url, "cancel", "--task", "jobs:noop").returncode == 2  # no --queue
-    assert run_batchq(db_url, "cancel", "7", "--queue", "mail").returncode == 2  # both forms
-    bad = run_batchq(db_url, "cancel", "--queue", "mail", "--older-than", "soon")
+    assert invoke_batchq(db_url, "cancel", "--task", "jobs:noop").returncode == 2  # no --queue
+    assert invoke_batchq(db_url, "cancel", "7", "--queue", "mail").returncode == 2  # both forms
+    bad = invoke_batchq(db_url, "cancel", "--queue", "mail", "--older-than", "soon")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "soon" in bad.stderr
-    assert_one_line_error(run_batchq(db_url, "cancel", "--queue", "bad queue"), "bad queue name", status=2)
+    assert_one_line_error(invoke_batchq(db_url, "cancel", "--queue", "bad queue"), "bad queue name", status=2)

@@ -15,6 +15,7 @@ import pytest
 from batchq import ConfigError, PayloadError, Queue, SchemaMissing, TaskError, TaskNotAllowed
 from batchq.sweeps import gc_error, gc_processing
 from batchq.worker import RunOptions, Worker
+from tests.support.cli import invoke_batchq
 from tests.support.db import (
     SERVER_URLS,
     app_connection,
@@ -24,7 +25,6 @@ from tests.support.db import (
     sibling_database_url,
     sql,
 )
-from tests.support.processes import run_batchq
 from tests.support.rows import write_row
 
 
@@ -213,7 +213,7 @@ def test_a_hand_written_queue_name_can_be_cleared_without_sql(queue: Queue, db_u
     assert queue.purge(name) == 1  # the failed one; the running one is left alone
     assert [row["id"] for row in job_rows(queue)] == [running]
     write_row(queue, queue=name)
-    result = run_batchq(db_url, "purge", name, "--yes")
+    result = invoke_batchq(db_url, "purge", name, "--yes")
     assert (result.returncode, result.stdout, result.stderr) == (0, "deleted 1 job\n", "")
     for unknown in ("no such queue", ""):
         with pytest.raises(ConfigError, match="bad queue name"):

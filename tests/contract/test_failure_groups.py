@@ -8,8 +8,8 @@ import shlex
 from batchq import Queue
 from batchq.sweeps import failure_groups, gc_error, gc_processing
 from batchq.worker import RunOptions, Worker
+from tests.support.cli import invoke_batchq
 from tests.support.db import job_rows, sql
-from tests.support.processes import run_batchq
 from tests.support.rows import dead_worker, processing, write_row
 
 
@@ -65,7 +65,7 @@ def test_the_cli_prints_one_block_per_cause(queue: Queue, db_url: str) -> None:
         queue.enqueue("jobs:fail", n, max_errors=1)
     run_all(queue)
     [group] = failure_groups(queue)
-    report = run_batchq(db_url, "gc-error")
+    report = invoke_batchq(db_url, "gc-error")
     assert report.returncode == 3
     lines = report.stdout.splitlines()
     assert lines[0] == "batchq gc-error: 5 jobs out of tries, 1 cause"
@@ -77,7 +77,7 @@ def test_the_cli_prints_one_block_per_cause(queue: Queue, db_url: str) -> None:
     bound = group.failed_by.isoformat()
     hint = f"batchq gc-error --queue default --group {group.fingerprint} --failed-by {bound}"
     assert lines[-1] == f"    act on it: {hint} --requeue (or --delete)"
-    done = run_batchq(db_url, *shlex.split(hint)[1:], "--delete")
+    done = invoke_batchq(db_url, *shlex.split(hint)[1:], "--delete")
     assert done.returncode == 3 and done.stdout.startswith("batchq gc-error: 5 jobs deleted, 1 cause")
     assert job_rows(queue) == []
 
@@ -108,28 +108,28 @@ def test_the_hint_acts_only_on_the_jobs_it_was_printed_for(queue: Queue, db_url:
     beside = queue.enqueue("jobs:fail", 2, queue="g34", max_errors=1)
     Worker(queue, RunOptions(backoff_base=0, queues=("g34", "a", "b"))).run()
     [group] = failure_groups(queue)  # one cause in three queues
-    [by_id] = hinted(run_batchq(db_url, "gc-error", "--id", str(shown)).stdout)
+    [by_id] = hinted(invoke_batchq(db_url, "gc-error", "--id", str(shown)).stdout)
     assert scope(by_id) == ["gc-error", "--queue", "g34", "--id", str(shown), "--group", group.fingerprint]
-    deleted = run_batchq(db_url, *by_id, "--delete")
+    deleted = invoke_batchq(db_url, *by_id, "--delete")
     assert deleted.stdout.startswith("batchq gc-error: 1 job deleted, 1 cause"), deleted.stdout
     assert failed_ids(queue) == sorted([*elsewhere, beside])
 
-    [in_g34] = hinted(run_batchq(db_url, "gc-error", "--queue", "g34").stdout)
+    [in_g34] = hinted(invoke_batchq(db_url, "gc-error", "--queue", "g34").stdout)
     assert scope(in_g34) == ["gc-error", "--queue", "g34", "--group", group.fingerprint]
-    assert run_batchq(db_url, *in_g34, "--requeue").returncode == 3
+    assert invoke_batchq(db_url, *in_g34, "--requeue").returncode == 3
     assert failed_ids(queue) == sorted(elsewhere)
-    [everywhere] = hinted(run_batchq(db_url, "gc-error").stdout)  # every queue it showed
+    [everywhere] = hinted(invoke_batchq(db_url, "gc-error").stdout)  # every queue it showed
     assert scope(everywhere) == ["gc-error", "--queue", "a", "--queue", "b", "--group", group.fingerprint]
 
 
 def test_the_hint_leaves_alone_a_job_that_failed_after_the_listing(queue: Queue, db_url: str) -> None:
     shown = queue.enqueue("jobs:fail", 1, queue="g34", max_errors=1)
     Worker(queue, RunOptions(backoff_base=0, queues=("g34",))).run()
-    [hint] = hinted(run_batchq(db_url, "gc-error", "--queue", "g34").stdout)
+    [hint] = hinted(invoke_batchq(db_url, "gc-error", "--queue", "g34").stdout)
     later = queue.enqueue("jobs:fail", 2, queue="g34", max_errors=1)  # same cause, same queue
     Worker(queue, RunOptions(backoff_base=0, queues=("g34",))).run()
     assert [group.count for group in failure_groups(queue)] == [2]
-    requeued = run_batchq(db_url, *hint, "--requeue")
+    requeued = invoke_batchq(db_url, *hint, "--requeue")
     assert requeued.stdout.startswith("batchq gc-error: 1 job requeued, 1 cause"), requeued.stdout
     assert failed_ids(queue) == [later]
     assert shown not in failed_ids(queue)
@@ -138,7 +138,7 @@ def test_the_hint_leaves_alone_a_job_that_failed_after_the_listing(queue: Queue,
 def test_a_bad_failed_by_is_one_line_and_writes_nothing(queue: Queue, db_url: str) -> None:
     job = queue.enqueue("jobs:fail", 1, max_errors=1)
     run_all(queue)
-    refused = run_batchq(db_url, "gc-error", "--failed-by", "yesterday", "--delete")
+    refused = invoke_batchq(db_url, "gc-error", "--failed-by", "yesterday", "--delete")
     assert refused.returncode == 2, refused.stderr
     assert refused.stderr.startswith("batchq: error: bad --failed-by 'yesterday': give an ISO 8601 time")
     assert len(refused.stderr.splitlines()) == 1

@@ -26,6 +26,17 @@ FAMILIES = {
     "batchq_finished_jobs_wall_seconds_max",
     "batchq_finished_jobs_cpu_seconds",
     "batchq_finished_jobs_window_seconds",
+    # Message queues (issue 28; tests/contract/test_mq_metrics.py and the like check their values).
+    "batchq_mq_messages",
+    "batchq_mq_oldest_message_age_seconds",
+    "batchq_mq_redelivered_messages",
+    "batchq_mq_archived_messages",
+    "batchq_mq_sent",
+    "batchq_mq_max_length",
+    "batchq_mq_subscription_messages",
+    # For the alerting kit's rules (deploy/prometheus/batchq-alerts.yml).
+    "batchq_workers",
+    "batchq_schedule_next_run_timestamp_seconds",
 }
 
 
@@ -123,3 +134,29 @@ def test_hostile_queue_names_stay_label_values(queue: Queue) -> None:
     assert set(m) == FAMILIES  # nothing injected
     assert {dict(labels)["queue"] for labels in m["batchq_jobs"]} == set(HOSTILE_NAMES)
     assert all(jobs_by_state(m, name)["ready"] == 1 for name in HOSTILE_NAMES)
+
+
+def test_workers_by_state_and_schedules_next_slot(queue: Queue, db_url: str) -> None:
+    """What the alerting kit's no-worker and schedule rules read (deploy/prometheus)."""
+    import os
+    import socket
+
+    from batchq.registry import Registration
+
+    live = Queue(db_url)
+    name = f"{socket.gethostname()}:{os.getpid()}:feed0002"
+    live.backend.liveness.hold(name)
+    try:
+        Registration(live.backend, name, ["default"]).register()
+        Registration(queue.backend, dead_worker(), ["default"]).register()
+        schedule = queue.schedule("nightly", "0 3 * * *", "jobs:noop")
+        queue.schedule("off", "0 4 * * *", "jobs:noop")
+        queue.schedules.pause("off")
+        families = scrape(queue)
+        workers = {dict(labels)["state"]: value for labels, value in families["batchq_workers"].items()}
+        assert workers == {"running": 1, "stopping": 0, "gone": 1, "unknown": 0}
+        slots = families["batchq_schedule_next_run_timestamp_seconds"]
+        assert schedule.next_exec is not None
+        assert slots == {(("schedule", "nightly"),): schedule.next_exec.timestamp()}  # enabled ones only
+    finally:
+        live.close()

@@ -14,12 +14,15 @@ ROOT = Path(__file__).resolve().parents[2]
 APPS_DIR = ROOT / "tests" / "apps"
 
 
+# What every `batchq` of the tests runs with besides BATCHQ_URL (in a process or in this one).
+BATCHQ_VARIABLES = {"BATCHQ_TASK_MODULES": "jobs", "BATCHQ_SECRET": "test-secret"}
+
+
 def batchq_env(url: str, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
+        BATCHQ_VARIABLES,
         BATCHQ_URL=url,
-        BATCHQ_TASK_MODULES="jobs",
-        BATCHQ_SECRET="test-secret",
         # The task modules, and the repository for `tests.support` (jobs.py looks up its SQL there).
         PYTHONPATH=os.pathsep.join([str(APPS_DIR), str(ROOT), env.get("PYTHONPATH", "")]),
     )

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from batchq import Queue
+from tests.support.cli import invoke_batchq
 from tests.support.db import job_rows, sql
-from tests.support.processes import run_batchq
 from tests.support.rows import dead_worker, no_traceback, processing, write_row
 
 
@@ -18,11 +18,11 @@ def test_infinite_processing_at_does_not_stop_the_sweep_or_stats(queue: Queue, d
     sql(queue, "UPDATE batchq_job SET processing_at = '-infinity' WHERE id = %s", (first,))
     second = write_row(queue, **processing(queue, gone))
     sql(queue, "UPDATE batchq_job SET processing_at = 'infinity' WHERE id = %s", (second,))
-    swept = run_batchq(db_url, "gc-processing")
+    swept = invoke_batchq(db_url, "gc-processing")
     assert swept.returncode == 3, swept.stderr
     no_traceback(swept)
     assert f"#{first}" in swept.stdout and f"#{second}" in swept.stdout
-    assert run_batchq(db_url, "stats").returncode == 0
+    assert invoke_batchq(db_url, "stats").returncode == 0
 
 
 # -- found on the way: a PostgreSQL batch claim took more than its limit --------------------------

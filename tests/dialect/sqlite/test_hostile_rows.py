@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from batchq import Queue
+from tests.support.cli import invoke_batchq
 from tests.support.db import job_rows, sql
 from tests.support.processes import run_batchq
 from tests.support.rows import dead_worker, good_job, no_traceback, processing, row, run_then_sweep, write_row
@@ -62,7 +63,7 @@ def test_sqlite_owner_that_is_not_utf8_does_not_stop_the_sweep(queue: Queue, db_
     hostile = write_row(queue, **processing(queue, None))
     set_raw(queue, hostile, "locked_by", "CAST(X'FF3A31' AS TEXT)")
     behind = write_row(queue, **processing(queue, dead_worker()))
-    swept = run_batchq(db_url, "gc-processing")
+    swept = invoke_batchq(db_url, "gc-processing")
     assert swept.returncode == 3, swept.stderr
     no_traceback(swept)
     assert f"#{hostile}" in swept.stdout and f"#{behind}" in swept.stdout

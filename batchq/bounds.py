@@ -20,7 +20,7 @@ from typing import Any
 
 from .backends import Backend, stored_count
 from .errors import ConfigError, QueueFull
-from .failures import fingerprint_of
+from .failures import dropped_error, dropped_fingerprint
 
 OVERFLOW_POLICIES = ("drop_oldest", "reject")
 MAX_LENGTH_RANGE = (1, 2**31 - 1)
@@ -136,26 +136,9 @@ def _waiting(backend: Backend, queue: str, conn: Any) -> int:
     return 0 if row is None else int(row["waiting"])
 
 
-def _dropped_error(queue: str, max_length: int) -> str:
-    return (
-        f"QueueFull: dropped to make room: queue {queue!r} holds at most {max_length} "
-        "waiting jobs (overflow='drop_oldest')"
-    )
-
-
-def _dropped_fingerprint(error: str) -> str:
-    kind, _, message = error.partition(": ")
-    return fingerprint_of(kind, message)
-
-
-# Every dropped job's, whatever its queue and bound (both are masked): how gc-error tells a job
-# dropped from a full queue from one out of tries.
-DROPPED_FINGERPRINT = _dropped_fingerprint(_dropped_error("q", 1))
-
-
 def _drop_oldest(backend: Backend, queue: str, bound: Bound, excess: int, conn: Any) -> int:
     """Fail the ``excess`` oldest waiting jobs (never a running one), with the reason."""
-    error = _dropped_error(queue, bound.max_length)
+    error = dropped_error(queue, bound.max_length)
     if excess <= 0:
         return 0
     victims = backend.fetchall("queue_overflow_victims", {"queue": queue, "n": excess}, conn)
@@ -165,6 +148,6 @@ def _drop_oldest(backend: Backend, queue: str, bound: Bound, excess: int, conn: 
     marked = {
         "ids": [row["id"] for row in victims],
         "error": error,
-        "fingerprint": _dropped_fingerprint(error),
+        "fingerprint": dropped_fingerprint(error),
     }
     return backend.execute("jobs_drop_overflow", marked, conn)

@@ -14,12 +14,11 @@ import re
 import sys
 import traceback
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .sweeps import FailedJob
+from .backends import Row, stored_count, stored_seconds, stored_text, stored_time
 
 FINGERPRINT_CHARS = 16
 
@@ -129,3 +128,80 @@ def _group(fp: str, jobs: list[FailedJob]) -> FailureGroup:
         sample=_first_line(jobs[-1].last_error or "")[:200],
         job_ids=tuple(job.id for job in jobs),
     )
+
+
+def dropped_error(queue: str, max_length: int) -> str:
+    """The last_error of a job a full drop_oldest queue failed to make room (batchq.bounds)."""
+    return (
+        f"QueueFull: dropped to make room: queue {queue!r} holds at most {max_length} "
+        "waiting jobs (overflow='drop_oldest')"
+    )
+
+
+def dropped_fingerprint(error: str) -> str:
+    kind, _, message = error.partition(": ")
+    return fingerprint_of(kind, message)
+
+
+# Every dropped job's, whatever its queue and bound (both are masked): how gc-error tells a job
+# dropped from a full queue from one out of tries.
+DROPPED_FINGERPRINT = dropped_fingerprint(dropped_error("q", 1))
+
+
+@dataclass(frozen=True)
+class FailedJob:
+    """A job out of tries, as gc-error lists it, or as it is after gc-error acted on it."""
+
+    id: int
+    queue: str
+    task: str
+    error_count: Any
+    max_errors: Any
+    last_error: str | None
+    created_at: datetime | str | None
+    concurrency_key: str | None = None
+    fingerprint: str = ""  # the cause its failures share with others' (batchq.failures)
+    last_error_at: datetime | str | None = None  # when it last failed (None before schema 007)
+    status: str = "failed"
+    error_count_before: int | None = None  # --requeue: the count it had (error_count is 0 now)
+    unique_key: str | None = None
+    # --requeue: not requeued, because this job (waiting or running) holds its unique key now
+    key_held_by: int | None = None
+    # --requeue: not requeued, because its queue is bounded, full and refuses (overflow reject)
+    queue_full: str | None = None
+    # Its last try as its worker measured it (batchq.history.Usage; None before schema 011).
+    last_worker: str | None = None
+    last_started_at: datetime | str | None = None
+    last_wall_seconds: float | None = None
+    last_cpu_seconds: float | None = None
+    last_memory_peak_bytes: int | None = None
+    last_memory_growth_bytes: int | None = None
+
+    @classmethod
+    def from_row(cls, row: Row) -> FailedJob:
+        values = {name: row[name] for name in _FAILED_FIELDS if name in row}
+        for name in ("queue", "task", "last_error"):  # SQLite: a row written by hand may hold a BLOB
+            if values.get(name) is not None:
+                values[name] = stored_text(values[name])
+        stored = row.get("error_fingerprint")
+        values["fingerprint"] = (
+            stored_text(stored) if stored else fingerprint_of_text(values.get("last_error"))
+        )
+        values["last_error_at"] = stored_time(row.get("last_error_at"))  # SQLite's text: a time
+        values["last_started_at"] = stored_time(row.get("last_started_at"))
+        for name in ("last_wall_seconds", "last_cpu_seconds"):
+            values[name] = stored_seconds(row.get(name))
+        for name in ("last_memory_peak_bytes", "last_memory_growth_bytes"):
+            values[name] = None if row.get(name) is None else stored_count(row[name])
+        return cls(**values)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def dropped(self) -> bool:
+        """Failed by a full drop_oldest queue while it waited, not by its own tries."""
+        return self.fingerprint == DROPPED_FINGERPRINT
+
+
+_FAILED_FIELDS = {f.name for f in fields(FailedJob)}

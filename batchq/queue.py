@@ -6,59 +6,35 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from .appconn import takes_app_conn
 from .backends import OnDatabase, stored_text
 from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
-from .config import (
-    Duration,
-    check_queue_name,
-    counted,
-    existing_queue_name,
-    parse_duration,
-    parse_timeout,
-    parse_when,
-)
-from .errors import BackendError, ConfigError, PayloadError
+from .config import Duration, check_queue_name, existing_queue_name, parse_duration
+from .errors import BackendError, ConfigError
 from .explain import Explanation, explain
 from .history import HistoryEntry, prune, read_history
 from .job import JOB_ID_RANGE
+from .jobspec import (
+    Delay,
+    JobBuilder,
+    JobSpec,
+    Task,
+    check_int,
+    check_unique_key,
+    set_unique_keys,
+)
 from .locks import Lock, Semaphore
 from .oncommit import after_commit
-from .partitions import (
-    COUNT_CACHE_SECONDS,
-    PartitionInfo,
-    list_partitions,
-    partition_count,
-    set_partition_count,
-)
+from .partitions import PartitionInfo, list_partitions, set_partition_count
 from .results import JobResult, prune_expired, wait_for_result
-from .serializers import dumps, numbered, secret_from_env, which_of
-from .tasks import (
-    Resolver,
-    check_task_name,
-    checked_task_version,
-    keep_result_seconds,
-    modules_from_env,
-    split_modules,
-    task_keep_result,
-    task_policy,
-)
-from .typed import QueueType, SchemaSpec, TypeCache, count_mismatched, refuse_pickle, schema_text
+from .schedules import Schedule, Schedules, TickReport
+from .serializers import secret_from_env
+from .tasks import Resolver, check_task_name, modules_from_env, split_modules
+from .typed import QueueType, SchemaSpec, TypeCache, count_mismatched, schema_text
 
-if TYPE_CHECKING:
-    from .schedules import Schedule, Schedules, TickReport
-
-Task = str | Callable[..., Any]
 T = TypeVar("T")
-Delay = Duration | None
-PRIORITY_RANGE = (-32768, 32767)
-MAX_ERRORS_RANGE = (1, 65535)
-DEFAULT_MAX_ERRORS = 10
-CONCURRENCY_LIMIT_RANGE = (1, 65535)
-CONCURRENCY_KEY_MAX_CHARS = 255
-UNIQUE_KEY_MAX_CHARS = 255
 # An enqueue whose key's job ended between its INSERT and its lookup inserts again; only a key
 # changing hands this many times in a row gives up.
 UNIQUE_ATTEMPTS = 10
@@ -125,12 +101,33 @@ class Queue(OnDatabase):
         task_modules: str | Iterable[str] | None = None,
     ) -> None:
         super().__init__(url)
-        self.secret = secret.encode() if isinstance(secret, str) else secret or secret_from_env()
         modules = modules_from_env() if task_modules is None else split_modules(task_modules)
-        self.resolver = Resolver(modules)
-        self._partitions_known: tuple[float, int] | None = None  # (valid until, count)
         self._bounds_known: dict[str, tuple[float, bool]] = {}  # queue: (valid until, bounded)
         self._types = TypeCache()  # the job queues' types (batchq.typed), re-read every second
+        # Job rows: JobSpec's checks, the partition count and the queues' types (batchq.jobspec).
+        self.builder = JobBuilder(
+            self,  # its backend, asked at each use: batchq.aio replaces the Queue's database
+            Resolver(modules),
+            secret.encode() if isinstance(secret, str) else secret or secret_from_env(),
+            self._types,
+        )
+
+    # The builder's, so that jobs are built with what the Queue is given, even when set later.
+    @property
+    def secret(self) -> bytes | None:
+        return self.builder.secret
+
+    @secret.setter
+    def secret(self, value: bytes | None) -> None:
+        self.builder.secret = value
+
+    @property
+    def resolver(self) -> Resolver:
+        return self.builder.resolver
+
+    @resolver.setter
+    def resolver(self, value: Resolver) -> None:
+        self.builder.resolver = value
 
     # -- enqueue --------------------------------------------------------------
 
@@ -177,9 +174,9 @@ class Queue(OnDatabase):
         value or its error, for ``Queue.result(id)`` (and ``.result()`` of what this returns);
         without it, the task's @task(keep_result=...); False keeps nothing whatever the task says.
         """
-        row = self._job(
+        spec = JobSpec.of(  # not builder.spec: its **options would cost a second repacking
+            self.builder.resolver,
             task,
-            payload,
             queue=queue,
             delay=delay,
             priority=priority,
@@ -187,12 +184,11 @@ class Queue(OnDatabase):
             serializer=serializer,
             concurrency_key=concurrency_key,
             concurrency_limit=concurrency_limit,
-            unique_key=unique_key,
             timeout=timeout,
             backoff=backoff,
             keep_result=keep_result,
-            conn=conn,
         )
+        row = self._job(spec, payload, unique_key, conn)
         return self._write_job(row, conn)
 
     def enqueue_on_commit(self, app: Any, task: Task, payload: Any = None, **options: Any) -> None:
@@ -211,46 +207,16 @@ class Queue(OnDatabase):
                 "enqueue_on_commit() writes on the queue's own connection once the app's transaction "
                 "commits: pass that transaction's connection or Session as its first argument, no conn="
             )
-        row = self._job(task, payload, **options)
+        unique_key = options.pop("unique_key", None)
+        row = self._job(self.builder.spec(task, **options), payload, unique_key, None)
         what = f"enqueueing {row['task']} into queue {row['queue']!r}"
         after_commit(app, lambda: self._write_job(row, None), what)
 
-    def _job(
-        self,
-        task: Task,
-        payload: Any,
-        *,
-        queue: str = "default",
-        delay: Delay | datetime = None,
-        priority: int = 0,
-        max_errors: int | None = None,
-        serializer: str = "json",
-        concurrency_key: str | None = None,
-        concurrency_limit: int | None = None,
-        unique_key: str | None = None,
-        timeout: Delay = None,
-        backoff: Delay = None,
-        keep_result: bool | Duration | None = None,
-        conn: Any = None,
-    ) -> dict[str, Any]:
+    def _job(self, spec: JobSpec, payload: Any, unique_key: str | None, conn: Any) -> dict[str, Any]:
         """enqueue's job row, checked and with its payload serialised, nothing written."""
-        template = self.job_template(
-            task,
-            queue,
-            delay,
-            priority,
-            max_errors,
-            serializer,
-            concurrency_key,
-            concurrency_limit,
-            conn=conn,
-            timeout=timeout,
-            backoff=backoff,
-            keep_result=keep_result,
-        )
-        row = self.job_row(template, payload)
+        row = self.builder.row(self.builder.template(spec, conn), payload)
         if unique_key is not None:
-            row["unique_key"] = _check_unique_key(unique_key)
+            row["unique_key"] = check_unique_key(unique_key)
         return row
 
     def _write_job(self, row: dict[str, Any], conn: Any) -> Enqueued:
@@ -313,25 +279,26 @@ class Queue(OnDatabase):
         ``unique_key``: a payload whose key a waiting or running job holds, or that an earlier
         payload of the batch has, is not written, and the count leaves it out.
         """
-        template = self.job_template(
+        spec = JobSpec.of(  # not builder.spec: its **options would cost a second repacking
+            self.builder.resolver,
             task,
-            queue,
-            delay,
-            priority,
-            max_errors,
-            serializer,
-            concurrency_key,
-            concurrency_limit,
-            conn=conn,
+            queue=queue,
+            delay=delay,
+            priority=priority,
+            max_errors=max_errors,
+            serializer=serializer,
+            concurrency_key=concurrency_key,
+            concurrency_limit=concurrency_limit,
             timeout=timeout,
             backoff=backoff,
             keep_result=keep_result,
         )
-        stored = self._job_payloads(template, payloads)
+        template = self.builder.template(spec, conn)
+        stored = self.builder.payloads(template, payloads)
         backend = self.backend
         rows = None if unique_keys is None else [{**template, "payload": data} for data in stored]
         if rows is not None:
-            _set_unique_keys(rows, list(unique_keys))  # type: ignore[arg-type]
+            set_unique_keys(rows, list(unique_keys))  # type: ignore[arg-type]
 
         def insert(c: Any = None) -> int:
             if rows is None:  # no row dict per payload: the backend takes the template once
@@ -449,92 +416,32 @@ class Queue(OnDatabase):
         backoff: Delay = None,
         keep_result: bool | Duration | None = None,
     ) -> dict[str, Any]:
-        """Everything of a job row but its payload, validated once per call (``conn``: the
-        caller's connection, where the partition count is read when it is due). The task's
-        version is stored as it is here, at enqueue; a backoff only when given (NULL: a worker
-        uses the task's as it is then, else its own)."""
-        check_queue_name(queue)
-        name, func = self.resolver.task_for(task)
-        if max_errors is None:  # the task's own (@task(max_errors=...)), else the default
-            max_errors = task_policy(func)[0] or DEFAULT_MAX_ERRORS
-        _check_int("priority", priority, PRIORITY_RANGE)
-        _check_int("max_errors", max_errors, MAX_ERRORS_RANGE)
-        seconds, at = parse_when(delay, "delay")  # as a message's: an aware datetime is that instant
-        concurrency_limit = _check_concurrency(concurrency_key, concurrency_limit)
-        timeout_seconds = parse_timeout(timeout, "timeout")
-        backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
-        keep_seconds = task_keep_result(func) if keep_result is None else keep_result_seconds(keep_result)
-        template = {
-            "queue": queue,
-            "task": name,
-            "serializer": serializer,
-            "priority": priority,
-            "max_errors": max_errors,
-            "delay": seconds,
-            "at": at,
-            "concurrency_key": concurrency_key,
-            "concurrency_limit": concurrency_limit,
-            "unique_key": None,
-            "timeout": timeout_seconds,
-            "task_version": checked_task_version(func, name),
-            "backoff": backoff_seconds,
-            # enqueue's, else the task's (@task(keep_result=...)): NULL keeps nothing (batchq.results)
-            "keep_result": keep_seconds,
-            "partitions": self._partitions(conn),  # last: the only part that may read the database
-        }
-        self.payload_type(queue, conn=conn)  # for job_row to check payloads against
-        return template
+        """Everything of a job row but its payload (batchq.jobspec: JobSpec.of, then
+        JobBuilder.template); kept for callers of the positional form."""
+        spec = JobSpec.of(  # not builder.spec: its **options would cost a second repacking
+            self.builder.resolver,
+            task,
+            queue=queue,
+            delay=delay,
+            priority=priority,
+            max_errors=max_errors,
+            serializer=serializer,
+            concurrency_key=concurrency_key,
+            concurrency_limit=concurrency_limit,
+            timeout=timeout,
+            backoff=backoff,
+            keep_result=keep_result,
+        )
+        return self.builder.template(spec, conn)
 
     @takes_app_conn
     def payload_type(self, queue: str, *, conn: Any = None) -> QueueType:
         """A job queue's type as this process knows it, read again when over a second old."""
-        known = self._types.fresh(queue)
-        if known is None:
-            row = self.backend.fetchone("queue_schema", {"queue": queue}, conn=conn)
-            known = self._types.learn(queue, None if row is None else row["payload_schema"])
-        return known
-
-    def _partitions(self, conn: Any = None) -> int:
-        """How many partitions new jobs are spread over (batchq.partitions; 1 when none are set
-        up), read at most once a minute: on ``conn`` when given, so that enqueue(conn=...) needs
-        no connection of its own."""
-        known, now = self._partitions_known, time.monotonic()
-        if known is None or now >= known[0]:
-            count = max(partition_count(self.backend, conn), 1)
-            known = self._partitions_known = (now + COUNT_CACHE_SECONDS, count)
-        return known[1]
+        return self.builder.payload_type(queue, conn)
 
     def job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:
-        """A job row of the template; on a typed queue (as job_template read it), the payload
-        must match the type (PayloadInvalid) and be JSON."""
-        return {**template, "payload": self._job_payloads(template, (payload,))[0]}
-
-    def _job_payloads(self, template: dict[str, Any], payloads: Iterable[Any]) -> list[bytes | None]:
-        """The payloads as stored, each checked (size; the queue's type) before anything is
-        written; a payload of many that does not match says which it is. What is the same for
-        every payload (the type, the size limit) is looked up once per call, not per row."""
-        queue, serializer, secret = template["queue"], template["serializer"], self.secret
-        known = self._types.get(queue)
-        if known is not None and known.text is not None:
-            refuse_pickle(serializer, queue)
-        else:
-            known = None  # untyped: nothing to check a payload against
-        limit = self.backend.payload_limit()
-        stored: list[bytes | None] = []
-        given = payloads if isinstance(payloads, (list, tuple)) else list(payloads)
-        count = len(given)  # a batch's errors say which payload: "job 2 of 3"
-        for index, payload in enumerate(given):
-            try:
-                data = dumps(payload, serializer, secret)
-                if data is not None and len(data) > limit:
-                    raise _too_big(len(data), limit)
-            except PayloadError as exc:
-                raise numbered(exc, "job", index, count) from None
-            if known is not None:
-                where = "payload" if count == 1 else which_of("job", index, count)
-                known.check(data, f"{where} does not match the type of queue {queue!r}: ")
-            stored.append(data)
-        return stored
+        """A job row of the template (batchq.jobspec.JobBuilder.row)."""
+        return self.builder.row(template, payload)
 
     # -- cancel and inspect -----------------------------------------------------
 
@@ -711,8 +618,8 @@ class Queue(OnDatabase):
         if failed is not None and not isinstance(failed, bool):
             raise ConfigError(f"bad failed {failed!r}: use True, False or None")
         if job_id is not None:
-            _check_int("job_id", job_id, JOB_ID_RANGE)
-        _check_int("limit", limit, HISTORY_LIMIT_RANGE)
+            check_int("job_id", job_id, JOB_ID_RANGE)
+        check_int("limit", limit, HISTORY_LIMIT_RANGE)
         filters = {
             "queue": None if queue is None else check_queue_name(queue),
             "task": None if task is None else self._stored_task_name(task),
@@ -784,7 +691,7 @@ class Queue(OnDatabase):
         within a minute; workers move jobs left in partitions that no longer exist."""
         queues = sorted({row["queue"] for row in self.backend.fetchall("queue_stats")})
         set_partition_count(self.backend, count, queues)
-        self._partitions_known = None
+        self.builder.forget_partitions()
 
     def partitions(self) -> list[PartitionInfo]:
         """Every partition, with who leases it and for how long yet."""
@@ -794,9 +701,7 @@ class Queue(OnDatabase):
 
     @property
     def schedules(self) -> Schedules:
-        from .schedules import Schedules
-
-        return Schedules(self)
+        return Schedules(self.builder)
 
     def schedule(self, name: str, cron: str, task: Task, **options: Any) -> Schedule:
         """Create or update a cron schedule: Schedules.add."""
@@ -823,57 +728,3 @@ def payload_mismatch(known: QueueType, payload: Any, serializer: str) -> str | N
         ConfigError
     ) as exc:  # the type's own row, written around batchq: this queue's jobs fail, others run
         return f"the queue's type cannot be used ({exc}): set it again with create_queue or alter_queue"
-
-
-def _check_concurrency(key: str | None, limit: int | None) -> int | None:
-    """The limit to store (1 when a key comes without one); raises on a bad key or limit."""
-    if key is None:
-        if limit is not None:
-            raise ConfigError("concurrency_limit needs a concurrency_key: pass the key the limit is for")
-        return None
-    _check_key("concurrency_key", key, CONCURRENCY_KEY_MAX_CHARS, "customer:42")
-    limit = 1 if limit is None else limit
-    _check_int("concurrency_limit", limit, CONCURRENCY_LIMIT_RANGE)
-    return limit
-
-
-def _check_key(name: str, key: Any, max_chars: int, example: str) -> str:
-    """A key (concurrency or unique) as stored: text of 1-max_chars characters, no NUL, UTF-8."""
-    if not isinstance(key, str) or not 0 < len(key) <= max_chars or "\x00" in key:
-        raise ConfigError(
-            f"bad {name} {key!r}: use a string of 1-{max_chars} characters without NUL, such as {example!r}"
-        )
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ConfigError(f"bad {name} {key!r}: it is not valid UTF-8 text") from None
-    return key
-
-
-def _too_big(size: int, limit: int) -> PayloadError:
-    """The column's limit; MySQL also measures the statement as sent (max_allowed_packet)."""
-    return PayloadError(
-        f"payload is {size:,} bytes, more than this database accepts "
-        f"({limit:,} bytes): store large data elsewhere and enqueue a reference to it"
-    )
-
-
-def _check_unique_key(key: Any) -> str:
-    return _check_key("unique_key", key, UNIQUE_KEY_MAX_CHARS, "invoice:42")
-
-
-def _set_unique_keys(rows: list[dict[str, Any]], keys: list[str | None]) -> None:
-    """enqueue_many's unique_keys: one per payload, each checked before anything is written."""
-    if len(keys) != len(rows):
-        raise ConfigError(
-            f"unique_keys has {counted(len(keys), 'key')} for {counted(len(rows), 'payload')}: "
-            "give one key (or None) per payload"
-        )
-    for row, key in zip(rows, keys):
-        row["unique_key"] = None if key is None else _check_unique_key(key)
-
-
-def _check_int(name: str, value: Any, bounds: tuple[int, int]) -> None:
-    low, high = bounds
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"bad {name} {value!r}: use a whole number from {low} to {high}")

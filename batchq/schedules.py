@@ -20,16 +20,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .backends import Backend, Row, stored_text
 from .bounds import fitting, full_reason, take_turn, trim
 from .cron import CATCH_UP_POLICIES, parse_cron, plan
 from .errors import BatchqError, ConfigError, PayloadError
+from .jobspec import MAX_ERRORS_RANGE, PRIORITY_RANGE, JobBuilder, Task
 from .serializers import loads
-
-if TYPE_CHECKING:
-    from .queue import Queue, Task
 
 log = logging.getLogger("batchq.schedules")
 
@@ -121,11 +119,12 @@ class _Definition:
 
 
 class Schedules:
-    """The schedules of one queue's database. Created by ``Queue.schedules``."""
+    """The schedules of one queue's database. Created by ``Queue.schedules``, with the queue's
+    JobBuilder (batchq.jobspec): a schedule's jobs are checked and built as enqueue's are."""
 
-    def __init__(self, queue: Queue) -> None:
-        self.queue = queue
-        self.backend = queue.backend
+    def __init__(self, jobs: JobBuilder) -> None:
+        self.jobs = jobs
+        self.backend = jobs.backend
 
     # -- defining ---------------------------------------------------------------------
 
@@ -173,10 +172,13 @@ class Schedules:
         parsed = parse_cron(cron, tz)
         _check_catch_up(catch_up, catch_up_limit)
         _check_payload(payload)
-        template = self.queue.job_template(task, queue, None, priority, max_errors, serializer)
+        spec = self.jobs.spec(
+            task, queue=queue, priority=priority, max_errors=max_errors, serializer=serializer
+        )
+        template = self.jobs.template(spec)
         # The payload as stored, then as a job would carry it: both checked as enqueue checks them.
-        stored = self.queue.job_row(template, None if payload is None else dict(payload))["payload"]
-        self.queue.job_row(template, job_payload(payload, name, parsed.local(parsed.next_after(0))))
+        stored = self.jobs.row(template, None if payload is None else dict(payload))["payload"]
+        self.jobs.row(template, job_payload(payload, name, parsed.local(parsed.next_after(0))))
         row = {
             "name": name,
             "cron": parsed.expr,
@@ -309,7 +311,7 @@ class Schedules:
         except ConfigError as exc:
             problems.append(str(exc))
         try:
-            payload = loads(row["payload"], text["serializer"], self.queue.secret)
+            payload = loads(row["payload"], text["serializer"], self.jobs.secret)
         except PayloadError as exc:
             payload = None
             problems.append(str(exc))
@@ -380,17 +382,17 @@ class Schedules:
         catch_up, limit = _text(row["catch_up"], "catch_up"), _whole(row["catch_up_limit"], "catch_up_limit")
         _check_catch_up(catch_up, limit)
         todo = plan(cron, catch_up, limit, seen, float(row["now"]))
-        template = self.queue.job_template(
+        spec = self.jobs.spec(
             _text(row["task"], "task"),
-            _text(row["queue"], "queue"),
-            None,
-            _whole(row["priority"], "priority"),
-            _whole(row["max_errors"], "max_errors"),
-            _text(row["serializer"], "serializer"),
+            queue=_text(row["queue"], "queue"),
+            priority=_whole(row["priority"], "priority"),
+            max_errors=_whole(row["max_errors"], "max_errors"),
+            serializer=_text(row["serializer"], "serializer"),
         )
-        payload = loads(row["payload"], row["serializer"], self.queue.secret)
+        template = self.jobs.template(spec)
+        payload = loads(row["payload"], row["serializer"], self.jobs.secret)
         jobs = [
-            (slot, self.queue.job_row(template, job_payload(payload, row["name"], cron.local(slot))))
+            (slot, self.jobs.row(template, job_payload(payload, row["name"], cron.local(slot))))
             for slot in todo.slots
         ]
         advance = {"name": row["name"], "seen": seen, "next_exec": todo.next_exec, "exec_by": exec_by}
@@ -478,8 +480,6 @@ def check_schedule_name(name: str) -> str:
 
 def _range_problems(whole: dict[str, Any], catch_up: Any) -> list[str]:
     """What tick would refuse in a listed row's numbers (add and sync never write them)."""
-    from .queue import MAX_ERRORS_RANGE, PRIORITY_RANGE
-
     problems = []
     for column, (low, high) in (("priority", PRIORITY_RANGE), ("max_errors", MAX_ERRORS_RANGE)):
         value = whole[column]

@@ -9,11 +9,11 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from .backends import Backend, DuplicateKey, Row, stored_count, stored_seconds, stored_text, stored_time
-from .bounds import DROPPED_FINGERPRINT, fitting, full_reason, make_room, take_turn
+from .backends import Backend, DuplicateKey, Row, stored_count
+from .bounds import fitting, full_reason, make_room, take_turn
 from .config import format_duration
 from .errors import BackendError, BackendUnavailable, ConfigError
-from .failures import FailureGroup, fingerprint_of, fingerprint_of_text, group_failures
+from .failures import FailedJob, FailureGroup, fingerprint_of, group_failures
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from .queue import UNIQUE_ATTEMPTS, Queue
 from .registry import prune_gone, registered_heartbeat
@@ -53,63 +53,7 @@ class StuckJob:
         return {k: v for k, v in asdict(self).items() if k != "claim_token"}
 
 
-@dataclass(frozen=True)
-class FailedJob:
-    """A job out of tries, as gc-error lists it, or as it is after gc-error acted on it."""
-
-    id: int
-    queue: str
-    task: str
-    error_count: Any
-    max_errors: Any
-    last_error: str | None
-    created_at: datetime | str | None
-    concurrency_key: str | None = None
-    fingerprint: str = ""  # the cause its failures share with others' (batchq.failures)
-    last_error_at: datetime | str | None = None  # when it last failed (None before schema 007)
-    status: str = "failed"
-    error_count_before: int | None = None  # --requeue: the count it had (error_count is 0 now)
-    unique_key: str | None = None
-    # --requeue: not requeued, because this job (waiting or running) holds its unique key now
-    key_held_by: int | None = None
-    # --requeue: not requeued, because its queue is bounded, full and refuses (overflow reject)
-    queue_full: str | None = None
-    # Its last try as its worker measured it (batchq.history.Usage; None before schema 011).
-    last_worker: str | None = None
-    last_started_at: datetime | str | None = None
-    last_wall_seconds: float | None = None
-    last_cpu_seconds: float | None = None
-    last_memory_peak_bytes: int | None = None
-    last_memory_growth_bytes: int | None = None
-
-    @classmethod
-    def from_row(cls, row: Row) -> FailedJob:
-        values = {name: row[name] for name in _FIELDS[cls] if name in row}
-        for name in ("queue", "task", "last_error"):  # SQLite: a row written by hand may hold a BLOB
-            if values.get(name) is not None:
-                values[name] = stored_text(values[name])
-        stored = row.get("error_fingerprint")
-        values["fingerprint"] = (
-            stored_text(stored) if stored else fingerprint_of_text(values.get("last_error"))
-        )
-        values["last_error_at"] = stored_time(row.get("last_error_at"))  # SQLite's text: a time
-        values["last_started_at"] = stored_time(row.get("last_started_at"))
-        for name in ("last_wall_seconds", "last_cpu_seconds"):
-            values[name] = stored_seconds(row.get(name))
-        for name in ("last_memory_peak_bytes", "last_memory_growth_bytes"):
-            values[name] = None if row.get(name) is None else stored_count(row[name])
-        return cls(**values)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @property
-    def dropped(self) -> bool:
-        """Failed by a full drop_oldest queue while it waited, not by its own tries."""
-        return self.fingerprint == DROPPED_FINGERPRINT
-
-
-_FIELDS = {cls: {f.name for f in fields(cls)} for cls in (StuckJob, FailedJob)}
+_FIELDS = {cls: {f.name for f in fields(cls)} for cls in (StuckJob,)}
 
 
 @dataclass

@@ -18,12 +18,9 @@ import re
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import BackendError, BackendUnavailable
-
-if TYPE_CHECKING:
-    from .base import Backend
 
 log = logging.getLogger("batchq.backend")
 
@@ -31,6 +28,26 @@ log = logging.getLogger("batchq.backend")
 GHOST_END_WAIT_SECONDS = 5.0
 # An expired lease is kept this long (explain and the dashboard show when it ran out), then pruned.
 LEASE_KEPT_SECONDS = 3600.0
+
+
+class _Lock(Protocol):
+    def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
+    def release(self) -> None: ...
+
+
+class Session(Protocol):
+    """What a liveness needs of its backend (batchq.backends.base.Backend is one): the session
+    and its statements. Named here so that liveness, below base, does not import it."""
+
+    @property
+    def conn(self) -> Any: ...
+    @property
+    def connected(self) -> bool: ...
+    @property
+    def session_lock(self) -> _Lock: ...
+    def execute(self, name: str, params: Any = None, conn: Any = None) -> int: ...
+    def fetchone(self, name: str, params: Any = None, conn: Any = None) -> Any: ...
+    def liveness_held(self, params: dict[str, Any]) -> bool: ...
 
 
 class LivenessHeld(BackendUnavailable):
@@ -44,7 +61,7 @@ class Liveness:
     (a GET_LOCK name on MySQL, an advisory lock key on PostgreSQL).
     """
 
-    def __init__(self, backend: Backend, lock_params: Callable[[str], dict[str, Any]]) -> None:
+    def __init__(self, backend: Session, lock_params: Callable[[str], dict[str, Any]]) -> None:
         self.backend = backend
         self.lock_params = lock_params
         self.worker: str | None = None  # set by hold(): re-taken on every connect
@@ -215,7 +232,7 @@ class LeaseLiveness(Liveness):
     timeout keeps its lease while it runs, as a session keeps its lock.
     """
 
-    def __init__(self, backend: Backend, lock_params: Callable[[str], dict[str, Any]], ttl: float) -> None:
+    def __init__(self, backend: Session, lock_params: Callable[[str], dict[str, Any]], ttl: float) -> None:
         super().__init__(backend, lock_params)
         self.ttl = ttl
         self.beat_seconds = ttl / 3
@@ -268,7 +285,7 @@ class LeaseLiveness(Liveness):
 class ProcessLiveness(Liveness):
     """SQLite: no server sessions; a worker is alive while its process is (told on its own host)."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Session) -> None:
         super().__init__(backend, lambda worker: {})
 
     def on_connect(self) -> None:

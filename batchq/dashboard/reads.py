@@ -12,7 +12,7 @@ from typing import Any
 from ..backends import Backend, Row, stored_count, stored_seconds
 from ..errors import ConfigError
 from ..explain import _alive as worker_alive
-from ..queue import PRIORITY_RANGE
+from ..jobspec import PRIORITY_RANGE
 from .params import integer
 
 # The states a job row can be in, in the order an unfiltered listing walks them.

@@ -14,14 +14,14 @@ any process reads on its own schedule. They share only the database and the URL.
 The package holds one module per concern; MessageQueue is composed of them: ``queues`` (create,
 configure, alter, drop, purge, list, metrics), ``sending``, ``reading`` (read, pop),
 ``after_reading`` (delete, archive, set_vt, cancel, get), ``archive`` (read_archive,
-prune_archive); the topics (batchq.pubsub) are its own few methods. ``core`` is what they share,
+prune_archive); the topics (batchq.mq.topics) are its own few methods. ``core`` is what they share,
 ``records`` and ``checks`` the conversions of what comes out of the database and what goes in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..appconn import takes_app_conn
 from .after_reading import AfterReading
@@ -31,9 +31,7 @@ from .queues import QueueLifecycle
 from .reading import Reading
 from .records import ArchivedMessage, Message, QueueInfo, QueueMetrics
 from .sending import Sending
-
-if TYPE_CHECKING:
-    from ..pubsub import Subscription
+from .topics import Subscription, publish, subscribe, subscriptions, unsubscribe
 
 
 class MessageQueue(QueueLifecycle, Sending, Reading, AfterReading, Archive):
@@ -49,7 +47,7 @@ class MessageQueue(QueueLifecycle, Sending, Reading, AfterReading, Archive):
     in one transaction.
     """
 
-    # -- topics and subscribers (batchq.pubsub) ------------------------------------
+    # -- topics and subscribers (batchq.mq.topics) ------------------------------------
 
     def subscribe(
         self,
@@ -64,14 +62,10 @@ class MessageQueue(QueueLifecycle, Sending, Reading, AfterReading, Archive):
         queue 'topic:subscriber'. True when created; False when it existed (the settings given
         are changed). ``policy`` ('at_least_once', the default, or 'at_most_once'), ``max_tries``
         (default 5) and ``vt`` (default 30s) are how `batchq consume` delivers to its handler."""
-        from ..pubsub import subscribe
-
         return subscribe(self, topic, subscriber, policy=policy, max_tries=max_tries, vt=vt)
 
     def unsubscribe(self, topic: str, subscriber: str) -> bool:
         """Remove a subscription with its queue, copies and archive; False when there was none."""
-        from ..pubsub import unsubscribe
-
         return unsubscribe(self, topic, subscriber)
 
     @takes_app_conn
@@ -86,14 +80,10 @@ class MessageQueue(QueueLifecycle, Sending, Reading, AfterReading, Archive):
     ) -> int:
         """Deliver a copy to every subscriber of ``topic`` now, in one transaction (``conn=``:
         the caller's); returns how many copies (0: nobody subscribes)."""
-        from ..pubsub import publish
-
         return publish(self, topic, msg, delay=delay, headers=headers, conn=conn)
 
     def subscriptions(self, topic: str | None = None) -> list[Subscription]:
         """Every subscription (of ``topic``), by topic and subscriber."""
-        from ..pubsub import subscriptions
-
         return subscriptions(self, topic)
 
 

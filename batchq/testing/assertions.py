@@ -134,7 +134,8 @@ def _job(queue: Queue, row: Any) -> EnqueuedJob:
         error_count=int(row["error_count"]),
         max_errors=int(row["max_errors"]),
         last_error=row["last_error"],
-        due_in=float(row["due_in"] or 0),
+        # to the millisecond: SQLite's julianday() arithmetic adds float noise (3600.00003)
+        due_in=round(float(row["due_in"] or 0), 3),
     )
 
 

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..config import counted
 from ..errors import ConfigError
+from ..jobspec import OPTIONS, check_unique_key, set_unique_keys
 from ..queue import Enqueued, Queue
 from ..serializers import loads
 from ..tasks import Resolver, call_task, modules_from_env, split_modules
@@ -54,20 +54,9 @@ class Inline:
         """Check as enqueue does, then run one job per payload; returns the last job's number."""
         conn = options["conn"]  # what the app holds, as enqueue unwraps it (batchq.appconn)
         conn = None if conn is None else queue.backend.app_connection(conn)
-        template = queue.job_template(
-            task,
-            options["queue"],
-            options["delay"],
-            options["priority"],
-            options["max_errors"],
-            options["serializer"],
-            options["concurrency_key"],
-            options["concurrency_limit"],
-            conn=conn,
-            timeout=options["timeout"],
-            backoff=options["backoff"],
-        )
-        stored = queue._job_payloads(template, payloads)  # serialised, size and queue type checked
+        spec = queue.builder.spec(task, **{name: options[name] for name in OPTIONS})
+        template = queue.builder.template(spec, conn)
+        stored = queue.builder.payloads(template, payloads)  # serialised, size and queue type checked
         job_id = 0
         for data in stored:
             job_id = next(self._ids)
@@ -137,13 +126,7 @@ def inline(
         keys = given.get("unique_keys")
         if keys is not None:
             keys = list(keys)
-            if len(keys) != len(payloads):
-                raise ConfigError(
-                    f"unique_keys has {counted(len(keys), 'key')} for "
-                    f"{counted(len(payloads), 'payload')}: give one key (or None) per payload"
-                )
-            for key in keys:
-                _check_unique_key(key)
+            set_unique_keys([{} for _ in payloads], keys)  # enqueue_many's checks, nothing kept
         if payloads:
             block.run(self, given["task"], payloads, given)
         return len(payloads)
@@ -169,6 +152,4 @@ def inline(
 
 def _check_unique_key(key: Any) -> None:
     if key is not None:
-        from ..queue import _check_unique_key as check
-
-        check(key)
+        check_unique_key(key)

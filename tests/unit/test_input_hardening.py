@@ -119,6 +119,7 @@ def test_lease_options_are_batchqs_own_and_never_reach_the_driver() -> None:
 )
 def test_one_duration_parser(value: Any, seconds: float) -> None:
     """The job queue and the message queue take the same delays: config.parse_duration's."""
+    import batchq.jobspec
     import batchq.mq.archive
     import batchq.mq.checks
     import batchq.mq.reading
@@ -131,5 +132,6 @@ def test_one_duration_parser(value: Any, seconds: float) -> None:
     mq_modules = (batchq.mq.archive, batchq.mq.reading)
     assert all(module.parse_duration is parse_duration for module in mq_modules)
     # A delay, jobs' and messages' alike (issue 23, item 5): one reading, durations or datetimes.
-    assert batchq.queue.parse_when is parse_when and batchq.mq.checks.parse_when is parse_when
+    # batchq.jobspec builds every job's options (issue 25, step 1)
+    assert batchq.jobspec.parse_when is parse_when and batchq.mq.checks.parse_when is parse_when
     assert not hasattr(batchq.queue, "_delay_seconds") and not hasattr(batchq.mq.checks, "_seconds")

@@ -6,22 +6,30 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.processes import ROOT
 
 
-def test_the_site_builds_strictly(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [str(ROOT / "scripts" / "docs"), str(tmp_path / "site")],
-        cwd=ROOT,
-        env={**os.environ, "TMPDIR": str(tmp_path), "PYTHON": sys.executable},
+def build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    """scripts/docs of the checkout at ``root``, into ``site``."""
+    return subprocess.run(
+        [str(root / "scripts" / "docs"), str(site)],
+        cwd=root,
+        env={**os.environ, "TMPDIR": str(site.parent), "PYTHON": sys.executable},
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    done = build(ROOT, tmp_path / "site")
     assert done.returncode == 0, done.stdout + done.stderr
     site = tmp_path / "site"
     queue = (site / "reference" / "api" / "queue" / "index.html").read_text("utf-8")
@@ -41,3 +49,28 @@ def test_every_environment_variable_the_code_reads_is_documented() -> None:
     names = set(re.findall(r'"(BATCHQ_[A-Z_]+)"', code))
     page = (ROOT / "docs" / "reference" / "environment.md").read_text("utf-8")
     assert names and names <= set(re.findall(r"`(BATCHQ_[A-Z_]+)`", page)), names
+
+
+@pytest.mark.parametrize(
+    ("page", "line", "says"),
+    [
+        ("docs/speed.md", "[x](guarantees.md)", "not found among documentation files"),
+        ("docs/speed.md", "[x](concepts/guarantees.md#no-such-part)", "does not contain an anchor"),
+        ("docs/speed.md", "[x](../examples/no_such_app.py)", "no such file in the repository"),
+        ("docs/not-in-nav.md", "# Lost", 'not included in the "nav"'),
+    ],
+)
+def test_a_broken_link_or_a_page_out_of_the_nav_fails_the_build(
+    tmp_path: Path, page: str, line: str, says: str
+) -> None:
+    """On a copy of the checkout's files: scripts/docs must exit non-zero, not just print."""
+    copy = tmp_path / "checkout"
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
+    for name in listed.stdout.splitlines():
+        if (ROOT / name).is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, copy / name)
+    with (copy / page).open("a", encoding="utf-8") as f:
+        f.write(f"\n{line}\n")
+    done = build(copy, tmp_path / "site")
+    assert done.returncode != 0 and says in done.stdout + done.stderr, done.stdout + done.stderr

@@ -74,3 +74,27 @@ def test_a_broken_link_or_a_page_out_of_the_nav_fails_the_build(
         f.write(f"\n{line}\n")
     done = build(copy, tmp_path / "site")
     assert done.returncode != 0 and says in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of ``page``'s headings (fenced code skipped)."""
+    found, fenced = set(), False
+    for line in page.read_text("utf-8").splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and (m := re.match(r"#+ (.*)", line)):
+            found.add(re.sub(r"[^\w\- ]", "", m[1].strip().lower()).replace(" ", "-"))
+    return found
+
+
+def test_every_link_of_the_readme_leads_somewhere() -> None:
+    """The README is not a page of the site, so the strict build does not check its links."""
+    readme = ROOT / "README.md"
+    links = re.findall(r"\]\(([^)\s]+)\)", readme.read_text("utf-8"))
+    local = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert len(local) > 20
+    for link in local:
+        path, _, anchor = link.partition("#")
+        target = ROOT / path if path else readme
+        assert target.exists(), link
+        assert not anchor or anchor in _anchors(target), link

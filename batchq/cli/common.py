@@ -1,6 +1,6 @@
 """What every batchq command shares: options, opening the queue, output, exit statuses.
 
-Exit statuses, the one place they are decided (README "Exit statuses"):
+Exit statuses, the one place they are decided (docs/reference/cli.md ("Exit statuses")):
 0 all well; 1 the command could not do its work (the database is unreachable, refused it or
 has no schema; the job, lock or schedule named is not in a state for it; a file or port);
 2 a mistake in the command or its configuration (an unknown option, a bad value, a bad URL,

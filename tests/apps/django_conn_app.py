@@ -1,10 +1,10 @@
-"""A Django app that enqueues with conn=: `python django_conn_app.py URL SCENARIO TMPDIR`.
+"""A Django app that enqueues with conn=: `python django_conn_app.py URL SCENARIO TMPDIR PG_URL`.
 
 Django is configured once per process, so each scenario runs in a process of its own
 (tests/contract/test_django_conn.py). DATABASES["default"] is the queue's database at URL (the
 batchq tables are there); "other" is a database of another dialect (an SQLite file for the
-servers' queues, in TMPDIR; the PostgreSQL test server for SQLite's). Prints one JSON object: what the
-scenario saw; the test then looks at the database from outside.
+servers' queues, in TMPDIR; the PostgreSQL test database at PG_URL for SQLite's). Prints one
+JSON object: what the scenario saw; the test then looks at the database from outside.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from batchq.config import parse_url
 def databases(url: str) -> dict[str, Any]:
     parsed = parse_url(url)
     if parsed.dialect == "sqlite":
-        other = server_settings(parse_url(os.environ["BATCHQ_TEST_POSTGRESQL_URL"]))
+        other = server_settings(parse_url(sys.argv[4]))
         return {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": parsed.database}, "other": other}
     other = {"ENGINE": "django.db.backends.sqlite3", "NAME": os.path.join(sys.argv[3], "other.db")}
     return {"default": server_settings(parsed), "other": other}

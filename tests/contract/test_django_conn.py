@@ -14,14 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from batchq import Queue
-from tests.support.db import ledger
+from tests.support.db import SERVER_URLS, ledger
 from tests.support.processes import APPS_DIR, batchq_env, run_batchq
 
 
 def run_app(db_url: str, scenario: str, tmp_path: Path) -> dict[str, Any]:
-    """Run a scenario; tmp_path holds the "other" database's file for the servers' queues."""
+    """Run a scenario; tmp_path holds the "other" database's file for the servers' queues, and
+    SQLite's "other" is the PostgreSQL test database."""
+    other = SERVER_URLS["postgresql"]
     result = subprocess.run(
-        [sys.executable, str(APPS_DIR / "django_conn_app.py"), db_url, scenario, str(tmp_path)],
+        [sys.executable, str(APPS_DIR / "django_conn_app.py"), db_url, scenario, str(tmp_path), other],
         env=batchq_env(db_url),
         capture_output=True,
         text=True,

@@ -136,10 +136,14 @@ def prepare_database(backend_name: str, url: str) -> None:
 
 
 def _prepare_in_place(backend_name: str, url: str) -> None:
+    first_time = url not in _prepared or backend_name == "sqlite"
+    if first_time and url == SERVER_URLS.get(backend_name):
+        _recreate_test_database(backend_name)
+    if first_time:
+        create_database(url)
     backend = create_backend(url)
     try:
-        if url not in _prepared or backend_name == "sqlite":
-            create_database(url)
+        if first_time:
             migrate(backend)
             _prepared.add(url)
         with backend.errors():
@@ -150,6 +154,13 @@ def _prepare_in_place(backend_name: str, url: str) -> None:
             cur.close()
     finally:
         backend.close()
+
+
+def _recreate_test_database(backend_name: str) -> None:
+    """Drop the configured test database once per run, so the run starts from the schema the
+    checkout's migrations build: a database kept from a run of other code may have recorded a
+    migration under the same number with other statements."""
+    drop_database(backend_name, parse_url(SERVER_URLS[backend_name]).database)
 
 
 def _copy_sqlite_template(path: Path) -> bool:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from .backends.base import stored_count, stored_seconds, stored_text
 from .config import check_queue_name
+from .stored import stored_count, stored_seconds, stored_text
 
 if TYPE_CHECKING:
     from .backends import Backend

@@ -4,7 +4,9 @@ A backend runs named queries from ``sql/<dialect>/*.sql`` on one connection: not
 or all rows, in autocommit or inside ``transaction()``; and the job cycle's few statements
 (claim, delete, release, promote), which each dialect writes its own way. Dialect modules
 connect, claim and translate driver errors; a worker's liveness is in ``liveness.py``, the
-schema in ``schema.py``.
+schema in ``schema.py``. Each concern's operations (locks, schedules, partitions, ...) are typed
+methods of its store, ``backend.stores.<concern>`` (batchq.stores), which runs its named queries
+on this connection.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ..job import Claim, Job, Kept, kept_document
 from ..sqlfiles import migrations
 from ..sqlfiles import queries as load_queries
 from ..stored import Row
+from ..stores import Stores
 from .liveness import LeaseLiveness, Liveness
 
 T = TypeVar("T")
@@ -69,6 +72,7 @@ class Backend(ABC):
         # One user of the connection at a time: the worker's thread, or its heartbeat.
         self.session_lock = threading.RLock()
         self._probing_schema = False  # a probe of _schema_error's own: it asks nobody further
+        self.stores = Stores(self)  # each concern's typed operations on this connection
 
     # -- connection ---------------------------------------------------------
 

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .locks import LockStore
+from .partitions import PartitionStore
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
@@ -27,3 +28,7 @@ class Stores:
     @cached_property
     def locks(self) -> LockStore:
         return LockStore.on(self._db)
+
+    @cached_property
+    def partitions(self) -> PartitionStore:
+        return PartitionStore.on(self._db)

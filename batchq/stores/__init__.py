@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .locks import LockStore
 from .partitions import PartitionStore
+from .schedules import ScheduleStore
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
@@ -32,3 +33,7 @@ class Stores:
     @cached_property
     def partitions(self) -> PartitionStore:
         return PartitionStore.on(self._db)
+
+    @cached_property
+    def schedules(self) -> ScheduleStore:
+        return ScheduleStore.on(self._db)

@@ -12,9 +12,11 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from .bounds import BoundStore
 from .locks import LockStore
 from .partitions import PartitionStore
 from .schedules import ScheduleStore
+from .settings import SettingsStore
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
@@ -37,3 +39,11 @@ class Stores:
     @cached_property
     def schedules(self) -> ScheduleStore:
         return ScheduleStore.on(self._db)
+
+    @cached_property
+    def bounds(self) -> BoundStore:
+        return BoundStore.on(self._db)
+
+    @cached_property
+    def settings(self) -> SettingsStore:
+        return SettingsStore.on(self._db)

@@ -17,6 +17,7 @@ from .locks import LockStore
 from .partitions import PartitionStore
 from .schedules import ScheduleStore
 from .settings import SettingsStore
+from .workers import WorkerStore
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
@@ -43,6 +44,10 @@ class Stores:
     @cached_property
     def bounds(self) -> BoundStore:
         return BoundStore.on(self._db)
+
+    @cached_property
+    def workers(self) -> WorkerStore:
+        return WorkerStore.on(self._db)
 
     @cached_property
     def settings(self) -> SettingsStore:

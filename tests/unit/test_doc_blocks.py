@@ -41,14 +41,13 @@ def test_a_named_run_is_read_by_its_test(name: str, test_file: str) -> None:
     assert f'named("{name}"' in (ROOT / test_file).read_text("utf-8"), test_file
 
 
-def test_the_count(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_count() -> None:
     """The tally (pytest -s shows it): blocks run, checked for syntax, marked (by reason)."""
     verdicts = Counter(b.verdict for b in BLOCKS)
     reasons = Counter(b.mark_text for b in BLOCKS if b.verdict == "marked")
-    with capsys.disabled():
-        print(f"\ndoc blocks: {dict(verdicts)}")
-        for reason, n in reasons.most_common():
-            print(f"  {n:3} not run: {reason}")
+    print(f"\ndoc blocks: {dict(verdicts)}")
+    for reason, n in reasons.most_common():
+        print(f"  {n:3} not run: {reason}")
     assert verdicts["unchecked"] == 0
 
 

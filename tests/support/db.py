@@ -42,6 +42,7 @@ TABLES = (
     "batchq_worker",
     "batchq_lease",
     "batchq_history",
+    "batchq_dependency",
 )
 
 

@@ -36,10 +36,12 @@ def _write(n: int, started: float, total: int | None = None) -> None:
 
 
 def step(payload: dict[str, Any]) -> int:
-    """Record this run (after an optional sleep), return the job's number."""
+    """Record this run (after an optional sleep; then another: a window to crash the worker in
+    after the run's effect), return the job's number."""
     started = time.time()
     time.sleep(payload.get("sleep", 0))
     _write(payload["n"], started)
+    time.sleep(payload.get("sleep_after", 0))
     return int(payload["n"])
 
 

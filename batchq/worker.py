@@ -255,7 +255,7 @@ class Worker:
         jobs, matched = self._with_reconnect(partial(self._finish_and_claim_once, done), between_jobs=True)
         released = self._check_done(done, matched)
         self._kept.clear()
-        if released and not jobs:  # the children of the jobs just finished may be due now
+        if released and not jobs and not self._should_stop():  # their children may be due now
             return self._finish_and_claim([])
         return jobs
 
@@ -692,6 +692,7 @@ class Worker:
                     backend.release_jobs(pending)
                 if done:
                     backend.delete_jobs(done, self._kept_of(done))
+                    finish_parents(backend, done, self._kept_of(done))  # those others wait for
 
         backend.retrying(record)
 

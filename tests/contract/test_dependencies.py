@@ -13,7 +13,7 @@ from batchq import ConfigError, Queue
 from batchq.sweeps import gc_error, gc_processing
 from batchq.worker import RunOptions, Worker
 from tests.apps.dep_jobs import LEDGER_CREATE
-from tests.support.db import sql
+from tests.support.db import app_connection, sql
 
 MODULES = ["dep_jobs"]
 
@@ -194,3 +194,20 @@ def test_bad_group_and_chain_steps_are_refused(dq: Queue) -> None:
     with pytest.raises(ConfigError, match="payload must be a dict"):
         dq.group([step(1)], then=("dep_jobs:collect", [1]))
     assert sql(dq, "SELECT COUNT(*) FROM batchq_job")[0][0] == 0
+
+
+def test_after_joins_the_applications_transaction(dq: Queue, db_url: str) -> None:
+    parent = dq.enqueue(*step(1))
+    conn = app_connection(db_url)
+    try:
+        dq.enqueue(*step(2), after=parent, conn=conn)
+        conn.rollback()  # nothing of it stays: no child, no link, the parent unmarked
+        assert sql(dq, "SELECT COUNT(*) FROM batchq_job")[0][0] == 1
+        assert sql(dq, "SELECT COUNT(*) FROM batchq_dependency")[0][0] == 0
+        child = dq.enqueue(*step(2), after=parent, conn=conn)
+        conn.commit()
+    finally:
+        conn.close()
+    assert status(dq, child)[:2] == ("scheduled", 1)
+    drain(dq)
+    assert ran(dq) == [1, 2]

@@ -22,7 +22,7 @@ from .errors import (
 )
 from .job import current_job
 from .locks import Acquired, Lock, LockInfo, Semaphore
-from .queue import Enqueued, Queue, QueueStats
+from .queue import Enqueued, Group, Queue, QueueStats
 from .results import JobError, JobResult
 from .tasks import task
 from .timeouts import JobTimeout
@@ -56,6 +56,7 @@ __all__ = [
     "BatchqError",
     "ConfigError",
     "Enqueued",
+    "Group",
     "JobError",
     "JobResult",
     "JobTimeout",

@@ -15,6 +15,7 @@ from typing import Any
 
 from .backends import Backend, Row, stored_seconds, stored_text, stored_time
 from .config import counted, format_duration, format_time
+from .dependencies import waiting_for
 from .errors import BackendUnavailable, BatchqError, ConfigError
 from .job import JOB_ID_RANGE
 
@@ -48,7 +49,8 @@ class Explanation:
     created_at: datetime | str | None = None  # aware UTC; a value that is not a time, as stored
     run_at: datetime | str | None = None
     due_in_seconds: float | None = None  # negative: due that long ago
-    delay_reason: str | None = None  # delayed: "delay" (at enqueue), "backoff" (after a failure), "version"
+    # delayed: "delay" (at enqueue), "backoff" (after a failure), "version", "parents" (after=)
+    delay_reason: str | None = None
     delay_seconds: float | None = None  # run_at - created_at: the delay asked at enqueue
     jobs_ahead: int | None = None  # waiting: due jobs of its queue a claim takes first
     queue_paused: bool = False
@@ -64,6 +66,7 @@ class Explanation:
     task_version: int | None = None  # the task's version at enqueue (None: unreadable)
     version_wait: str | None = None  # "worker host:pid knows version 2": it put the job back
     backoff_seconds: float | None = None  # given to enqueue; None: the task's, else the run's
+    waiting_for: tuple[int, ...] = ()  # delayed for "parents": some of the jobs it waits for
     notes: tuple[str, ...] = field(default=())  # what could not be read (a row written by hand)
 
     @property
@@ -87,6 +90,8 @@ def explain(backend: Backend, job_id: int) -> Explanation:
 
 def _by_state(backend: Backend, facts: _Facts) -> Explanation:
     status = facts.status
+    if status == "scheduled" and facts.parents_left:
+        return _waiting_for_parents(backend, facts)
     if facts.version_wait is not None and (
         status in ("ready", "scheduled") or status == "blocked" and not facts.due
     ):
@@ -148,6 +153,9 @@ class _Facts:
         self.task_version = 1 if version is None else self._whole("task_version", version)
         self.version_wait = None if row["version_wait"] is None else stored_text(row["version_wait"])
         self.backoff_seconds = stored_seconds(row["backoff"])
+        self.parents_left = (
+            self._whole("parents_left", row["parents_left"]) if row["parents_left"] is not None else None
+        )
 
     def _whole(self, column: str, value: Any) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -271,6 +279,23 @@ def _holder(row: Row) -> str:
         worker = "an unknown worker" if row["locked_by"] is None else stored_text(row["locked_by"])
         return f"job {row['id']} (running on {worker})"
     return f"job {row['id']} (ready, not yet claimed)"
+
+
+def _waiting_for_parents(backend: Backend, facts: _Facts) -> Explanation:
+    """A job enqueued with after= whose parents have not all succeeded (batchq.dependencies)."""
+    found = waiting_for(backend, facts.id)
+    named = ", ".join(f"job {parent} ({status or 'gone'})" for parent, status in found.parents)
+    more = found.total - len(found.parents)
+    named += f" and {more} more" if more > 0 else ""
+    return Explanation(
+        state="delayed",
+        summary=f"job {facts.id}: waiting for {counted(facts.parents_left or 0, 'parent')} to succeed: "
+        f"{named}",
+        details=(_about(facts),),
+        delay_reason="parents",
+        waiting_for=tuple(parent for parent, _ in found.parents),
+        **facts.common(),
+    )
 
 
 def _delayed(facts: _Facts) -> Explanation:

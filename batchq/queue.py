@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -12,6 +12,7 @@ from .appconn import takes_app_conn
 from .backends import OnDatabase, stored_text
 from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, take_turn
 from .config import Duration, check_queue_name, existing_queue_name, parse_duration
+from .dependencies import check_after, enqueue_waiting, fail_dependants, in_transaction, write_waiting
 from .errors import BackendError, ConfigError
 from .explain import Explanation, explain
 from .history import HistoryEntry, prune, read_history
@@ -41,6 +42,16 @@ UNIQUE_ATTEMPTS = 10
 UNCHANGED: Any = object()  # a configure() setting not passed: left as it is
 CANCEL_BATCH = 1000  # rows per statement of cancel_where: no cancel holds many locks for long
 HISTORY_LIMIT_RANGE = (1, 100_000)
+# A chain's or a group's step: (task, payload) or (task, payload, {enqueue's options}).
+Step = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Group:
+    """What Queue.group enqueued: its members, and its callback (None without ``then``)."""
+
+    members: list[Enqueued]
+    callback: Enqueued | None
 
 
 @dataclass
@@ -148,6 +159,7 @@ class Queue(OnDatabase):
         timeout: Delay = None,
         backoff: Delay = None,
         keep_result: bool | Duration | None = None,
+        after: int | Iterable[int] | None = None,
         conn: Any = None,
     ) -> Enqueued:
         """Write one job and return its id. Bad input raises before anything is written.
@@ -173,7 +185,14 @@ class Queue(OnDatabase):
         ``keep_result`` (True: for a day, or a duration) keeps the job's outcome, its return
         value or its error, for ``Queue.result(id)`` (and ``.result()`` of what this returns);
         without it, the task's @task(keep_result=...); False keeps nothing whatever the task says.
+
+        ``after`` (a job id or ids, waiting or running) makes the job wait until every one of
+        them has succeeded; if one fails for good, this job fails too, with the reason
+        (batchq.dependencies, docs/guides/dependencies.md).
         """
+        parents = None if after is None else check_after(after)
+        if parents is not None:
+            _check_waiting_options(delay, unique_key)
         spec = JobSpec.of(  # not builder.spec: its **options would cost a second repacking
             self.builder.resolver,
             task,
@@ -189,7 +208,64 @@ class Queue(OnDatabase):
             keep_result=keep_result,
         )
         row = self._job(spec, payload, unique_key, conn)
+        if parents is not None:
+            return self._enqueued(enqueue_waiting(self.backend, row, parents, conn))
         return self._write_job(row, conn)
+
+    def _enqueued(self, job_id: int) -> Enqueued:
+        enqueued = Enqueued(job_id)
+        enqueued._source = self
+        return enqueued
+
+    def chain(self, steps: Sequence[Step]) -> list[Enqueued]:
+        """Enqueue ``steps`` (each ``(task, payload)`` or ``(task, payload, {enqueue options})``)
+        so that each waits for the one before it to succeed; all in one transaction. A step that
+        fails for good fails the rest (batchq.dependencies)."""
+        rows = [self._step_row(step) for step in _check_steps(steps, "chain")]
+
+        def write() -> list[int]:
+            ids = [self.backend.insert_job(rows[0])]
+            for row in rows[1:]:
+                ids.append(write_waiting(self.backend, row, [ids[-1]]))
+            return ids
+
+        return [self._enqueued(job_id) for job_id in in_transaction(self.backend, write)]
+
+    def group(self, members: Sequence[Step], then: Step | None = None) -> Group:
+        """Enqueue ``members`` (steps as for chain) and, with ``then``, a callback job that waits
+        for all of them: it is made due exactly once, when the last member succeeds, with
+        ``"members"`` (their ids, in order) added to its payload (a dict, or None). Members keep
+        their results (keep_result=True unless a step says otherwise), for the callback to read
+        with ``Queue.result``. One transaction; a member that fails for good fails the callback."""
+        rows = [self._step_row(step, keep_result=True) for step in _check_steps(members, "group")]
+        callback = None if then is None else _check_steps([then], "then")[0]
+
+        def write() -> tuple[list[int], int | None]:
+            ids = [self.backend.insert_job(row) for row in rows]
+            if callback is None:
+                return ids, None
+            task, payload, options = callback
+            if payload is not None and not isinstance(payload, dict):
+                raise ConfigError(
+                    "group(then=...): the callback's payload must be a dict (or None): "
+                    'its member ids are added to it as "members"'
+                )
+            row = self._step_row((task, {**(payload or {}), "members": ids}, options))
+            return ids, write_waiting(self.backend, row, sorted(set(ids)))
+
+        ids, callback_id = in_transaction(self.backend, write)
+        return Group(
+            [self._enqueued(job_id) for job_id in ids],
+            None if callback_id is None else self._enqueued(callback_id),
+        )
+
+    def _step_row(self, step: tuple[Task, Any, dict[str, Any]], **defaults: Any) -> dict[str, Any]:
+        task, payload, options = step
+        options = {**defaults, **options}
+        for refused in ("conn", "after", "unique_key", "delay"):
+            if refused in options:
+                raise ConfigError(f"{refused}= is not an option of a chain's or a group's step")
+        return self._job(self.builder.spec(task, **options), payload, None, None)
 
     def enqueue_on_commit(self, app: Any, task: Task, payload: Any = None, **options: Any) -> None:
         """Write the job once the transaction ``app`` is in commits, on the queue's own
@@ -462,6 +538,8 @@ class Queue(OnDatabase):
                     deleted = backend.execute("job_cancel", params)
                     if kept and not deleted:  # claimed in between: its record must not stay
                         raise _Claimed
+                    if deleted:  # its dependants can never run now
+                        fail_dependants(backend, [job_id], "was cancelled")
             except _Claimed:
                 return False
             return deleted == 1
@@ -728,3 +806,28 @@ def payload_mismatch(known: QueueType, payload: Any, serializer: str) -> str | N
         ConfigError
     ) as exc:  # the type's own row, written around batchq: this queue's jobs fail, others run
         return f"the queue's type cannot be used ({exc}): set it again with create_queue or alter_queue"
+
+
+def _check_waiting_options(delay: Any, unique_key: str | None) -> None:
+    """Options a job enqueued with after= cannot take (yet), refused before anything is written."""
+    if delay is not None:
+        raise ConfigError("after= and delay= together are not supported: a waiting job is due at its release")
+    if unique_key is not None:
+        raise ConfigError("after= and unique_key= together are not supported")
+
+
+def _check_steps(steps: Any, what: str) -> list[tuple[Any, Any, dict[str, Any]]]:
+    """A chain's or a group's steps as (task, payload, options); ConfigError for anything else."""
+    if isinstance(steps, (str, bytes)) or not isinstance(steps, Iterable):
+        raise ConfigError(f"bad {what}: give a list of (task, payload) or (task, payload, {{options}})")
+    checked = []
+    for step in steps:
+        if not isinstance(step, tuple) or len(step) not in (2, 3):
+            raise ConfigError(f"bad {what} step {step!r}: use (task, payload) or (task, payload, {{opts}})")
+        options = step[2] if len(step) == 3 else {}
+        if not isinstance(options, dict):
+            raise ConfigError(f"bad {what} step options {options!r}: use a dict of enqueue's options")
+        checked.append((step[0], step[1], options))
+    if not checked:
+        raise ConfigError(f"{what} has no steps")
+    return checked

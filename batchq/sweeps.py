@@ -12,6 +12,8 @@ from typing import Any
 from .backends import Backend, DuplicateKey, Row, stored_count
 from .bounds import fitting, full_reason, make_room, take_turn
 from .config import format_duration
+from .dependencies import fail_dependants, in_transaction
+from .dependencies import repair as repair_dependants
 from .errors import BackendError, BackendUnavailable, ConfigError
 from .failures import FailedJob, FailureGroup, fingerprint_of, group_failures
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS
@@ -128,6 +130,7 @@ def gc_processing(
             # An unknown age (processing_at NULL) is reported too.
             report.long_running.append(StuckJob.from_row(row, "long_running", worker_alive=worker_alive))
     report.unrunnable = [StuckJob.from_row(row, "unrunnable") for row in backend.fetchall("jobs_unrunnable")]
+    repair_dependants(backend)  # dependants of parents that ended without succeeding (batchq.dependencies)
     prune_gone(backend)  # registry rows of workers gone for a while: nothing a human must do
     backend.liveness.prune()  # and their leases
     return report
@@ -148,6 +151,8 @@ def _requeue(backend: Backend, row: Row, report: ProcessingReport, why_gone: str
         # The token fences the race with the worker's own finish and with a second sweep.
         if backend.retrying(partial(backend.execute, "job_requeue_abandoned", params)) == 1:
             failed = stored_count(row["error_count"]) + 1 >= stored_count(row["max_errors"])
+            if failed:  # its waiting dependants fail with it (else repair() would, below)
+                in_transaction(backend, partial(fail_dependants, backend, [row["id"]]))
             report.requeued.append(StuckJob.from_row(row, "requeued", worker_alive=False, failed=failed))
     except BackendUnavailable:
         raise
@@ -221,8 +226,11 @@ def gc_error(
         return jobs
     backend = queue.backend
     if action == "requeue":
-        return [requeued for job in jobs if (requeued := _requeue_failed(backend, job)) is not None]
-    return [job for job in jobs if _execute(backend, "job_delete_failed", job.id) == 1]
+        acted = [requeued for job in jobs if (requeued := _requeue_failed(backend, job)) is not None]
+    else:
+        acted = [job for job in jobs if _execute(backend, "job_delete_failed", job.id) == 1]
+    repair_dependants(backend)  # a deleted parent's waiting dependants fail (batchq.dependencies)
+    return acted
 
 
 def _failed_by(job: FailedJob, bound: datetime) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 from .backends import Backend, TransientError, stored_count, stored_seconds
 from .backends.liveness import owner_name
 from .config import counted, parse_timeout
+from .dependencies import fail_for_good, finish_parents
 from .errors import BackendError, BackendUnavailable, ConfigError
 from .failures import fingerprint, fingerprint_of, timeout_fingerprint
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
@@ -252,8 +253,10 @@ class Worker:
         exactly as a crash before a DELETE of its own would.
         """
         jobs, matched = self._with_reconnect(partial(self._finish_and_claim_once, done), between_jobs=True)
-        self._check_done(done, matched)
+        released = self._check_done(done, matched)
         self._kept.clear()
+        if released and not jobs and not self._should_stop():  # their children may be due now
+            return self._finish_and_claim([])
         return jobs
 
     def _finish_and_claim_once(self, done: list[Job]) -> tuple[list[Job], int]:
@@ -469,9 +472,16 @@ class Worker:
                 self._record_error(job, *failure, usage)
         return done
 
-    def _check_done(self, done: list[Job], matched: int) -> None:
+    def _check_done(self, done: list[Job], matched: int) -> int:
+        """Warn of finishes a sweep fenced off; returns how many jobs others wait for were
+        finished here (the plain DELETE leaves them to batchq.dependencies)."""
+        parents = 0
         if matched < len(done):
-            self._stale(len(done) - matched, done)
+            finish = partial(finish_parents, self.backend, done, self._kept_of(done))
+            parents = self._with_reconnect(finish, between_jobs=False)
+        if matched + parents < len(done):
+            self._stale(len(done) - matched - parents, done)
+        return parents
 
     def _record_error(
         self, job: Job, error: str, fingerprint: str, error_class: str | None, usage: Usage
@@ -490,19 +500,13 @@ class Worker:
         }
         log.info("job %s (%s) failed: %s", job.id, job.task, error.splitlines()[0])
         last_try = stored_count(job.error_count) + 1 >= stored_count(job.max_errors)
-        if last_try and self._keeps(job):
-            matched = self._with_reconnect(partial(self._error_keeping, params), between_jobs=False)
+        if last_try:  # with its history record and its dependants' failure (batchq.dependencies)
+            fail = partial(fail_for_good, self.backend, "job_error", params, self._keeps(job))
+            matched = self._with_reconnect(fail, between_jobs=False)
         else:
             matched = self._finish("job_error", params)
         if matched == 0:
             self._stale(1, [job])
-
-    def _error_keeping(self, params: dict[str, Any]) -> int:
-        with self.backend.transaction():
-            matched = self.backend.execute("job_error", params)
-            if matched:
-                self.backend.execute("job_keep_failed", {"id": params["id"]})
-        return matched
 
     # -- typed queues (batchq.typed) ----------------------------------------------------
 
@@ -524,19 +528,10 @@ class Worker:
             "error": reason[:LAST_ERROR_MAX_CHARS],
             "fingerprint": fingerprint_of("PayloadInvalid", "", job.task),
         }
-        if self._keeps(job):
-            matched = self._with_reconnect(partial(self._fail_keeping, params), between_jobs=False)
-        else:
-            matched = self._finish("job_fail_invalid", params)
+        fail = partial(fail_for_good, self.backend, "job_fail_invalid", params, self._keeps(job))
+        matched = self._with_reconnect(fail, between_jobs=False)
         if matched == 0:
             self._stale(1, [job])
-
-    def _fail_keeping(self, params: dict[str, Any]) -> int:
-        with self.backend.transaction():
-            matched = self.backend.execute("job_fail_invalid", params)
-            if matched:
-                self.backend.execute("job_keep_failed", {"id": params["id"]})
-        return matched
 
     def _retry_delay(self, job: Job) -> float:
         return retry_delay(stored_count(job.error_count) + 1, self._backoff_base(job))
@@ -697,6 +692,7 @@ class Worker:
                     backend.release_jobs(pending)
                 if done:
                     backend.delete_jobs(done, self._kept_of(done))
+                    finish_parents(backend, done, self._kept_of(done))  # those others wait for
 
         backend.retrying(record)
 

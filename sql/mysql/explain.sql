@@ -15,7 +15,7 @@ SELECT j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.er
        TIMESTAMPDIFF(MICROSECOND, j.processing_at, UTC_TIMESTAMP(6)) / 1e6 AS running_seconds,
        TIMESTAMPDIFF(MICROSECOND, j.created_at, j.run_at) / 1e6 AS delay_seconds,
        COALESCE(q.paused = 1, 0) AS paused,
-       j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff,
+       j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff, j.parents_left,
        (SELECT COUNT(*) FROM batchq_job AS a
         WHERE a.concurrency_key = j.concurrency_key
           AND a.status IN ('ready', 'processing')) AS key_active

@@ -134,7 +134,7 @@ SELECT RELEASE_LOCK(CONCAT('batchq unblock ', DATABASE())) AS released;
 -- enqueue into the locked stretch wait for this short transaction.
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
        task_version, backoff, keep_result
 FROM batchq_job
@@ -165,7 +165,7 @@ JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
     peak BIGINT UNSIGNED PATH '$[3]', growth BIGINT UNSIGNED PATH '$[4]',
     result MEDIUMTEXT PATH '$[5]', note VARCHAR(255) PATH '$[6]')) AS k ON k.id = j.id
 WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
        task_version, backoff, keep_result
 FROM batchq_job
@@ -188,7 +188,7 @@ SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_coun
        %(growth)s, %(result)s, %(note)s, UTC_TIMESTAMP(6) + INTERVAL ROUND(j.keep_result * 1000000) MICROSECOND
 FROM batchq_job j
 WHERE j.id = %(kept_id)s AND j.claim_token = %(done_token)s;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
        task_version, backoff, keep_result
 FROM batchq_job
@@ -202,7 +202,7 @@ FOR UPDATE SKIP LOCKED;
 -- claimers wait for each other.
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
        task_version, backoff, keep_result
 FROM batchq_job
@@ -218,7 +218,7 @@ FOR UPDATE;
 -- past it, which is another partition's. jobs_claim_mark follows, as after jobs_claim.
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
        task_version, backoff, keep_result
 FROM batchq_job FORCE INDEX (batchq_job_partition)
@@ -233,7 +233,7 @@ FOR UPDATE SKIP LOCKED;
 -- waits only for claimers of its own partition (a lease that ran out, a row claimer).
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
        task_version, backoff, keep_result
 FROM batchq_job FORCE INDEX (batchq_job_partition)
@@ -266,17 +266,17 @@ WHERE id IN %(ids)s;
 COMMIT;
 SELECT (SELECT COUNT(*) FROM batchq_job WHERE claim_token = %(token)s) AS marked,
        (SELECT COUNT(*) FROM batchq_job
-        WHERE claim_token = %(done_token)s AND id IN %(done_ids)s) AS undeleted;
+        WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0) AS undeleted;
 
 -- name: jobs_claim_mark_none_checked
 -- The COMMIT of a claim that found no job, on a Galera node, and whether the finished jobs it
 -- deleted are gone (as jobs_claim_mark_checked checks).
 COMMIT;
-SELECT COUNT(*) AS undeleted FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+SELECT COUNT(*) AS undeleted FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
 
 -- name: jobs_delete
 -- Success, when no claim follows (the worker's last jobs): delete them, fenced by their token.
-DELETE FROM batchq_job WHERE claim_token = %(token)s AND id IN %(ids)s;
+DELETE FROM batchq_job WHERE claim_token = %(token)s AND id IN %(ids)s AND dependants = 0;
 
 -- name: jobs_delete_keep
 -- jobs_delete when the finished jobs are to be kept: copied into batchq_history (as in
@@ -295,7 +295,7 @@ JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
     peak BIGINT UNSIGNED PATH '$[3]', growth BIGINT UNSIGNED PATH '$[4]',
     result MEDIUMTEXT PATH '$[5]', note VARCHAR(255) PATH '$[6]')) AS k ON k.id = j.id
 WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s;
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
 COMMIT;
 
 -- name: jobs_release
@@ -415,10 +415,15 @@ WHERE status = 'failed'
 ORDER BY id;
 
 -- name: job_requeue_failed
--- Give a failed job a fresh set of tries, due now (a job with a concurrency key waits for a slot).
+-- Give a failed job a fresh set of tries, due now (a job with a concurrency key waits for a slot);
+-- a job that still has unfinished parents (batchq.dependencies) waits for them again.
 UPDATE batchq_job
-SET status = CASE WHEN concurrency_key IS NULL THEN 'ready' ELSE 'blocked' END,
-    error_count = 0, run_at = UTC_TIMESTAMP(6)
+SET status = CASE WHEN EXISTS (SELECT 1 FROM batchq_dependency d WHERE d.child_id = batchq_job.id) THEN 'scheduled'
+                  WHEN concurrency_key IS NULL THEN 'ready' ELSE 'blocked' END,
+    run_at = CASE WHEN EXISTS (SELECT 1 FROM batchq_dependency d WHERE d.child_id = batchq_job.id) THEN '9999-12-31 00:00:00' ELSE UTC_TIMESTAMP(6) END,
+    parents_left = CASE WHEN parents_left IS NULL THEN NULL
+                        ELSE (SELECT COUNT(*) FROM batchq_dependency d WHERE d.child_id = batchq_job.id) END,
+    error_count = 0
 WHERE id = %(id)s AND status = 'failed';
 
 -- name: job_delete_failed

@@ -23,7 +23,7 @@ SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
        CASE WHEN isfinite(j.run_at) AND isfinite(j.created_at)
             THEN EXTRACT(EPOCH FROM j.run_at - j.created_at)::float8 END AS delay_seconds,
        COALESCE(q.paused, false) AS paused,
-       j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff,
+       j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff, j.parents_left,
        (SELECT COUNT(*) FROM batchq_job AS a
         WHERE a.concurrency_key = j.concurrency_key
           AND a.status IN ('ready', 'processing')) AS key_active

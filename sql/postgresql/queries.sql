@@ -159,7 +159,7 @@ SELECT true AS released;
 -- back even when nothing was claimed, to carry the count deleted. MATERIALIZED: the locking
 -- subquery runs once, so SKIP LOCKED never finds more rows than the limit.
 WITH done AS (
-    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
+    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[]) AND dependants = 0
     RETURNING 1
 ), picked AS MATERIALIZED (
     SELECT id FROM batchq_job
@@ -187,7 +187,7 @@ ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 -- jobs_claim within one partition that the worker leases (run --claim partition): the same
 -- statement, walking batchq_job_partition (partial, 'ready' rows only) instead.
 WITH done AS (
-    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
+    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[]) AND dependants = 0
     RETURNING 1
 ), picked AS MATERIALIZED (
     SELECT id FROM batchq_job
@@ -220,7 +220,7 @@ ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 -- by its token, is kept. ON CONFLICT: a job id used again (a TRUNCATE ... RESTART IDENTITY of
 -- batchq_job) replaces the older record rather than failing the claim.
 WITH done AS (
-    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
+    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[]) AND dependants = 0
     RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at,
               keep_result
 ), kept AS (
@@ -269,7 +269,7 @@ ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 -- its figures come as plain parameters (wall time in ns, CPU time in us) instead of a JSON array
 -- to parse and join.
 WITH done AS (
-    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
+    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[]) AND dependants = 0
     RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at,
               keep_result
 ), kept AS (
@@ -316,13 +316,13 @@ ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
 
 -- name: jobs_delete
 -- Success, when no claim follows (the worker's last jobs): delete them, fenced by their token.
-DELETE FROM batchq_job WHERE claim_token = %(token)s AND id = ANY(%(ids)s::bigint[]);
+DELETE FROM batchq_job WHERE claim_token = %(token)s AND id = ANY(%(ids)s::bigint[]) AND dependants = 0;
 
 -- name: jobs_delete_keep
 -- jobs_delete when the finished jobs are to be kept: deleted and copied into batchq_history (as
 -- in jobs_claim_keep) in one statement.
 WITH done AS (
-    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
+    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[]) AND dependants = 0
     RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at,
               keep_result
 ), kept AS (
@@ -482,10 +482,15 @@ WHERE status = 'failed'
 ORDER BY id;
 
 -- name: job_requeue_failed
--- Give a failed job a fresh set of tries, due now (a job with a concurrency key waits for a slot).
+-- Give a failed job a fresh set of tries, due now (a job with a concurrency key waits for a slot);
+-- a job that still has unfinished parents (batchq.dependencies) waits for them again.
 UPDATE batchq_job
-SET status = CASE WHEN concurrency_key IS NULL THEN 'ready' ELSE 'blocked' END,
-    error_count = 0, run_at = statement_timestamp()
+SET status = CASE WHEN EXISTS (SELECT 1 FROM batchq_dependency d WHERE d.child_id = batchq_job.id) THEN 'scheduled'
+                  WHEN concurrency_key IS NULL THEN 'ready' ELSE 'blocked' END,
+    run_at = CASE WHEN EXISTS (SELECT 1 FROM batchq_dependency d WHERE d.child_id = batchq_job.id) THEN '9999-12-31 00:00:00+00' ELSE statement_timestamp() END,
+    parents_left = CASE WHEN parents_left IS NULL THEN NULL
+                        ELSE (SELECT COUNT(*) FROM batchq_dependency d WHERE d.child_id = batchq_job.id) END,
+    error_count = 0
 WHERE id = %(id)s AND status = 'failed';
 
 -- name: job_delete_failed

@@ -142,9 +142,10 @@ SELECT id, queue, task, outcome, NULL, attempts, NULL, worker, serializer, lengt
 FROM batchq_history WHERE id = :id;
 
 -- name: dashboard_job_run_now
--- A delayed job (scheduled: a delay or a retry backoff) made due now; any other state is left.
+-- A delayed job (scheduled: a delay or a retry backoff) made due now; any other state is left, and so
+-- is a job waiting for its parents (batchq.dependencies).
 UPDATE batchq_job SET status = 'ready', run_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
-WHERE id = :id AND status = 'scheduled';
+WHERE id = :id AND status = 'scheduled' AND coalesce(parents_left, 0) = 0;
 
 -- name: dashboard_job_failed
 -- One failed job as jobs_failed lists it, by its primary key: a job page's "retry now" requeues

@@ -12,7 +12,7 @@ SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
        (julianday('now') - julianday(j.processing_at)) * 86400.0 AS running_seconds,
        round((julianday(j.run_at) - julianday(j.created_at)) * 86400.0, 3) AS delay_seconds,
        COALESCE(q.paused = 1, 0) AS paused,
-       j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff,
+       j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff, j.parents_left,
        (SELECT COUNT(*) FROM batchq_job AS a
         WHERE a.concurrency_key = j.concurrency_key
           AND a.status IN ('ready', 'processing')) AS key_active

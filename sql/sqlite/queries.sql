@@ -156,7 +156,7 @@ WHERE j.claim_token = :done_token;
 
 -- name: jobs_delete
 -- Success: the finished jobs, fenced by their token (ids as a JSON array: SQLite binds no lists).
-DELETE FROM batchq_job WHERE claim_token = :token AND id IN (SELECT value FROM json_each(:ids));
+DELETE FROM batchq_job WHERE claim_token = :token AND id IN (SELECT value FROM json_each(:ids)) AND dependants = 0;
 
 -- name: jobs_release
 -- Claimed jobs the worker will not run (it was told to stop mid-batch) go back, uncounted.
@@ -278,10 +278,15 @@ WHERE status = 'failed'
 ORDER BY id;
 
 -- name: job_requeue_failed
--- Give a failed job a fresh set of tries, due now (a job with a concurrency key waits for a slot).
+-- Give a failed job a fresh set of tries, due now (a job with a concurrency key waits for a slot);
+-- a job that still has unfinished parents (batchq.dependencies) waits for them again.
 UPDATE batchq_job
-SET status = CASE WHEN concurrency_key IS NULL THEN 'ready' ELSE 'blocked' END,
-    error_count = 0, run_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
+SET status = CASE WHEN EXISTS (SELECT 1 FROM batchq_dependency d WHERE d.child_id = batchq_job.id) THEN 'scheduled'
+                  WHEN concurrency_key IS NULL THEN 'ready' ELSE 'blocked' END,
+    run_at = CASE WHEN EXISTS (SELECT 1 FROM batchq_dependency d WHERE d.child_id = batchq_job.id) THEN '9999-12-31 00:00:00.000' ELSE strftime('%Y-%m-%d %H:%M:%f', 'now') END,
+    parents_left = CASE WHEN parents_left IS NULL THEN NULL
+                        ELSE (SELECT COUNT(*) FROM batchq_dependency d WHERE d.child_id = batchq_job.id) END,
+    error_count = 0
 WHERE id = :id AND status = 'failed';
 
 -- name: job_delete_failed

@@ -43,6 +43,7 @@ TABLES = (
     "batchq_worker",
     "batchq_lease",
     "batchq_history",
+    "batchq_dependency",
 )
 
 

@@ -148,6 +148,8 @@ class Queue(OnDatabase):
         timeout: Delay = None,
         backoff: Delay = None,
         keep_result: bool | Duration | None = None,
+        run_at: datetime | None = None,
+        expires: Duration | datetime | None = None,
         conn: Any = None,
     ) -> Enqueued:
         """Write one job and return its id. Bad input raises before anything is written.
@@ -173,6 +175,14 @@ class Queue(OnDatabase):
         ``keep_result`` (True: for a day, or a duration) keeps the job's outcome, its return
         value or its error, for ``Queue.result(id)`` (and ``.result()`` of what this returns);
         without it, the task's @task(keep_result=...); False keeps nothing whatever the task says.
+
+        ``run_at`` (an aware datetime) is when the job is due, as a datetime ``delay`` is: on the
+        server's clock, a time past meaning now; give one of them, not both.
+
+        ``expires`` (a duration from now, or an aware datetime): a job that has not started by
+        then is never run; it is failed with the reason 'expired' (error class
+        batchq.errors.JobExpired) and not retried. A job claimed before its expiry has started.
+        Without it, the task's @task(expires=...). It must come after the job is due.
         """
         spec = JobSpec.of(  # not builder.spec: its **options would cost a second repacking
             self.builder.resolver,
@@ -187,6 +197,8 @@ class Queue(OnDatabase):
             timeout=timeout,
             backoff=backoff,
             keep_result=keep_result,
+            run_at=run_at,
+            expires=expires,
         )
         row = self._job(spec, payload, unique_key, conn)
         return self._write_job(row, conn)
@@ -271,6 +283,8 @@ class Queue(OnDatabase):
         timeout: Delay = None,
         backoff: Delay = None,
         keep_result: bool | Duration | None = None,
+        run_at: datetime | None = None,
+        expires: Duration | datetime | None = None,
         conn: Any = None,
     ) -> int:
         """Write one job per payload in one statement batch, all or none; returns how many.
@@ -292,6 +306,8 @@ class Queue(OnDatabase):
             timeout=timeout,
             backoff=backoff,
             keep_result=keep_result,
+            run_at=run_at,
+            expires=expires,
         )
         template = self.builder.template(spec, conn)
         stored = self.builder.payloads(template, payloads)
@@ -415,6 +431,8 @@ class Queue(OnDatabase):
         timeout: Delay = None,
         backoff: Delay = None,
         keep_result: bool | Duration | None = None,
+        run_at: datetime | None = None,
+        expires: Duration | datetime | None = None,
     ) -> dict[str, Any]:
         """Everything of a job row but its payload (batchq.jobspec: JobSpec.of, then
         JobBuilder.template); kept for callers of the positional form."""
@@ -431,6 +449,8 @@ class Queue(OnDatabase):
             timeout=timeout,
             backoff=backoff,
             keep_result=keep_result,
+            run_at=run_at,
+            expires=expires,
         )
         return self.builder.template(spec, conn)
 

@@ -229,3 +229,15 @@ SELECT id, reason FROM batchq_message_archive WHERE queue = %(queue)s ORDER BY i
 UPDATE batchq_schedule
 SET next_exec = TIMESTAMP'1970-01-01 00:00:00' + INTERVAL %(at)s SECOND + INTERVAL 250000 MICROSECOND
 WHERE name = %(name)s;
+
+-- name: stamp_create
+-- The table expiry_jobs:stamp writes: a job's number and when its task began, on the server's clock.
+CREATE TABLE IF NOT EXISTS test_stamp (n BIGINT NOT NULL, started DATETIME(6) NOT NULL) ENGINE=InnoDB;
+
+-- name: stamp_insert
+-- A task's own start, on the server's clock (UTC, as batchq's times).
+INSERT INTO test_stamp (n, started) VALUES (%(n)s, UTC_TIMESTAMP(6));
+
+-- name: server_now
+-- The server's clock, as claims read it.
+SELECT UTC_TIMESTAMP(6) AS now;

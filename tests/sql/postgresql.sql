@@ -247,3 +247,15 @@ SELECT id, reason FROM batchq_message_archive WHERE queue = %(queue)s ORDER BY i
 -- name: schedule_set_next_exec_by_hand
 -- A schedule's next slot written by hand with a fraction of a second (no writer of batchq's does).
 UPDATE batchq_schedule SET next_exec = to_timestamp(%(at)s::float8 + 0.25) WHERE name = %(name)s;
+
+-- name: stamp_create
+-- The table expiry_jobs:stamp writes: a job's number and when its task began, on the server's clock.
+CREATE TABLE IF NOT EXISTS test_stamp (n BIGINT NOT NULL, started TIMESTAMPTZ NOT NULL);
+
+-- name: stamp_insert
+-- A task's own start, on the server's clock (clock_timestamp: the instant, not the transaction's).
+INSERT INTO test_stamp (n, started) VALUES (%(n)s, clock_timestamp());
+
+-- name: server_now
+-- The server's clock, as claims read it.
+SELECT statement_timestamp() AS now;

@@ -92,6 +92,16 @@ def test_an_expired_job_never_runs_while_a_due_sibling_does(queue: Queue, db_url
     assert "expired" in listed.stdout
 
 
+def test_the_cron_sweep_fails_expired_jobs_while_no_worker_runs(queue: Queue, db_url: str) -> None:
+    job = queue.enqueue("jobs:record", {"n": 1}, expires=0.05)
+    (latest,) = [as_utc(e) for (e,) in sql(queue, "SELECT expires_at FROM batchq_job")]
+    wait_for(lambda: server_now(queue) > latest)
+    swept = run_batchq(db_url, "gc-processing")
+    assert (swept.returncode, swept.stdout, swept.stderr) == (0, "", "")  # quiet: gc-error reports
+    assert failed_rows(queue) == {job: ("expired", "batchq.errors.JobExpired", 0)}
+    assert str(job) in run_batchq(db_url, "gc-error").stdout
+
+
 def test_a_job_with_run_at_is_claimed_once_due_and_not_before(eq: Queue, db_url: str) -> None:
     run_at = server_now(eq) + timedelta(seconds=1.5)
     job = eq.enqueue("expiry_jobs:stamp", {"n": 7}, run_at=run_at, keep_result="1h")

@@ -45,6 +45,7 @@ SELECT @@max_allowed_packet AS max_allowed_packet;
 -- datetime; the later of it and now): 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote).
 -- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
+-- Its expiry: %(expires)s seconds from now, or the instant %(expires_at)s (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
                         backoff, keep_result, expires_at)
@@ -182,7 +183,9 @@ SELECT RELEASE_LOCK(CONCAT('batchq unblock ', DATABASE())) AS released;
 -- by their claim's token; ids (NULL) when there are none), and lock the next due jobs of a
 -- queue that no other claimer holds: the first rows of batchq_job_claim, every 'ready' row
 -- being due (run_at <= now only turns away a ready row written by hand with a future time).
--- jobs_claim_mark then marks them and commits. Sent as one multi-statement query.
+-- jobs_claim_mark then marks them and commits. Sent as one multi-statement query. A row past its
+-- expiry (expires_at, NULL for most) is never handed out: this SELECT before it has started the
+-- job; the workers' tick fails it (jobs_expiring, jobs_expire). Every claim below does the same.
 -- The claim's transaction alone runs in REPEATABLE READ (the session stays READ COMMITTED):
 -- InnoDB's locking scan steps over the entries earlier claims left behind (delete-marked
 -- until purged) about 3x faster in RR; measured on MariaDB 10.11, draining 20,000 jobs 100

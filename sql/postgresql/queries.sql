@@ -30,6 +30,7 @@ ON CONFLICT (version) DO NOTHING;
 -- datetime; the later of it and now): 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote). A trigger NOTIFYs waiting workers.
 -- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
+-- Its expiry: %(expires)s seconds from now, or the instant %(expires_at)s (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
                         backoff, keep_result, expires_at)
@@ -215,7 +216,9 @@ SELECT true AS released;
 -- first rows of batchq_job_claim: every 'ready' row is due; run_at <= now only turns away a
 -- ready row written by hand with a future time) and mark them ours with a fresh token. One row
 -- back even when nothing was claimed, to carry the count deleted. MATERIALIZED: the locking
--- subquery runs once, so SKIP LOCKED never finds more rows than the limit.
+-- subquery runs once, so SKIP LOCKED never finds more rows than the limit. A row past its
+-- expiry (expires_at, NULL for most) is never handed out: a claim before it has started the
+-- job; the workers' tick fails it (jobs_expiring, jobs_expire). Every claim below does the same.
 WITH done AS (
     DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
     RETURNING 1

@@ -22,7 +22,12 @@ VALUES (:version, strftime('%Y-%m-%d %H:%M:%f', 'now'));
 -- One job, due after `delay` seconds, or at `at` (Unix seconds, from an aware datetime; the later
 -- of it and now): 'ready' when due now, else 'scheduled' until a worker
 -- promotes it (jobs_promote).
+-- Its claim partition is a random one of :partitions (batchq.partitions; 1 when none are set up).-- name: enqueue
+-- One job, due after `delay` seconds, or at `at` (Unix seconds, from an aware datetime; the later
+-- of it and now): 'ready' when due now, else 'scheduled' until a worker
+-- promotes it (jobs_promote).
 -- Its claim partition is a random one of :partitions (batchq.partitions; 1 when none are set up).
+-- Its expiry: :expires seconds from now, or the instant :expires_at (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
                         backoff, keep_result, expires_at)
@@ -154,7 +159,8 @@ SELECT 1 AS released;
 -- Inside BEGIN IMMEDIATE, after jobs_delete: mark the next due jobs of a queue as ours, with a
 -- fresh token that fences every later write: the first rows of batchq_job_claim, every 'ready'
 -- row being due (run_at <= now only turns away a ready row written by hand with a future time).
--- The payload comes back as bytes whatever its storage class: a TEXT payload that is not UTF-8
+-- A row past its expiry (expires_at, NULL for most) is never handed out; the workers' tick
+-- fails it (jobs_expiring, jobs_expire). The payload comes back as bytes whatever its storage class: a TEXT payload that is not UTF-8
 -- (written by hand) would fail the whole claim when decoded. RETURNING gives no order: the
 -- backend sorts a batch by priority, run_at and id.
 UPDATE batchq_job

@@ -15,22 +15,17 @@ second. The message queues (batchq.mq) share the settings' checks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from .backends import Backend, stored_count
+from .backends import Backend
 from .errors import ConfigError, QueueFull
 from .failures import dropped_error, dropped_fingerprint
+from .stores.bounds import Bound as Bound  # re-exported: the store defines what it reads
+from .stores.bounds import stored_bound as stored_bound
 
 OVERFLOW_POLICIES = ("drop_oldest", "reject")
 MAX_LENGTH_RANGE = (1, 2**31 - 1)
 BOUND_CACHE_SECONDS = 1.0  # how stale a producer's view of a queue's bound may be
-
-
-@dataclass(frozen=True)
-class Bound:
-    max_length: int
-    overflow: str  # "drop_oldest" or "reject"
 
 
 def check_bound(max_length: int | None, overflow: str | None) -> str | None:
@@ -52,24 +47,14 @@ def check_bound(max_length: int | None, overflow: str | None) -> str | None:
     return overflow or "drop_oldest"
 
 
-def stored_bound(row: dict[str, Any] | None) -> Bound | None:
-    """A bound as stored. A row written by hand with an unknown policy drops oldest; one whose
-    max_length is no whole number (SQLite takes any text) reads as 0: every write is refused,
-    with an error that names the bound, rather than ignored."""
-    if row is None or row["max_length"] is None:
-        return None
-    return Bound(stored_count(row["max_length"]), "reject" if row["overflow"] == "reject" else "drop_oldest")
-
-
 def set_bound(backend: Backend, queue: str, max_length: int | None, overflow: str | None) -> int:
     """Queue.configure's transaction: store the bound, and under drop_oldest fail the waiting jobs
     beyond it at once; returns how many."""
     policy = check_bound(max_length, overflow)
-    params = {"queue": queue, "max_length": max_length, "overflow": policy}
 
     def configure() -> int:
         with backend.transaction():
-            backend.execute("queue_bound_set", params)
+            backend.stores.bounds.set(queue, max_length, policy)
             bound = take_turn(backend, queue, None)
             if bound is None or bound.overflow == "reject":
                 return 0
@@ -83,7 +68,7 @@ def set_bound(backend: Backend, queue: str, max_length: int | None, overflow: st
 def take_turn(backend: Backend, queue: str, conn: Any) -> Bound | None:
     """A bounded enqueue's first statement: lock the queue's row (bounded producers of one queue
     take turns) and read its bound as it stands (None: no longer bounded)."""
-    return stored_bound(backend.fetchone("queue_bound_lock", {"queue": queue}, conn))
+    return backend.stores.bounds.lock(queue, conn)
 
 
 def make_room(backend: Backend, queue: str, bound: Bound, count: int, conn: Any) -> None:
@@ -132,8 +117,7 @@ def full_reason(queue: str, bound: Bound) -> str:
 
 
 def _waiting(backend: Backend, queue: str, conn: Any) -> int:
-    row = backend.fetchone("queue_waiting_count", {"queue": queue}, conn)
-    return 0 if row is None else int(row["waiting"])
+    return backend.stores.bounds.waiting(queue, conn)
 
 
 def _drop_oldest(backend: Backend, queue: str, bound: Bound, excess: int, conn: Any) -> int:
@@ -141,13 +125,9 @@ def _drop_oldest(backend: Backend, queue: str, bound: Bound, excess: int, conn: 
     error = dropped_error(queue, bound.max_length)
     if excess <= 0:
         return 0
-    victims = backend.fetchall("queue_overflow_victims", {"queue": queue, "n": excess}, conn)
+    store = backend.stores.bounds
+    victims = store.oldest_waiting(queue, excess, conn)
     if not victims:
         return 0
     # A victim a worker claims meanwhile is left alone: it stopped waiting, which made room too.
-    marked = {
-        "ids": [row["id"] for row in victims],
-        "error": error,
-        "fingerprint": dropped_fingerprint(error),
-    }
-    return backend.execute("jobs_drop_overflow", marked, conn)
+    return store.drop(victims, error, dropped_fingerprint(error), conn)

@@ -1,7 +1,8 @@
 """Every error batchq raises on purpose derives from BatchqError.
 
-The CLI turns these into a one-line message and exit status 1; anything
-else is a bug and keeps its traceback.
+The CLI turns these into a one-line message and an exit status: 2 for a
+mistake in what was asked (ConfigError, TaskError, PayloadError and theirs),
+1 for the others; anything else is a bug and keeps its traceback.
 """
 
 

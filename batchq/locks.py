@@ -9,7 +9,7 @@ a holder whose lock expired and was taken, or was released by an operator, gets 
 
 Renewal is explicit: the code doing the work calls ``renew()`` as it makes progress. There is
 no timer thread, which would keep a lock alive while the work is stuck (seed 003's warning).
-Every statement is a named query in ``sql/<dialect>/locks.sql``.
+Every statement is an operation of the lock store (batchq.stores.locks).
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import random
 import re
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from .backends import Backend, Database, Row, stored_time
+from .backends import Database
 from .backends.liveness import owner_name
 from .config import Duration, parse_duration
 from .errors import BatchqError, ConfigError, LockError, LockLost, LockNotAcquired
+from .stores.locks import LockInfo, LockSlot, LockStore, Taken
 
 log = logging.getLogger("batchq.locks")
 
@@ -75,23 +75,6 @@ class Acquired:
         return self.acquired
 
 
-@dataclass(frozen=True)
-class LockInfo:
-    """One row of the lock table as an operator sees it (`batchq locks`)."""
-
-    name: str
-    slot: int
-    state: str  # free, locked, extended; 'expired' for a holding whose time has passed
-    held: bool  # not free, and its expire_at is in the future on the server's clock
-    holder: str | None  # lock_by while held; None when free or expired
-    last_holder: str | None  # lock_by as the row has it, held or not
-    expires_in: float | None  # seconds from now on the server's clock; None when free
-    token: int
-    expire_at: datetime | Any  # aware UTC; a value written by hand as it is
-    taken_at: datetime | Any
-    renewed_at: datetime | Any
-
-
 class Lock:
     """A handle on the lock ``name``: ``acquire``, ``renew``, ``release``, or ``with``.
 
@@ -120,10 +103,6 @@ class Lock:
         """True between a successful acquire and a release (or a LockLost); the row decides, not this."""
         return self.token is not None
 
-    @property
-    def _backend(self) -> Backend:
-        return self._handle.backend
-
     # -- acquire ----------------------------------------------------------------------
 
     def acquire(self, wait: Duration | None = None) -> Acquired:
@@ -146,66 +125,51 @@ class Lock:
     def _try_acquire(self) -> Acquired:
         taken = self._take()
         if taken is None:
-            rows = self._rows()
-            taken = self._ours(rows)  # an earlier acquire's answer was lost on the way back
-            if taken is None and self._create_missing_slots(rows):
+            slots = self._slots()
+            taken = self._ours(slots)  # an earlier acquire's answer was lost on the way back
+            if taken is None and self._create_missing_slots(slots):
                 taken = self._take()
-                rows = rows if taken is not None else self._rows()
+                slots = slots if taken is not None else self._slots()
             if taken is None:
-                return self._refused(rows)
-        self.slot, self.token = taken
+                return self._refused(slots)
+        self.slot, self.token = taken.slot, taken.token
         return Acquired(True, token=self.token, slot=self.slot)
 
-    def _params(self, **extra: Any) -> dict[str, Any]:
-        return {"name": self.name, "owner": self.owner, "limit": self.limit, "ttl": self.ttl, **extra}
+    @property
+    def _store(self) -> LockStore:
+        return self._handle.backend.stores.locks
 
-    def _take(self) -> tuple[int, int] | None:
-        """One atomic UPDATE takes a free or expired slot; MySQL then reads which (no RETURNING).
+    def _take(self) -> Taken | None:
+        """One atomic UPDATE takes a free or expired slot (LockStore.take)."""
+        return self._store.take(self.name, self.owner, limit=self.limit, ttl=self.ttl)
 
-        MySQL reads it in the UPDATE's transaction, whose row lock keeps the slot this owner's
-        until the read: a ttl shorter than the round trip has expired by then, and another
-        acquirer could otherwise take it in between (the token advanced: it was acquired)."""
-        backend, params = self._backend, self._params()
+    def _slots(self) -> list[LockSlot]:
+        return self._store.slots(self.name)
 
-        def take() -> Row | None:
-            if backend.has_update_returning:  # else (MySQL) lock_take, then lock_taken
-                return backend.fetchone("lock_take", params)
-            with backend.transaction():
-                if backend.execute("lock_take", params) == 0:
-                    return None
-                return backend.fetchone("lock_taken", params)
-
-        row = backend.retrying(take)
-        return None if row is None else (int(row["slot"]), int(row["token"]))
-
-    def _rows(self) -> list[Row]:
-        return self._backend.fetchall("lock_rows", {"name": self.name})
-
-    def _ours(self, rows: list[Row]) -> tuple[int, int] | None:
-        for row in rows:
-            if row["held"] and row["lock_by"] == self.owner and int(row["slot"]) < self.limit:
-                return int(row["slot"]), int(row["token"])
+    def _ours(self, slots: list[LockSlot]) -> Taken | None:
+        for found in slots:
+            if found.held and found.lock_by == self.owner and found.slot < self.limit:
+                return Taken(found.slot, found.token)
         return None
 
-    def _create_missing_slots(self, rows: list[Row]) -> bool:
+    def _create_missing_slots(self, slots: list[LockSlot]) -> bool:
         """Insert the free rows of the slots below limit that do not exist yet; False if none."""
-        existing = {int(row["slot"]) for row in rows}
-        missing = [self._params(slot=slot) for slot in range(self.limit) if slot not in existing]
+        existing = {found.slot for found in slots}
+        missing = [slot for slot in range(self.limit) if slot not in existing]
         if missing:
-            backend = self._backend
-            backend.retrying(lambda: backend.insert_many("lock_slots_create", missing))
+            self._store.create_slots(self.name, missing)
         return bool(missing)
 
-    def _refused(self, rows: list[Row]) -> Acquired:
-        mine = [row for row in rows if int(row["slot"]) < self.limit]
-        held = [row for row in mine if row["held"]]
-        if any(int(row["token"]) >= MAX_TOKEN and not row["held"] for row in mine) and len(held) < self.limit:
+    def _refused(self, slots: list[LockSlot]) -> Acquired:
+        mine = [found for found in slots if found.slot < self.limit]
+        held = [found for found in mine if found.held]
+        if any(found.token >= MAX_TOKEN and not found.held for found in mine) and len(held) < self.limit:
             raise LockError(
                 f"{self}: its fencing token is at its largest value ({MAX_TOKEN}), so it cannot be "
                 "taken again: use another name"
             )
-        left = [float(row["expires_in"]) for row in held if row["expires_in"] is not None]
-        holders = tuple(str(row["lock_by"]) for row in held)
+        left = [found.expires_in for found in held if found.expires_in is not None]
+        holders = tuple(str(found.lock_by) for found in held)
         # Nothing held yet refused: a slot was being taken at that very moment; look again soon.
         return Acquired(False, holders=holders, retry_in=max(min(left), 0.0) if left else 0.0)
 
@@ -221,31 +185,31 @@ class Lock:
         seconds = self.ttl if ttl is None else check_ttl(ttl)
         if self.token is None:
             return False
-        return self._own_update("lock_renew", "renew", ttl=seconds)
+        assert self.slot is not None
+        if self._store.renew(self.name, self.slot, self.owner, self.token, seconds):
+            return True
+        raise self._lost("renew")
 
     def release(self) -> bool:
         """Free the lock. False if this handle holds nothing; LockLost if it was lost meanwhile."""
         if self.token is None:
             return False
-        released = self._own_update("lock_release", "release")
+        assert self.slot is not None
+        released = self._store.release(self.name, self.slot, self.owner, self.token)
+        if not released:
+            raise self._lost("release")
         self.token = self.slot = None
-        return released
-
-    def _own_update(self, query: str, action: str, **extra: Any) -> bool:
-        backend, params = self._backend, self._params(slot=self.slot, token=self.token, **extra)
-        if backend.retrying(lambda: backend.execute(query, params)) == 1:
-            return True
-        raise self._lost(action)
+        return True
 
     def _lost(self, action: str) -> LockLost:
         """The holding is gone: forget it, and say what became of the row."""
         token, slot = self.token, self.slot
         self.token = self.slot = None
-        row = next((r for r in self._rows() if int(r["slot"]) == slot), None)
+        row = next((found for found in self._slots() if found.slot == slot), None)
         if row is None:
             what = "its row was deleted"
-        elif int(row["token"]) != token:
-            what = f"it expired and was taken by {row['lock_by']} (token {row['token']})"
+        elif row.token != token:
+            what = f"it expired and was taken by {row.lock_by} (token {row.token})"
         else:
             what = "it was released by someone else (an operator's `batchq locks release --force`?)"
         return LockLost(f"cannot {action} {self} (token {token}): {what}")
@@ -301,10 +265,9 @@ class Semaphore(Lock):
 
 def list_locks(handle: Database, *, name: str | None = None, include_free: bool = False) -> list[LockInfo]:
     """Every lock and semaphore slot (held or expired; with include_free, free ones too)."""
-    found = [_info(row) for row in handle.backend.fetchall("locks_list")]
     return [
         info
-        for info in found
+        for info in handle.backend.stores.locks.all()
         if (name is None or info.name == name) and (include_free or info.state != "free")
     ]
 
@@ -312,30 +275,7 @@ def list_locks(handle: Database, *, name: str | None = None, include_free: bool 
 def force_release(handle: Database, name: str) -> int:
     """Free every slot of ``name`` whoever holds it; returns how many were not free. The
     holders are not told until their next renew or release (LockLost)."""
-    params = {"name": check_lock_name(name)}
-    backend = handle.backend
-    return backend.retrying(lambda: backend.execute("lock_force_release", params))
-
-
-def _info(row: Row) -> LockInfo:
-    held = bool(row["held"])
-    expires_in = None if row["expires_in"] is None else float(row["expires_in"])
-    state = str(row["state"])
-    if state != "free" and not held:
-        state = "expired"
-    return LockInfo(
-        name=str(row["name"]),
-        slot=int(row["slot"]),
-        state=state,
-        held=held,
-        holder=str(row["lock_by"]) if held and row["lock_by"] is not None else None,
-        last_holder=None if row["lock_by"] is None else str(row["lock_by"]),
-        expires_in=None if state == "free" else expires_in,
-        token=int(row["token"]),
-        expire_at=stored_time(row["expire_at"]),
-        taken_at=stored_time(row["taken_at"]),
-        renewed_at=stored_time(row["renewed_at"]),
-    )
+    return handle.backend.stores.locks.force_release(check_lock_name(name))
 
 
 def _brief(value: object) -> str:

@@ -173,7 +173,7 @@ class QueueCollector(Collector):
             "Unix time of an enabled schedule's next slot; far in the past: nothing ticks.",
             labels=["schedule"],
         )
-        for row in self.backend.fetchall("schedules_all"):
+        for row in self.backend.stores.schedules.all():
             seconds = stored_seconds(row["next_exec"])
             if row["enabled"] and seconds is not None:
                 slots.add_metric([stored_text(row["name"])], seconds)

@@ -23,10 +23,10 @@ the workers (jobs_repartition).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
+from .stores.partitions import REPARTITION_BATCH, PartitionInfo
 
 if TYPE_CHECKING:
     from .backends import Backend
@@ -36,26 +36,15 @@ MAX_PARTITIONS = 1024
 DEFAULT_JOBS_PER_LEASE = 100  # the seed's "a certain number": larger is less lease traffic, less fair
 DEFAULT_LEASE_SECONDS = 30.0
 COUNT_CACHE_SECONDS = 60.0  # how stale a producer's partition count may be
-REPARTITION_BATCH = 1000  # rows per jobs_repartition statement (the queries' LIMIT)
-
-
-@dataclass(frozen=True)
-class PartitionInfo:
-    partition: int
-    held: bool
-    holder: str | None  # the worker holding it, if held
-    last_holder: str | None
-    expires_in: float | None  # seconds, on the database's clock
 
 
 def partition_count(backend: Backend, conn: Any = None) -> int:
     """How many partitions jobs are spread over (0: partitioned claims are not set up)."""
-    row = backend.fetchone("partitions_count", conn=conn)
-    return int(row["partitions"]) if row else 0
+    return backend.stores.partitions.count(conn)
 
 
 def list_partitions(backend: Backend) -> list[PartitionInfo]:
-    return [_info(row) for row in backend.fetchall("partitions_list")]
+    return backend.stores.partitions.all()
 
 
 def set_partition_count(backend: Backend, count: int, queues: list[str]) -> None:
@@ -63,28 +52,22 @@ def set_partition_count(backend: Backend, count: int, queues: list[str]) -> None
     drop their index). Due jobs of ``queues`` in partitions that no longer exist are moved."""
     if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_PARTITIONS:
         raise ConfigError(f"bad partition count {count!r}: use a whole number from 0 to {MAX_PARTITIONS}")
-    if count and not backend.fetchone("partition_index_exists")["present"]:  # type: ignore[index]
-        backend.execute("partition_index_clear")
-        backend.execute("partition_index_create")
-    backend.retrying(lambda: backend.execute("partitions_drop_above", {"count": count}))
+    store = backend.stores.partitions
+    if count and not store.index_exists():
+        store.create_index()
+    store.resize(count)
     if count:
-        backend.insert_many("partition_add", [{"partition": n} for n in range(count)])
-        while queues and repartition(backend, queues, count) == REPARTITION_BATCH:
+        while queues and store.repartition(queues, count) == REPARTITION_BATCH:
             pass
-    elif backend.fetchone("partition_index_exists")["present"]:  # type: ignore[index]
-        backend.execute("partition_index_drop")
-
-
-def repartition(backend: Backend, queues: list[str], count: int) -> int:
-    """Move one batch of due jobs of ``queues`` out of partitions ``count`` and up."""
-    params = {"queues": queues, "count": count}
-    return backend.retrying(lambda: backend.execute("jobs_repartition", params))
+    elif store.index_exists():
+        store.drop_index()
 
 
 def check_partitions_ready(backend: Backend) -> int:
     """The partition count, for a worker about to claim by partition; ConfigError if none."""
-    count = partition_count(backend)
-    if not count or not backend.fetchone("partition_index_exists")["present"]:  # type: ignore[index]
+    store = backend.stores.partitions
+    count = store.count()
+    if not count or not store.index_exists():
         raise ConfigError(
             f"partitioned claims are not set up in {backend.url}: run "
             f"`batchq partitions set {DEFAULT_PARTITIONS}` first (once per database)"
@@ -110,6 +93,7 @@ class PartitionLease:
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
         self.backend = backend
+        self.store = backend.stores.partitions
         self.worker = worker
         self.jobs_per_lease = jobs_per_lease
         self.lease_seconds = lease_seconds
@@ -135,9 +119,9 @@ class PartitionLease:
         no longer exists move to one that does (the count is read again once a minute)."""
         now = time.monotonic()
         if now >= self._count_read_at + COUNT_CACHE_SECONDS:
-            self._count, self._count_read_at = partition_count(self.backend), now
+            self._count, self._count_read_at = self.store.count(), now
         if self._count and queues:
-            repartition(self.backend, queues, self._count)
+            self.store.repartition(queues, self._count)
 
     def claimed(self, jobs: int) -> None:
         self._claimed += jobs
@@ -151,14 +135,13 @@ class PartitionLease:
         """Give the partition back (free at once; the least recently used from now). Forgotten
         only once the release committed: a failed one is tried again by the retried claim."""
         if self.partition is not None:
-            self.backend.execute("partition_release", {"partition": self.partition, "worker": self.worker})
+            self.store.release(self.partition, self.worker)
             self.partition = None
 
     def work_elsewhere(self, queues: list[str]) -> bool:
         """Do ``queues`` hold due jobs though no free partition does? (Other workers lease them:
         this worker waits for one of those partitions rather than exit as if the queue were empty.)"""
-        row = self.backend.fetchone("partition_jobs_due", {"queues": queues}) if queues else None
-        return bool(row and row["due"])
+        return bool(queues) and self.store.jobs_due(queues)
 
     def _lease(self, queues: list[str]) -> None:
         """Lease the least recently used free partition with work; failing that, take back the
@@ -169,8 +152,7 @@ class PartitionLease:
             self._take(queues)
 
     def _take(self, queues: list[str]) -> int | None:
-        params = {"worker": self.worker, "queues": queues, "ttl": self.lease_seconds}
-        self.partition = _lease(self.backend, params)
+        self.partition = self.store.lease(self.worker, queues, self.lease_seconds)
         if self.partition is not None:
             self.leases += 1
             self._claimed = 0
@@ -178,8 +160,8 @@ class PartitionLease:
         return self.partition
 
     def _renew(self) -> bool:
-        params = {"partition": self.partition, "worker": self.worker, "ttl": self.lease_seconds}
-        if self.backend.execute("partition_renew", params) != 1:
+        assert self.partition is not None
+        if not self.store.renew(self.partition, self.worker, self.lease_seconds):
             return False  # expired: another worker may be in it now (waiting, never a double run)
         self._renew_at = time.monotonic() + self.lease_seconds / 2
         return True
@@ -187,32 +169,7 @@ class PartitionLease:
     def _free_dead_holders(self) -> int:
         """Release the leases of workers that are gone (their liveness lock is free)."""
         freed = 0
-        for row in self.backend.fetchall("partitions_leased", {"worker": self.worker}):
-            holder = row["lock_by"]
-            if self.backend.liveness.is_alive(holder) is False:
-                params = {"partition": row["partition_no"], "worker": holder}
-                freed += self.backend.execute("partition_release", params)
+        for leased in self.store.leased_by_others(self.worker):
+            if self.backend.liveness.is_alive(leased.holder) is False:
+                freed += self.store.release(leased.partition, leased.holder)
         return freed
-
-
-def _lease(backend: Backend, params: dict[str, Any]) -> int | None:
-    """One lease statement (MySQL: then partition_leased, having no UPDATE ... RETURNING)."""
-    if backend.has_update_returning:
-        row = backend.fetchone("partition_lease", params)
-    elif backend.execute("partition_lease", params):
-        row = backend.fetchone("partition_leased", params)
-    else:
-        row = None
-    return None if row is None else int(row["partition_no"])
-
-
-def _info(row: dict[str, Any]) -> PartitionInfo:
-    held = bool(row["held"])
-    last = None if row["lock_by"] is None else str(row["lock_by"])
-    return PartitionInfo(
-        partition=int(row["partition_no"]),
-        held=held,
-        holder=last if held else None,
-        last_holder=last,
-        expires_in=float(row["expires_in"]) if held and row["expires_in"] is not None else None,
-    )

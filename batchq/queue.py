@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from .appconn import takes_app_conn
 from .backends import OnDatabase, stored_text
-from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, stored_bound, take_turn
+from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, take_turn
 from .config import Duration, check_queue_name, existing_queue_name, parse_duration
 from .errors import BackendError, ConfigError
 from .explain import Explanation, explain
@@ -379,7 +379,7 @@ class Queue(OnDatabase):
         """Whether ``queue`` has a bound, read at most once a second (on ``conn`` when given)."""
         known, now = self._bounds_known.get(queue), time.monotonic()
         if known is None or now >= known[0]:
-            bound = stored_bound(self.backend.fetchone("queue_bound", {"queue": queue}, conn))
+            bound = self.backend.stores.bounds.bound(queue, conn)
             known = self._bounds_known[queue] = (now + BOUND_CACHE_SECONDS, bound is not None)
         return known[1]
 

@@ -125,6 +125,7 @@ class Schedules:
     def __init__(self, jobs: JobBuilder) -> None:
         self.jobs = jobs
         self.backend = jobs.backend
+        self.store = jobs.backend.stores.schedules
 
     # -- defining ---------------------------------------------------------------------
 
@@ -212,10 +213,9 @@ class Schedules:
             with self.backend.transaction():
                 for definition in changed:
                     cron = parse_cron(definition.row["cron"], definition.row["tz"])
-                    next_exec = cron.next_after(int(now))
-                    self.backend.execute("schedule_upsert", {**definition.row, "next_exec": next_exec})
+                    self.store.upsert(definition.row, cron.next_after(int(now)))
                 for name in remove:
-                    self.backend.execute("schedule_delete", {"name": name})
+                    self.store.delete(name)
 
         self.backend.retrying(write)
         report.removed = list(remove)
@@ -223,11 +223,11 @@ class Schedules:
 
     def remove(self, name: str) -> bool:
         """Delete a schedule (the jobs it enqueued stay). False if there was none."""
-        return self.backend.execute("schedule_delete", {"name": check_schedule_name(name)}) == 1
+        return self.store.delete(check_schedule_name(name))
 
     def pause(self, name: str) -> bool:
         """tick leaves it alone until resumed. False if there is no such schedule."""
-        return self.backend.execute("schedule_pause", {"name": check_schedule_name(name)}) == 1
+        return self.store.pause(check_schedule_name(name))
 
     def resume(self, name: str) -> bool:
         """Run it again from its first slot after now: slots that passed while it was paused are
@@ -236,7 +236,7 @@ class Schedules:
         if schedule is None or schedule.enabled:
             return False
         next_exec = parse_cron(schedule.cron, schedule.tz).next_after(int(self.server_now()))
-        return self.backend.execute("schedule_resume", {"name": name, "next_exec": next_exec}) == 1
+        return self.store.resume(name, next_exec)
 
     def sync(self, schedules: Mapping[str, Mapping[str, Any]], *, prune: bool = False) -> SyncReport:
         """Make the stored schedules match ``schedules`` ({name: {cron, task, tz, payload, ...}}):
@@ -285,7 +285,7 @@ class Schedules:
 
     def list(self) -> list[Schedule]:
         """Every schedule, by name."""
-        return [self._schedule(row) for row in self.backend.fetchall("schedules_all")]
+        return [self._schedule(row) for row in self.store.all()]
 
     def get(self, name: str) -> Schedule | None:
         return next((s for s in self.list() if s.name == name), None)
@@ -353,9 +353,7 @@ class Schedules:
 
     def server_now(self) -> float:
         """The database server's clock, in seconds since the epoch."""
-        row = self.backend.fetchone("schedule_server_now")
-        assert row is not None
-        return float(row["now"])
+        return self.store.server_now()
 
     # -- ticking --------------------------------------------------------------------------
 
@@ -363,7 +361,7 @@ class Schedules:
         """Enqueue the jobs of every due schedule, each slot once however many hosts tick."""
         report = TickReport()
         exec_by = f"{socket.gethostname()}:{os.getpid()}"
-        for row in self.backend.fetchall("schedules_due"):
+        for row in self.store.due():
             try:
                 self._fire(row, exec_by, report)
             except BatchqError as exc:  # this schedule's jobs cannot be written here: the others go on
@@ -395,16 +393,14 @@ class Schedules:
             (slot, self.jobs.row(template, job_payload(payload, row["name"], cron.local(slot))))
             for slot in todo.slots
         ]
-        advance = {"name": row["name"], "seen": seen, "next_exec": todo.next_exec, "exec_by": exec_by}
 
         def advance_and_enqueue() -> tuple[list[int], str | None] | None:
             with self.backend.transaction():
-                if self.backend.execute("schedule_advance", advance) != 1:
+                if not self.store.advance(row["name"], seen, todo.next_exec, exec_by):
                     return None  # another ticker advanced it first: the slot is its to enqueue
                 ids, refused = _write_jobs(self.backend, row["queue"], [job for _, job in jobs])
                 if ids:
-                    last = {"name": row["name"], "slot": jobs[len(ids) - 1][0], "job_id": ids[-1]}
-                    self.backend.execute("schedule_ran", last)
+                    self.store.ran(row["name"], jobs[len(ids) - 1][0], ids[-1])
                 return ids, refused
 
         done = self.backend.retrying(advance_and_enqueue)
@@ -427,9 +423,9 @@ def _write_jobs(backend: Backend, queue: str, jobs: Sequence[dict[str, Any]]) ->
     returned); under drop_oldest all are, then the oldest waiting jobs beyond the bound fail."""
     bound = take_turn(backend, queue, None) if jobs else None  # ticks into one queue take turns
     if bound is None:
-        return [backend.insert("enqueue", job) for job in jobs], None
+        return [backend.insert_job(job) for job in jobs], None
     count = fitting(backend, queue, bound, len(jobs), None)
-    ids = [backend.insert("enqueue", job) for job in jobs[:count]]
+    ids = [backend.insert_job(job) for job in jobs[:count]]
     trim(backend, queue, bound, None)
     return ids, None if count == len(jobs) else full_reason(queue, bound)
 

@@ -6,13 +6,13 @@ import asyncio
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from ..backends import Backend, Database
 from ..config import DatabaseURL, parse_duration
 from ..errors import ConfigError
 from ..explain import Explanation
-from ..mq import MessageQueue
+from ..mq import MessageQueue, TopicBinding
 from ..mq.records import Message, QueueMetrics
 from ..queue import Enqueued, Queue, QueueStats, Task
 from ..results import FIRST_POLL_SECONDS, MAX_POLL_SECONDS, JobResult, check_job_id, check_wait
@@ -276,8 +276,61 @@ class AsyncMessageQueue(_Async[MessageQueue]):
                 return messages
             await asyncio.sleep(max(0.0, min(interval, deadline - loop.time())))
 
-    async def pop(self, queue: str, *, conn: Any = None) -> Message | None:
-        return await self._call(lambda m, c: m.pop(queue, conn=c), conn)
+    @overload
+    async def pop(self, queue: str, qty: None = None, *, conn: Any = None) -> Message | None: ...
+
+    @overload
+    async def pop(self, queue: str, qty: int, *, conn: Any = None) -> list[Message]: ...
+
+    async def pop(
+        self, queue: str, qty: int | None = None, *, conn: Any = None
+    ) -> Message | None | list[Message]:
+        """``MessageQueue.pop``: the oldest visible message, deleted; with ``qty``, a list."""
+        if qty is None:
+            return await self._call(lambda m, c: m.pop(queue, conn=c), conn)
+        return await self._call(lambda m, c: m.pop(queue, qty, conn=c), conn)
+
+    async def read_grouped_head(self, queue: str, *, conn: Any = None, **options: Any) -> list[Message]:
+        """``MessageQueue.read_grouped_head`` (vt=, qty=): the oldest message of up to qty groups."""
+        return await self._call(lambda m, c: m.read_grouped_head(queue, conn=c, **options), conn)
+
+    async def read_grouped_head_with_poll(
+        self, queue: str, vt: Any = 30, qty: int = 1, max_poll_seconds: Any = 5, poll_interval_ms: int = 100
+    ) -> list[Message]:
+        """``MessageQueue.read_grouped_head_with_poll``, the waits on the loop (as read_with_poll)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + parse_duration(max_poll_seconds, "max_poll_seconds")
+        interval = parse_duration(poll_interval_ms, "poll_interval_ms") / 1000
+        while True:
+            messages = await self.read_grouped_head(queue, vt=vt, qty=qty)
+            if messages or loop.time() >= deadline:
+                return messages
+            await asyncio.sleep(max(0.0, min(interval, deadline - loop.time())))
+
+    async def bind_topic(self, pattern: str, queue: str) -> bool:
+        return await self._call(lambda m, _: m.bind_topic(pattern, queue))
+
+    async def unbind_topic(self, pattern: str, queue: str) -> bool:
+        return await self._call(lambda m, _: m.unbind_topic(pattern, queue))
+
+    async def list_topic_bindings(self, queue: str | None = None) -> list[TopicBinding]:
+        return await self._call(lambda m, _: m.list_topic_bindings(queue))
+
+    async def test_routing(self, routing_key: str) -> list[TopicBinding]:
+        return await self._call(lambda m, _: m.test_routing(routing_key))
+
+    test_routing.__test__ = False  # type: ignore[attr-defined]
+
+    async def send_topic(self, routing_key: str, message: Any, *, conn: Any = None, **options: Any) -> int:
+        """``MessageQueue.send_topic``: how many queues got a copy."""
+        return await self._call(lambda m, c: m.send_topic(routing_key, message, conn=c, **options), conn)
+
+    async def send_batch_topic(
+        self, routing_key: str, messages: Sequence[Any], *, conn: Any = None, **options: Any
+    ) -> list[tuple[str, int]]:
+        return await self._call(
+            lambda m, c: m.send_batch_topic(routing_key, messages, conn=c, **options), conn
+        )
 
     async def delete(self, queue: str, msg_id: int, *, conn: Any = None, **options: Any) -> bool:
         return await self._call(lambda m, c: m.delete(queue, msg_id, conn=c, **options), conn)

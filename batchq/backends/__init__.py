@@ -9,16 +9,8 @@ from __future__ import annotations
 import threading
 
 from ..config import DatabaseURL, parse_url, resolve_url
-from .base import (
-    Backend,
-    DuplicateKey,
-    Row,
-    TransientError,
-    stored_count,
-    stored_seconds,
-    stored_text,
-    stored_time,
-)
+from ..stored import Row, stored_count, stored_seconds, stored_text, stored_time
+from .base import Backend, DuplicateKey, TransientError
 from .liveness import LivenessHeld
 from .schema import migrate
 

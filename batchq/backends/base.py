@@ -4,19 +4,19 @@ A backend runs named queries from ``sql/<dialect>/*.sql`` on one connection: not
 or all rows, in autocommit or inside ``transaction()``; and the job cycle's few statements
 (claim, delete, release, promote), which each dialect writes its own way. Dialect modules
 connect, claim and translate driver errors; a worker's liveness is in ``liveness.py``, the
-schema in ``schema.py``.
+schema in ``schema.py``. Each concern's operations (locks, schedules, partitions, ...) are typed
+methods of its store, ``backend.stores.<concern>`` (batchq.stores), which runs its named queries
+on this connection.
 """
 
 from __future__ import annotations
 
-import math
 import random
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from typing import Any, ClassVar, NoReturn, TypeVar
 
 from ..appconn import driver_connection
@@ -25,9 +25,10 @@ from ..errors import BackendError, BackendUnavailable, JobExpired, SchemaMissing
 from ..job import Claim, Job, Kept, kept_document
 from ..sqlfiles import migrations
 from ..sqlfiles import queries as load_queries
+from ..stored import Row
+from ..stores import Stores
 from .liveness import LeaseLiveness, Liveness
 
-Row = dict[str, Any]
 T = TypeVar("T")
 
 
@@ -71,6 +72,7 @@ class Backend(ABC):
         # One user of the connection at a time: the worker's thread, or its heartbeat.
         self.session_lock = threading.RLock()
         self._probing_schema = False  # a probe of _schema_error's own: it asks nobody further
+        self.stores = Stores(self)  # each concern's typed operations on this connection
 
     # -- connection ---------------------------------------------------------
 
@@ -526,48 +528,6 @@ def job_ids(jobs: Sequence[Job]) -> list[int]:
 def done_params(done: Sequence[Job]) -> dict[str, Any]:
     """The finished jobs a claim deletes first: their token and ids (none: matches nothing)."""
     return {"done_token": done[0].claim_token if done else None, "done_ids": job_ids(done)}
-
-
-def stored_count(value: Any) -> int:
-    """A count read from a row as an int, 0 if it is none: SQLite lets a row written by hand
-    hold any type in any column, and a worker or sweep must not fail on it."""
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
-        return 0
-
-
-def stored_text(value: Any) -> str:
-    """A text read from a row as str: bytes (a BLOB written by hand on SQLite) decoded with
-    U+FFFD for what is not UTF-8, anything else as str()."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).decode("utf-8", "replace")
-    return str(value)
-
-
-def stored_time(value: Any) -> datetime | str | None:
-    """A time read from a row as an aware UTC datetime (MySQL's are naive UTC, SQLite's and the
-    queries' own are UTC text); what reads as no time (written by hand) stays as its text."""
-    if value is None:
-        return None
-    if not isinstance(value, datetime):
-        text = stored_text(value)
-        try:
-            value = datetime.fromisoformat(text)
-        except ValueError:
-            return text
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
-
-
-def stored_seconds(value: Any) -> float | None:
-    """A number of seconds read from a row; None if it is no finite number."""
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return seconds if math.isfinite(seconds) else None
 
 
 def _column_names(cur: Any) -> list[str]:

@@ -13,7 +13,7 @@ import click
 
 from ..config import check_queue_name, counted, format_duration
 from ..errors import ConfigError
-from ..queue_settings import JobQueueSettings, job_queue_settings
+from ..queue_settings import JobQueueSettings
 from .common import common_options, open_queue, print_json, printable
 
 OFF = "off"
@@ -138,7 +138,7 @@ def configure(
         changes["keep_for"] = None if keep_for.strip().lower() == OFF else keep_for
     if bound is not NOT_GIVEN:
         changes["max_length"] = bound
-        before = job_queue_settings(queue.backend, queue_name).get(queue_name)
+        before = queue.backend.stores.settings.job_queues(queue_name).get(queue_name)
         changes["overflow"] = kept_overflow(bound, overflow, before.overflow if before else None)
     notes = []
     if changes:
@@ -150,7 +150,8 @@ def configure(
         if mismatched:
             notes.append(f"{counted(mismatched, 'waiting job')} do not match the new type (forced)")
     changed = bool(changes) or schema is not None
-    settings = job_queue_settings(queue.backend, queue_name).get(queue_name, JobQueueSettings(queue_name))
+    found = queue.backend.stores.settings.job_queues(queue_name)
+    settings = found.get(queue_name, JobQueueSettings(queue_name))
     if as_json:
         print_json({**settings.as_dict(), "notes": notes})
         return

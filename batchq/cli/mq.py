@@ -11,8 +11,9 @@ import click
 
 from ..config import counted, format_duration, format_time
 from ..errors import ConfigError
-from ..mq import MessageQueue
+from ..mq import Message, MessageQueue, TopicBinding
 from ..mq.archive import PRUNE_BATCH
+from ..mq.core import MAX_QTY
 from ..mq.overview import (
     MSG_ID_RANGE,
     PAGE_MAX,
@@ -24,6 +25,7 @@ from ..mq.overview import (
     purge_up_to,
     queue_figures,
 )
+from ..mq.routing import check_pattern, check_routing_key
 from .common import DURATION, common_options, existing_only, fail, print_json, printable, usage_error
 from .configure import (
     NOT_GIVEN,
@@ -46,7 +48,7 @@ log = logging.getLogger("batchq.mq")
 @click.group("mq")
 def mq() -> None:
     """Message queues (batchq.MessageQueue): list them, their figures, peek at messages, archive,
-    delete or purge them, configure a queue, prune the archive."""
+    delete, pop or purge them, configure a queue, prune the archive, bind topic patterns."""
 
 
 @mq.command("prune")
@@ -360,3 +362,103 @@ def configure(
             ("subscription", _subscription(f)),
         ],
     )
+
+
+# -- pop several; topic routing by pattern (PGMQ's bind_topic) ------------------------------
+
+
+@mq.command("pop")
+@common_options
+@click.argument("queue_name", metavar="QUEUE")
+@click.option(
+    "--qty", type=click.IntRange(1, MAX_QTY), default=1, show_default=True, help="At most this many."
+)
+@click.pass_context
+def pop(ctx: click.Context, queue_name: str, qty: int) -> None:
+    """Take up to --qty visible messages of QUEUE, oldest first, and delete them (no archive):
+    each is printed as one JSON line, so that they can be handled by hand or sent elsewhere.
+    Messages held by consumers stay."""
+    queues = _open(ctx)
+    name = _one(queues, queue_name).queue
+    for m in queues.pop(name, qty):
+        click.echo(json.dumps(_popped(m), default=str, ensure_ascii=False))
+
+
+def _popped(m: Message) -> dict[str, Any]:
+    return {
+        "msg_id": m.msg_id,
+        "read_ct": m.read_ct,
+        "enqueued_at": m.enqueued_at,
+        "headers": m.headers,
+        "message": m.message,
+    }
+
+
+@mq.command("bind")
+@common_options
+@click.argument("pattern", metavar="PATTERN")
+@click.argument("queue_name", metavar="QUEUE")
+@click.pass_context
+def bind(ctx: click.Context, pattern: str, queue_name: str) -> None:
+    """Route to QUEUE the messages sent with send_topic() under a routing key PATTERN matches:
+    dot-separated words, '*' for exactly one word, '#' for any run ('orders.*', 'logs.#', '#').
+    Binding twice changes nothing."""
+    check_pattern(pattern)  # before the queue is looked for: a bad pattern is a mistake (exit 2)
+    queues = _open(ctx)
+    name = _one(queues, queue_name).queue
+    if queues.bind_topic(pattern, name):
+        click.echo(f"bound {_shown(pattern)} to queue {_shown(name)}")
+    else:
+        click.echo(f"{_shown(pattern)} was bound to queue {_shown(name)} already")
+
+
+@mq.command("unbind")
+@common_options
+@click.argument("pattern", metavar="PATTERN")
+@click.argument("queue_name", metavar="QUEUE")
+@click.pass_context
+def unbind(ctx: click.Context, pattern: str, queue_name: str) -> None:
+    """Remove the binding of PATTERN to QUEUE; exit 1 if there is none."""
+    if not _open(ctx).unbind_topic(pattern, queue_name):
+        fail(
+            f"{_shown(pattern)} is not bound to queue {_shown(queue_name)!r}: `batchq mq bindings` lists them"
+        )
+    click.echo(f"unbound {_shown(pattern)} from queue {_shown(queue_name)}")
+
+
+@mq.command("bindings")
+@common_options
+@click.option("--queue", "queue_name", default=None, metavar="QUEUE", help="Only this queue's bindings.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_context
+def bindings(ctx: click.Context, queue_name: str | None, as_json: bool) -> None:
+    """Every binding of a topic pattern to a message queue, by pattern."""
+    _print_bindings(_open(ctx).list_topic_bindings(queue_name), as_json, "no topic bindings")
+
+
+@mq.command("route")
+@common_options
+@click.argument("routing_key", metavar="ROUTING_KEY")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_context
+def route(ctx: click.Context, routing_key: str, as_json: bool) -> None:
+    """Show where a message sent with ROUTING_KEY would go (the bindings whose pattern matches it),
+    sending nothing."""
+    check_routing_key(routing_key)
+    found = _open(ctx).test_routing(routing_key)
+    _print_bindings(
+        found, as_json, f"no binding matches {_shown(routing_key)}: a message sent with it goes nowhere"
+    )
+
+
+def _print_bindings(found: list[TopicBinding], as_json: bool, none: str) -> None:
+    if as_json:
+        print_json([{"pattern": b.pattern, "queue": b.queue, "created_at": b.created_at} for b in found])
+        return
+    if not found:
+        click.echo(none)
+        return
+    click.echo(f"{'pattern':<32} {'queue':<24} created (UTC)")
+    for b in found:
+        created = format_time(b.created_at).removesuffix(" UTC")
+        click.echo(f"{_shown(b.pattern):<32} {_shown(b.queue):<24} {created}")

@@ -11,7 +11,7 @@ import click
 from ..config import counted
 from ..mq.overview import queue_figures
 from ..queue import QueueStats
-from ..queue_settings import JobQueueSettings, job_queue_settings
+from ..queue_settings import JobQueueSettings
 from .common import age, common_options, n_jobs, open_queue, print_json, printable, usage_error
 from .mq import print_mq_table
 
@@ -27,7 +27,7 @@ def stats(ctx: click.Context, as_json: bool) -> None:
     First, how workers claim: the row claim's statement, and the partitions of `run --claim
     partition` with how many are leased, when they are set up."""
     queue = open_queue(ctx)
-    settings = job_queue_settings(queue.backend)
+    settings = queue.backend.stores.settings.job_queues()
     rows = _with_settings(queue.stats(), settings)
     messages = queue_figures(queue.backend)
     parts = queue.partitions()

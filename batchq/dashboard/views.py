@@ -12,7 +12,6 @@ from ..errors import BackendError, BackendUnavailable, ConfigError
 from ..job import JOB_ID_RANGE
 from ..locks import list_locks
 from ..metrics import read_queues, render
-from ..queue_settings import job_queue_settings
 from ..registry import list_workers
 from ..sweeps import failure_groups
 from . import reads, search
@@ -31,7 +30,7 @@ def queues() -> str:
         "queues.html",
         title="Queues",
         queues=read_queues(board.backend),
-        settings=job_queue_settings(board.backend),
+        settings=board.backend.stores.settings.job_queues(),
         partitions=board.queue.partitions(),
     )
 

@@ -12,24 +12,33 @@ A separate class from :class:`batchq.Queue`: jobs name a task and are run by
 any process reads on its own schedule. They share only the database and the URL.
 
 The package holds one module per concern; MessageQueue is composed of them: ``queues`` (create,
-configure, alter, drop, purge, list, metrics), ``sending``, ``reading`` (read, pop),
+configure, alter, drop, purge, list, metrics), ``sending``, ``reading`` (read, pop, read_grouped_head),
 ``after_reading`` (delete, archive, set_vt, cancel, get), ``archive`` (read_archive,
-prune_archive); the topics (batchq.mq.topics) are its own few methods. ``core`` is what they share,
+prune_archive); the topics (batchq.mq.topics) and the routing by pattern (batchq.mq.routing) are
+its own few methods. ``core`` is what they share,
 ``records`` and ``checks`` the conversions of what comes out of the database and what goes in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..appconn import takes_app_conn
 from .after_reading import AfterReading
 from .archive import Archive
-from .core import Seconds
+from .core import Seconds, When
 from .queues import QueueLifecycle
 from .reading import Reading
 from .records import ArchivedMessage, Message, QueueInfo, QueueMetrics
+from .routing import (
+    TopicBinding,
+    bind_topic,
+    list_topic_bindings,
+    send_batch_topic,
+    test_routing,
+    unbind_topic,
+)
 from .sending import Sending
 from .topics import Subscription, publish, subscribe, subscriptions, unsubscribe
 
@@ -86,5 +95,52 @@ class MessageQueue(QueueLifecycle, Sending, Reading, AfterReading, Archive):
         """Every subscription (of ``topic``), by topic and subscriber."""
         return subscriptions(self, topic)
 
+    # -- topic routing by pattern (batchq.mq.routing) -----------------------------------
 
-__all__ = ["ArchivedMessage", "Message", "MessageQueue", "QueueInfo", "QueueMetrics"]
+    def bind_topic(self, pattern: str, queue: str) -> bool:
+        """Route the keys that match ``pattern`` ('*': one word, '#': any run, as PGMQ) to the
+        existing ``queue``; True when new, False when it was bound already."""
+        return bind_topic(self, pattern, queue)
+
+    def unbind_topic(self, pattern: str, queue: str) -> bool:
+        """Remove a binding; False when there was none."""
+        return unbind_topic(self, pattern, queue)
+
+    def list_topic_bindings(self, queue: str | None = None) -> list[TopicBinding]:
+        """Every binding (to ``queue``), by pattern then queue."""
+        return list_topic_bindings(self, queue)
+
+    def test_routing(self, routing_key: str) -> list[TopicBinding]:
+        """The bindings a message sent with ``routing_key`` would follow (nothing is sent)."""
+        return test_routing(self, routing_key)
+
+    @takes_app_conn
+    def send_topic(
+        self,
+        routing_key: str,
+        msg: Any,
+        *,
+        delay: When | None = None,
+        headers: Mapping[str, Any] | None = None,
+        conn: Any = None,
+    ) -> int:
+        """Send ``msg`` to every queue bound to a pattern that matches ``routing_key`` (one copy
+        per queue), in one transaction; returns how many queues (0: none matched)."""
+        heads = None if headers is None else [headers]
+        return len(send_batch_topic(self, routing_key, [msg], delay=delay, headers=heads, conn=conn))
+
+    @takes_app_conn
+    def send_batch_topic(
+        self,
+        routing_key: str,
+        msgs: Iterable[Any],
+        *,
+        delay: When | None = None,
+        headers: Mapping[str, Any] | Sequence[Mapping[str, Any] | None] | None = None,
+        conn: Any = None,
+    ) -> list[tuple[str, int]]:
+        """``send_topic`` for several messages: (queue, msg_id) of each copy, by queue then id."""
+        return send_batch_topic(self, routing_key, msgs, delay=delay, headers=headers, conn=conn)
+
+
+__all__ = ["ArchivedMessage", "Message", "MessageQueue", "QueueInfo", "QueueMetrics", "TopicBinding"]

@@ -176,6 +176,7 @@ class QueueLifecycle(MessageQueueCore):
         if not subscribed:  # and again: a subscribe that created this queue meanwhile committed
             _refuse_subscribed(queue, backend.fetchone("pubsub_subscription_of_queue", params, conn))
         existed = backend.execute("mq_queue_drop_meta", params, conn) == 1
+        backend.execute("mq_binding_drop_queue", params, conn)  # after the row a bind_topic locks
         backend.execute("mq_queue_drop_messages", params, conn)
         backend.execute("mq_queue_drop_archive", params, conn)
         return existed

@@ -1,5 +1,7 @@
 """Reading: ``read`` (and with polling) hides the messages it returns for a while, ``pop``
-deletes them; on a typed queue, a message that does not match the type is archived unread."""
+deletes them; ``read_grouped_head`` reads in order within groups of messages (FIFO, PGMQ's
+function of that name); on a typed queue, a message that does not match the type is archived
+unread."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
-from typing import Any
+from typing import Any, overload
 
 from ..appconn import takes_app_conn
 from ..backends import Backend
@@ -21,6 +23,7 @@ from .core import MAX_QTY, MessageQueueCore, Seconds
 from .records import Message, Unreadable, _message_or_unreadable, _utc_text
 
 log = logging.getLogger("batchq.mq")
+GROUP_HEADER = "x-pgmq-group"  # the header that names a message's FIFO group (PGMQ's)
 
 
 class Reading(MessageQueueCore):
@@ -69,15 +72,51 @@ class Reading(MessageQueueCore):
                 return messages
             time.sleep(max(0.0, min(interval, deadline - time.monotonic())))
 
+    @takes_app_conn
+    def read_grouped_head(self, queue: str, vt: Seconds, qty: int = 1, *, conn: Any = None) -> list[Message]:
+        """A FIFO read by group: the oldest message of up to ``qty`` groups, hidden for ``vt``.
+
+        A message's group is its header ``x-pgmq-group`` (``send(..., headers={"x-pgmq-group":
+        "order-7"})``); messages without one form one default group. Only a group's oldest
+        message is ever handed out, and only while it is visible: while it is held (read and
+        not yet deleted or archived, its vt not run out) its group gives nothing, so each
+        group has at most one message in flight and its messages are processed in id order.
+        """
+        params = {**self._read_params(queue, vt, qty, None), "query": "mq_read_grouped"}
+        messages = self._read_typed(params, conn)
+        if not messages:
+            self._existing(queue, conn)
+        return messages
+
+    def read_grouped_head_with_poll(
+        self,
+        queue: str,
+        vt: Seconds,
+        qty: int = 1,
+        max_poll_seconds: Seconds = 5,
+        poll_interval_ms: int = 100,
+    ) -> list[Message]:
+        """``read_grouped_head``, retried every ``poll_interval_ms`` until a message comes or
+        the time is up."""
+        params = {**self._read_params(queue, vt, qty, None), "query": "mq_read_grouped"}
+        self._existing(queue)
+        deadline = time.monotonic() + parse_duration(max_poll_seconds, "max_poll_seconds")
+        interval = parse_duration(poll_interval_ms, "poll_interval_ms") / 1000
+        while True:
+            messages = self._read_typed(params)
+            if messages or time.monotonic() >= deadline:
+                return messages
+            time.sleep(max(0.0, min(interval, deadline - time.monotonic())))
+
     def _read_params(
         self, queue: str, vt: Seconds, qty: int, where: Mapping[str, Any] | None
     ) -> dict[str, Any]:
         check_queue_name(queue)
-        if isinstance(qty, bool) or not isinstance(qty, int) or not 1 <= qty <= MAX_QTY:
-            raise ConfigError(f"bad qty {qty!r}: use a whole number from 1 to {MAX_QTY}")
+        _check_qty(qty)
         filter_text = None if where is None else _filter_text(where)
         paths = None if where is None else json.dumps(_filter_paths(where))
         return {
+            "query": "mq_read",
             "queue": queue,
             "qty": qty,
             "where": filter_text,
@@ -156,28 +195,42 @@ class Reading(MessageQueueCore):
         """The messages read (hidden, counted), in id order; one that cannot be read is given as
         Unreadable rather than failing the read, which would roll it back to the queue's head."""
         backend = self.backend
-        rows = backend.fetchall("mq_read" if backend.skip_locked else "mq_read_no_skip", params, conn)
+        query = params["query"] if backend.skip_locked else params["query"] + "_no_skip"
+        rows = backend.fetchall(query, params, conn)
         if rows and not backend.has_update_returning:  # locked above, marked here
             ids = [row["msg_id"] for row in rows]
             backend.execute("mq_read_mark", {**params, "ids": ids, "until": rows[0]["vt"]}, conn)
         return sorted((_message_or_unreadable(row) for row in rows), key=lambda m: m.msg_id)
 
+    @overload
+    def pop(self, queue: str, qty: None = None, *, conn: Any = None) -> Message | None: ...
+
+    @overload
+    def pop(self, queue: str, qty: int, *, conn: Any = None) -> list[Message]: ...
+
     @takes_app_conn
-    def pop(self, queue: str, *, conn: Any = None) -> Message | None:
-        """Delete the oldest visible message and return it (at-most-once delivery)."""
-        params = {"queue": check_queue_name(queue)}
-        while True:
+    def pop(self, queue: str, qty: int | None = None, *, conn: Any = None) -> Message | None | list[Message]:
+        """Delete the oldest visible message and return it (at-most-once delivery); None when
+        there is none. With ``qty``: up to that many, oldest first, as a list (PGMQ's pop(qty))."""
+        check_queue_name(queue)
+        wanted = 1 if qty is None else _check_qty(qty)
+        found: list[Message] = []
+        while len(found) < wanted:
+            want = {"queue": queue, "qty": wanted - len(found)}
             if conn is not None:
-                message = self._pop_row(params, conn)
+                popped = self._pop_rows(want, conn)
             else:
-                message = self.backend.retrying(lambda: self._pop_once(params))
-            if isinstance(message, Unreadable):
-                continue  # archived with why: the next one
-            if message is None or self._popped_matches(queue, message, conn):
+                popped = self.backend.retrying(partial(self._pop_once, want))
+            if not popped:
                 break
-        if message is None:
+            # Unreadable ones are archived with why; typed mismatches too: pop again for them.
+            found.extend(m for m in popped if isinstance(m, Message) and self._popped_matches(queue, m, conn))
+        if not found:
             self._existing(queue, conn)
-        return message
+        found.sort(key=lambda m: m.msg_id)
+        if qty is None:
+            return found[0] if found else None
+        return found
 
     def _popped_matches(self, queue: str, message: Message, conn: Any = None) -> bool:
         """True if a popped message fits the queue's type; else it goes to the archive with the
@@ -201,29 +254,35 @@ class Reading(MessageQueueCore):
         self._on(conn, lambda conn: archive(conn), transaction=False)
         return False
 
-    def _pop_once(self, params: dict[str, Any]) -> Message | Unreadable | None:
+    def _pop_once(self, params: dict[str, Any]) -> list[Message | Unreadable]:
         with _take(self.backend):
-            return self._pop_row(params, None)
+            return self._pop_rows(params, None)
 
-    def _pop_row(self, params: dict[str, Any], conn: Any) -> Message | Unreadable | None:
-        """The oldest visible message, deleted. One that cannot be read is archived with why in
-        the same transaction (failing would roll it back to the queue's head) and given as
-        Unreadable."""
+    def _pop_rows(self, params: dict[str, Any], conn: Any) -> list[Message | Unreadable]:
+        """Up to qty of the oldest visible messages, deleted. One that cannot be read is archived
+        with why in the same transaction (failing would roll it back to the queue's head) and
+        given as Unreadable."""
         backend = self.backend
-        row = backend.fetchone("mq_pop" if backend.skip_locked else "mq_pop_no_skip", params, conn)
-        if row is not None and not backend.has_update_returning:
-            backend.execute("mq_pop_mark", {**params, "id": row["msg_id"]}, conn)
-        if row is None:
-            return None
-        message = _message_or_unreadable(row)
-        if isinstance(message, Unreadable):
-            log.warning(
-                "message %s of queue %r archived unread: %s", message.msg_id, params["queue"], message.reason
-            )
-            archived = {key: row[key] for key in ("vt", "read_ct", "enqueued_at", "message", "headers")}
-            archived.update(id=message.msg_id, queue=params["queue"], reason=message.reason)
-            backend.execute("mq_archive_popped", archived, conn)
-        return message
+        rows = backend.fetchall("mq_pop" if backend.skip_locked else "mq_pop_no_skip", params, conn)
+        if rows and not backend.has_update_returning:
+            backend.execute("mq_pop_mark", {**params, "ids": [row["msg_id"] for row in rows]}, conn)
+        messages = []
+        for row in rows:
+            message = _message_or_unreadable(row)
+            if isinstance(message, Unreadable):
+                queue, why = params["queue"], message.reason
+                log.warning("message %s of queue %r archived unread: %s", message.msg_id, queue, why)
+                archived = {key: row[key] for key in ("vt", "read_ct", "enqueued_at", "message", "headers")}
+                archived.update(id=message.msg_id, queue=params["queue"], reason=message.reason)
+                backend.execute("mq_archive_popped", archived, conn)
+            messages.append(message)
+        return messages
+
+
+def _check_qty(qty: int) -> int:
+    if isinstance(qty, bool) or not isinstance(qty, int) or not 1 <= qty <= MAX_QTY:
+        raise ConfigError(f"bad qty {qty!r}: use a whole number from 1 to {MAX_QTY}")
+    return qty
 
 
 def _take(backend: Backend) -> AbstractContextManager[None]:

@@ -133,12 +133,12 @@ FOR UPDATE;
 UPDATE batchq_message SET vt = %(until)s, read_ct = read_ct + 1 WHERE queue = %(queue)s AND id IN %(ids)s;
 
 -- name: mq_pop
--- Lock the oldest visible message for deletion (see mq_read).
+-- Lock up to qty visible messages, oldest id first, for deletion (see mq_read).
 SELECT id AS msg_id, read_ct, enqueued_at, vt, message, headers
 FROM batchq_message FORCE INDEX (PRIMARY)
 WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
 ORDER BY id
-LIMIT 1
+LIMIT %(qty)s
 FOR UPDATE SKIP LOCKED;
 
 -- name: mq_pop_no_skip
@@ -147,12 +147,52 @@ SELECT id AS msg_id, read_ct, enqueued_at, vt, message, headers
 FROM batchq_message FORCE INDEX (PRIMARY)
 WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
 ORDER BY id
-LIMIT 1
+LIMIT %(qty)s
 FOR UPDATE;
 
 -- name: mq_pop_mark
--- Second half of a pop: delete the locked message.
-DELETE FROM batchq_message WHERE queue = %(queue)s AND id = %(id)s;
+-- Second half of a pop: delete the locked messages.
+DELETE FROM batchq_message WHERE queue = %(queue)s AND id IN %(ids)s;
+
+-- name: mq_read_grouped
+-- A FIFO read by group (the header x-pgmq-group; none, or JSON null: one default group): lock the
+-- head of up to qty groups for mq_read_mark, a group's head being its oldest message whether held
+-- or not, so a group with a message in flight (or a message a concurrent reader has locked: SKIP
+-- LOCKED) gives nothing. The heads come from a plain read of the latest commits (READ COMMITTED;
+-- a subquery of a locking read locks nothing); the locking read of m then sees each row's latest
+-- commit, so a head another reader has just hidden fails vt <= now.
+SELECT id AS msg_id, read_ct + 1 AS read_ct, enqueued_at,
+       UTC_TIMESTAMP(6) + INTERVAL ROUND(%(vt)s * 1000000) MICROSECOND AS vt, message, headers
+FROM batchq_message FORCE INDEX (PRIMARY)
+WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
+  AND id IN (
+      SELECT head FROM (
+          SELECT MIN(id) AS head FROM batchq_message
+          WHERE queue = %(queue)s
+          GROUP BY CASE WHEN JSON_TYPE(JSON_EXTRACT(headers, '$."x-pgmq-group"')) <> 'NULL'
+                        THEN JSON_UNQUOTE(JSON_EXTRACT(headers, '$."x-pgmq-group"')) END
+      ) AS heads)
+ORDER BY id
+LIMIT %(qty)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: mq_read_grouped_no_skip
+-- mq_read_grouped for servers without SKIP LOCKED: a reader waits for a head another holds locked
+-- and then re-checks its vt.
+SELECT id AS msg_id, read_ct + 1 AS read_ct, enqueued_at,
+       UTC_TIMESTAMP(6) + INTERVAL ROUND(%(vt)s * 1000000) MICROSECOND AS vt, message, headers
+FROM batchq_message FORCE INDEX (PRIMARY)
+WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
+  AND id IN (
+      SELECT head FROM (
+          SELECT MIN(id) AS head FROM batchq_message
+          WHERE queue = %(queue)s
+          GROUP BY CASE WHEN JSON_TYPE(JSON_EXTRACT(headers, '$."x-pgmq-group"')) <> 'NULL'
+                        THEN JSON_UNQUOTE(JSON_EXTRACT(headers, '$."x-pgmq-group"')) END
+      ) AS heads)
+ORDER BY id
+LIMIT %(qty)s
+FOR UPDATE;
 
 -- name: mq_message_get
 -- One message as it stands.

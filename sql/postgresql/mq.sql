@@ -129,16 +129,39 @@ WHERE m.id = picked.id
 RETURNING m.id AS msg_id, m.read_ct, m.enqueued_at, m.vt, m.message::text AS message, m.headers::text AS headers;
 
 -- name: mq_pop
--- Delete the oldest visible message and return it.
+-- Delete up to qty visible messages, oldest id first, and return them.
 WITH picked AS (
     SELECT id FROM batchq_message
     WHERE queue = %(queue)s AND vt <= clock_timestamp()
     ORDER BY id
-    LIMIT 1
+    LIMIT %(qty)s
     FOR UPDATE SKIP LOCKED
 )
 DELETE FROM batchq_message AS m
 USING picked
+WHERE m.id = picked.id
+RETURNING m.id AS msg_id, m.read_ct, m.enqueued_at, m.vt, m.message::text AS message, m.headers::text AS headers;
+
+-- name: mq_read_grouped
+-- A FIFO read by group (the header x-pgmq-group; none: one default group): hide the head of up
+-- to qty groups, a group's head being its oldest message whether held or not, so a group with a
+-- message in flight (or a message a concurrent reader has locked: SKIP LOCKED) gives nothing.
+-- heads is the statement's snapshot; FOR UPDATE locks only m, and re-checks vt on a row another
+-- reader changed meanwhile.
+WITH heads AS (
+    SELECT MIN(id) AS id FROM batchq_message
+    WHERE queue = %(queue)s
+    GROUP BY headers->>'x-pgmq-group'
+), picked AS (
+    SELECT m.id FROM batchq_message AS m
+    WHERE m.queue = %(queue)s AND m.id IN (SELECT id FROM heads) AND m.vt <= clock_timestamp()
+    ORDER BY m.id
+    LIMIT %(qty)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE batchq_message AS m
+SET vt = clock_timestamp() + %(vt)s::float8 * interval '1 second', read_ct = m.read_ct + 1
+FROM picked
 WHERE m.id = picked.id
 RETURNING m.id AS msg_id, m.read_ct, m.enqueued_at, m.vt, m.message::text AS message, m.headers::text AS headers;
 

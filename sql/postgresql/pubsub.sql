@@ -76,3 +76,20 @@ ORDER BY id DESC LIMIT %(limit)s;
 -- name: pubsub_listen_messages
 -- Subscribe a consumer's connection to the publish notifications (016's trigger).
 LISTEN batchq_messages;
+
+-- name: mq_binding_insert
+-- bind_topic (after mq_queue_lock found the queue): 0 rows when the binding exists.
+INSERT INTO batchq_mq_binding (pattern, queue, created_at) VALUES (%(pattern)s, %(queue)s, clock_timestamp())
+ON CONFLICT (pattern, queue) DO NOTHING;
+
+-- name: mq_binding_delete
+-- unbind_topic: 0 rows when there was no such binding.
+DELETE FROM batchq_mq_binding WHERE pattern = %(pattern)s AND queue = %(queue)s;
+
+-- name: mq_binding_list
+-- Every binding: send_topic matches their patterns in Python (few rows, one regex each).
+SELECT pattern, queue, created_at FROM batchq_mq_binding ORDER BY pattern, queue;
+
+-- name: mq_binding_drop_queue
+-- drop_queue: the queue's bindings go with it.
+DELETE FROM batchq_mq_binding WHERE queue = %(queue)s;

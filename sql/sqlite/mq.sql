@@ -119,13 +119,33 @@ WHERE id IN (
 RETURNING id AS msg_id, read_ct, enqueued_at, vt, message, headers;
 
 -- name: mq_pop
--- Delete the oldest visible message and return it.
+-- Delete up to qty visible messages, oldest id first, and return them.
 DELETE FROM batchq_message
-WHERE id = (
+WHERE id IN (
     SELECT id FROM batchq_message INDEXED BY batchq_message_read
     WHERE queue = :queue AND coalesce(julianday(vt) <= julianday('now'), 1)
     ORDER BY id
-    LIMIT 1
+    LIMIT :qty
+)
+RETURNING id AS msg_id, read_ct, enqueued_at, vt, message, headers;
+
+-- name: mq_read_grouped
+-- A FIFO read by group (the header x-pgmq-group, as text; none: one default group): hide the
+-- head of up to qty groups, a group's head being its oldest message whether held or not, so a
+-- group with a message in flight gives nothing. The read's write lock (BEGIN IMMEDIATE) keeps
+-- other readers out until it commits. Headers that are no JSON read as no group.
+UPDATE batchq_message
+SET vt = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :vt)), read_ct = read_ct + 1
+WHERE id IN (
+    SELECT m.id FROM batchq_message AS m INDEXED BY batchq_message_read
+    WHERE m.queue = :queue AND coalesce(julianday(m.vt) <= julianday('now'), 1)
+      AND m.id IN (
+          SELECT MIN(id) FROM batchq_message
+          WHERE queue = :queue
+          GROUP BY CASE WHEN json_valid(headers)
+                        THEN CAST(json_extract(headers, '$."x-pgmq-group"') AS TEXT) END)
+    ORDER BY m.id
+    LIMIT :qty
 )
 RETURNING id AS msg_id, read_ct, enqueued_at, vt, message, headers;
 

@@ -65,3 +65,20 @@ FROM batchq_message WHERE id = :id AND queue = :queue;
 SELECT id AS msg_id, read_ct, enqueued_at, archived_at, message, headers, error
 FROM batchq_message_archive WHERE queue = :queue AND error IS NOT NULL
 ORDER BY id DESC LIMIT :limit;
+
+-- name: mq_binding_insert
+-- bind_topic (after mq_queue_lock found the queue): 0 rows when the binding exists.
+INSERT OR IGNORE INTO batchq_mq_binding (pattern, queue, created_at)
+VALUES (:pattern, :queue, strftime('%Y-%m-%d %H:%M:%f', 'now'));
+
+-- name: mq_binding_delete
+-- unbind_topic: 0 rows when there was no such binding.
+DELETE FROM batchq_mq_binding WHERE pattern = :pattern AND queue = :queue;
+
+-- name: mq_binding_list
+-- Every binding: send_topic matches their patterns in Python (few rows, one regex each).
+SELECT pattern, queue, created_at FROM batchq_mq_binding ORDER BY pattern, queue;
+
+-- name: mq_binding_drop_queue
+-- drop_queue: the queue's bindings go with it.
+DELETE FROM batchq_mq_binding WHERE queue = :queue;

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from batchq import Queue
-from tests.support.db import app_connection
+from tests.support.db import app_connection, run_query
 from tests.support.django_project import DjangoProject
 
 # Each test starts Django processes and `manage.py batchq run` workers: several seconds.
@@ -169,15 +168,24 @@ def test_cancelled_job_reads_failed(project: DjangoProject) -> None:
     assert project.ran() == []
 
 
+def _make_due(project: DjangoProject) -> None:
+    """Every waiting job due now (no sleeping through a delay: a loaded machine outruns it)."""
+    queue = Queue(project.url)
+    try:
+        run_query(queue, "jobs_make_due")
+    finally:
+        queue.close()
+
+
 def test_retries_with_max_errors(project: DjangoProject) -> None:
     """OPTIONS MAX_ERRORS > 1: a failed try leaves the job READY, due again after the backoff."""
     project.extra_env["DJPROJ_MAX_ERRORS"] = "2"
     [job_id] = shell(project, "out = [tasks.boom.enqueue('once').id]")
-    run_worker(project, "--backoff", "0.5s")
+    run_worker(project, "--backoff", "1h")
     first = shell(project, f"out = described(backend.get_result({job_id!r}))")
     assert first["status"] == "READY" and first["attempts"] == 1 and not first["is_finished"]
-    time.sleep(0.6)
-    run_worker(project, "--backoff", "0.5s")
+    _make_due(project)
+    run_worker(project, "--backoff", "1h")
     second = shell(project, f"out = described(backend.get_result({job_id!r}))")
     assert second["status"] == "FAILED" and second["attempts"] == 2
     assert project.ran() == ["boom", "boom"]
@@ -270,7 +278,7 @@ def test_run_after(project: DjangoProject) -> None:
     ids = shell(
         project,
         """
-later = tasks.record.using(run_after=timezone.now() + timedelta(seconds=2)).enqueue("later").id
+later = tasks.record.using(run_after=timezone.now() + timedelta(minutes=30)).enqueue("later").id
 now = tasks.record.enqueue("now").id
 out = [later, now]
 """,
@@ -278,7 +286,7 @@ out = [later, now]
     run_worker(project)
     assert project.ran() == ["now"]
     assert shell(project, f"out = str(backend.get_result({ids[0]!r}).status)") == "READY"
-    time.sleep(2.2)
+    _make_due(project)
     run_worker(project)
     assert project.ran() == ["now", "later"]
 
@@ -302,14 +310,14 @@ def test_run_after_naive_when_use_tz_is_off(project: DjangoProject) -> None:
     job_id = shell(
         project,
         """
-soon = timezone.now() + timedelta(seconds=2)  # naive, Paris time
+soon = timezone.now() + timedelta(minutes=30)  # naive, Paris time (UTC+1 in winter, +2 in summer)
 assert timezone.is_naive(soon) and abs(soon - datetime.utcnow()) > timedelta(minutes=30)
 out = tasks.record.using(run_after=soon).enqueue("soon").id
 """,
     )
     run_worker(project)
-    assert project.ran() == []  # read as UTC, it would have been due an hour ago
-    time.sleep(2.2)
+    assert project.ran() == []  # read as UTC, it would have been due 30 or 90 minutes ago
+    _make_due(project)
     run_worker(project)
     assert project.ran() == ["soon"]
     times = project.shell(  # naive again, in TIME_ZONE, as Django's own datetimes are then

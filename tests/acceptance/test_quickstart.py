@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from batchq import Queue
+from tests.support.docblocks import named
 from tests.support.processes import ROOT
 
 _QUICKSTART = re.compile(r"<!-- quickstart -->\n(?P<body>.*?)<!-- /quickstart -->", re.DOTALL)
@@ -25,6 +26,8 @@ def quickstart() -> list[tuple[str, str]]:
     assert found, "README.md has no <!-- quickstart --> ... <!-- /quickstart --> markers"
     blocks = [(m["lang"], m["code"]) for m in _BLOCK.finditer(found["body"])]
     assert [lang for lang, _ in blocks] == ["python", "python", "sh", "cron"], blocks
+    # The blocks marked `<!-- run: quickstart -->` (tests/support/docblocks.py): these.
+    assert [(b.lang, b.code) for b in named("quickstart", "README.md")] == blocks
     return blocks
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.docblocks import named
 from tests.support.processes import ROOT
 
 DOC = ROOT / "docs" / "testing.md"
@@ -23,6 +24,8 @@ def doc_files() -> dict[str, str]:
     """{path: code} of the doc's python blocks that start with a file name."""
     files = {m["path"]: f"# {m['path']}\n{m['code']}" for m in _BLOCK.finditer(DOC.read_text("utf-8"))}
     assert set(files) == {"shop/jobs.py", "shop/orders.py", "conftest.py", "tests/test_orders.py"}, files
+    # The blocks marked `<!-- run: testing-shop -->` (tests/support/docblocks.py): these.
+    assert sorted(b.code for b in named("testing-shop", "docs/testing.md")) == sorted(files.values())
     return files
 
 

@@ -381,6 +381,22 @@ async def test_message_queue_calls(amq: AsyncMessageQueue, db_url: str) -> None:
         sync.close()
 
 
+async def test_message_queue_newer_pgmq_calls(amq: AsyncMessageQueue) -> None:
+    """pop(qty), read_grouped_head and topic routing, awaited."""
+    sent = await amq.send_batch("mail", ["a1", "a2", "b1"], headers=[{"x-pgmq-group": g} for g in "aab"])
+    assert [m.msg_id for m in await amq.read_grouped_head("mail", vt=30, qty=5)] == [sent[0], sent[2]]
+    assert await amq.read_grouped_head_with_poll("mail", vt=30, qty=5, max_poll_seconds=0.2) == []
+    assert [m.msg_id for m in await amq.pop("mail", 5)] == [sent[1]]  # pop knows no groups: a2 is visible
+    await amq.create_queue("logs")
+    assert await amq.bind_topic("logs.#", "logs") is True
+    assert [b.queue for b in await amq.test_routing("logs.api")] == ["logs"]
+    assert await amq.send_topic("logs.api", {"n": 1}) == 1
+    assert [queue for queue, _ in await amq.send_batch_topic("logs.db", [1, 2])] == ["logs", "logs"]
+    assert len(await amq.pop("logs", 10)) == 3
+    assert [b.pattern for b in await amq.list_topic_bindings()] == ["logs.#"]
+    assert await amq.unbind_topic("logs.#", "logs") is True
+
+
 @pytest.mark.backends("mysql")
 async def test_mysql_drivers_of_its_own(db_url: str, look: Queue) -> None:
     """Both MySQL asyncio drivers for the AsyncQueue's own connections (the others have one)."""

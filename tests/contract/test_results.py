@@ -369,7 +369,7 @@ def test_migration_020_keeps_the_history_there_and_reads_it_as_results(
     try:
         _history_row(q, 41, "succeeded", '{"a": 1}', None, "2026-01-01 00:00:00")
         _history_row(q, 42, "failed", None, "ValueError: no\n", "2026-01-01 00:00:00")
-        assert q.init_db()[0] == "020_results.sql"  # and any later one
+        assert q.init_db()[0] == "020_results.sql"  # then the later migrations, if any
         assert (q.result(41).status, q.result(41).value, q.result(41).attempts) == ("succeeded", {"a": 1}, 3)
         assert (q.result(42).status, q.result(42).error) == (
             "failed",

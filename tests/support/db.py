@@ -36,6 +36,7 @@ TABLES = (
     "batchq_mq_meta",
     "batchq_mq_subscription",
     "batchq_mq_topic",
+    "batchq_mq_binding",
     "batchq_lock",
     "batchq_schedule",
     "batchq_partition",

@@ -48,6 +48,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "mq_read_no_skip",
         "mq_pop_mark",
         "mq_pop_no_skip",
+        "mq_read_grouped_no_skip",  # mq_read_grouped for servers without SKIP LOCKED
         "server_info",  # the version and whether it has SKIP LOCKED, read once per connection
         "max_allowed_packet",  # what bounds a statement's size
         "galera_info",  # is the server a Galera cluster node (wsrep on, with a provider)

@@ -1,0 +1,39 @@
+"""The task module the documentation's examples call `myapp.jobs`: the reader's own tasks, here
+plain functions that do nothing much, so that the examples run as written
+(tests/acceptance/test_doc_examples.py puts this folder on their PYTHONPATH)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def send_mail(payload: dict[str, Any]) -> None:
+    print("mail to", payload["to"])
+
+
+def sync_account(payload: dict[str, Any]) -> None: ...
+
+
+def send_invoice(payload: dict[str, Any]) -> None: ...
+
+
+def render_report(payload: dict[str, Any]) -> None: ...
+
+
+def charge(payload: dict[str, Any]) -> None: ...
+
+
+def render(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"pages": 12, "id": payload["id"]}
+
+
+def resize(payload: dict[str, Any]) -> None: ...
+
+
+def send_digest(payload: dict[str, Any]) -> None: ...
+
+
+def pulse(payload: dict[str, Any]) -> None: ...
+
+
+def send_confirmation(payload: dict[str, Any]) -> None: ...

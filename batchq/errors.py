@@ -42,6 +42,11 @@ class TaskNotAllowed(TaskError):
     """A task the allow-list refuses; a module it does not allow is never imported."""
 
 
+class JobExpired(BatchqError):
+    """A job that had not started by its expiry (enqueue(expires=...)): failed without running,
+    never retried. Its failure's error class and reason ('expired'), as the workers record it."""
+
+
 class QueueNotFound(BatchqError):
     """A message queue that was never created (or was dropped)."""
 

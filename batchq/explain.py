@@ -17,6 +17,7 @@ from .backends import Backend, Row, stored_seconds, stored_text, stored_time
 from .config import counted, format_duration, format_time
 from .dependencies import waiting_for
 from .errors import BackendUnavailable, BatchqError, ConfigError
+from .failures import EXPIRED_REASON
 from .job import JOB_ID_RANGE
 
 # The statuses in which a job holds its unique key (the partial index batchq_job_unique).
@@ -30,7 +31,8 @@ class Explanation:
     ``state``: waiting (due, not yet claimed), blocked (due, waiting for a slot of its
     concurrency key), delayed (not due yet; ``delay_reason`` says why: "version" when a worker
     that knows only an older version of its task put it back), running (claimed),
-    failed (out of tries), unrunnable (a status no worker claims: a row written by hand) or
+    failed (out of tries, or expired: not started by ``expires_at``), unrunnable (a status no
+    worker claims: a row written by hand) or
     unknown (no such row: finished, cancelled, purged, or never there). ``summary`` and
     ``details`` say it in plain words; the other fields are what they are drawn from.
     """
@@ -67,6 +69,7 @@ class Explanation:
     version_wait: str | None = None  # "worker host:pid knows version 2": it put the job back
     backoff_seconds: float | None = None  # given to enqueue; None: the task's, else the run's
     waiting_for: tuple[int, ...] = ()  # delayed for "parents": some of the jobs it waits for
+    expires_at: datetime | str | None = None  # enqueue(expires=...): never started after; None: never
     notes: tuple[str, ...] = field(default=())  # what could not be read (a row written by hand)
 
     @property
@@ -156,6 +159,8 @@ class _Facts:
         self.parents_left = (
             self._whole("parents_left", row["parents_left"]) if row["parents_left"] is not None else None
         )
+        self.expires_at = stored_time(row["expires_at"])  # None: it never expires
+        self.expires_in_seconds = stored_seconds(row["expires_in_seconds"])
 
     def _whole(self, column: str, value: Any) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -185,6 +190,7 @@ class _Facts:
             "version_wait": self.version_wait,
             "backoff_seconds": self.backoff_seconds,
             "due_in_seconds": self.due_in_seconds,
+            "expires_at": self.expires_at,
             "queue_paused": self.paused,
             "unique_key": self.unique_key,
             "notes": tuple(self.notes),
@@ -192,6 +198,25 @@ class _Facts:
 
     def paused_line(self) -> str:
         return f"queue {self.queue} is paused: no worker claims from it until `batchq resume {self.queue}`"
+
+    @property
+    def expired(self) -> bool:
+        """Failed by its expiry (Backend.expire_due), not by its tries."""
+        return self.status == "failed" and self.last_error == EXPIRED_REASON
+
+    def expiry_line(self) -> str | None:
+        """A waiting job's expiry, if it has one: when, and that no worker starts it after."""
+        if self.expires_at is None:
+            return None
+        seconds = self.expires_in_seconds
+        if seconds is not None and seconds <= 0:
+            return (
+                f"it expired at {format_time(self.expires_at)}{_ago(seconds)} before it started: no worker "
+                "will claim it, and a worker fails it as expired within a second of looking"
+            )
+        return (
+            f"it expires at {format_time(self.expires_at)}{_in(seconds)}: not started by then, it never runs"
+        )
 
     def tries(self) -> str:
         count = "?" if self.error_count is None else str(self.error_count)
@@ -217,6 +242,9 @@ def _waiting(backend: Backend, facts: _Facts) -> Explanation:
         details.append("its delay has passed: a worker makes it ready within a second of looking")
     if facts.error_count:
         details.append(f"a retry: it has failed {facts.tries()}; last error: {_first_line(facts)}")
+    expiry = facts.expiry_line()
+    if expiry is not None:
+        details.append(expiry)
     return Explanation(
         state="waiting", summary=summary, details=tuple(details), jobs_ahead=ahead, **facts.common()
     )
@@ -313,6 +341,9 @@ def _delayed(facts: _Facts) -> Explanation:
     details = [_about(facts)]
     if facts.paused:
         details.append(facts.paused_line())
+    expiry = facts.expiry_line()
+    if expiry is not None:
+        details.append(expiry)
     return Explanation(
         state="delayed",
         summary=f"job {facts.id}: {until}: {why}",
@@ -359,6 +390,8 @@ def _alive(backend: Backend, worker: str | None) -> bool | None:
 
 
 def _failed(facts: _Facts) -> Explanation:
+    if facts.expired:
+        return _expired(facts)
     error = facts.last_error if facts.last_error is not None else "(none recorded)"
     return Explanation(
         state="failed",
@@ -368,6 +401,23 @@ def _failed(facts: _Facts) -> Explanation:
             "last error:",
             *("    " + line for line in error.splitlines() or [""]),
             f"to run it again: batchq gc-error --id {facts.id} --requeue (or --delete)",
+        ),
+        **facts.common(),
+    )
+
+
+def _expired(facts: _Facts) -> Explanation:
+    """Failed as 'expired': it had not started by its expiry (enqueue(expires=...))."""
+    when = f"at {format_time(facts.expires_at)}" if facts.expires_at is not None else "(when: not recorded)"
+    tries = f" after {facts.tries()}" if facts.error_count else ""
+    return Explanation(
+        state="failed",
+        summary=f"job {facts.id}: expired {when}{tries} before it started; no worker will run it",
+        details=(
+            _about(facts),
+            "last error: expired (batchq.errors.JobExpired): not started by its expiry, never run",
+            "a requeue keeps its expiry, past: enqueue it again instead; "
+            f"to drop it: batchq gc-error --id {facts.id} --delete",
         ),
         **facts.common(),
     )

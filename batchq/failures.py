@@ -21,6 +21,9 @@ from typing import Any
 from .backends import Row, stored_count, stored_seconds, stored_text, stored_time
 
 FINGERPRINT_CHARS = 16
+# The last_error of a job failed by its expiry (enqueue(expires=...)); its error class is
+# batchq.errors.JobExpired (Backend.expire_due).
+EXPIRED_REASON = "expired"  # as jobs_expire writes it
 
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 _HEX = re.compile(r"\b(?=[0-9a-fA-F-]*[0-9])(?=[0-9a-fA-F-]*[a-fA-F])[0-9a-fA-F-]{8,}\b|\b0x[0-9a-fA-F]+\b")

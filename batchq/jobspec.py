@@ -9,17 +9,34 @@ the queue's payload type, the payload size limit) and serialises payloads.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, NamedTuple, Protocol
 
 from .backends import Backend
-from .config import Duration, check_queue_name, counted, parse_duration, parse_timeout, parse_when
+from .config import (
+    Duration,
+    aware_epoch,
+    check_queue_name,
+    counted,
+    format_duration,
+    parse_duration,
+    parse_timeout,
+    parse_when,
+)
 from .errors import ConfigError, PayloadError
 from .partitions import COUNT_CACHE_SECONDS, partition_count
 from .serializers import dumps, numbered, which_of
-from .tasks import Resolver, checked_task_version, keep_result_seconds, task_keep_result, task_policy
+from .tasks import (
+    Resolver,
+    checked_task_version,
+    keep_result_seconds,
+    task_expires,
+    task_keep_result,
+    task_policy,
+)
 from .typed import QueueType, TypeCache, refuse_pickle
 
 Task = str | Callable[..., Any]
@@ -42,6 +59,8 @@ OPTIONS = (
     "timeout",
     "backoff",
     "keep_result",
+    "run_at",
+    "expires",
 )
 
 
@@ -64,6 +83,8 @@ class JobSpec(NamedTuple):
     task_version: int
     backoff: float | None  # NULL: the task's, else the worker's
     keep_result: float | None  # NULL keeps nothing (batchq.results)
+    expires: float | None  # seconds from now (the server's clock) after which it never starts
+    expires_at: float | None  # or that instant (Unix seconds), given as an aware datetime
 
     @classmethod
     def of(
@@ -81,6 +102,8 @@ class JobSpec(NamedTuple):
         timeout: Delay = None,
         backoff: Delay = None,
         keep_result: bool | Duration | None = None,
+        run_at: datetime | None = None,
+        expires: Duration | datetime | None = None,
     ) -> JobSpec:
         """The options of enqueue, checked (ConfigError/TaskError naming the problem): the task
         must resolve under ``resolver``'s allow-list. The task's version is taken as it is now."""
@@ -90,7 +113,10 @@ class JobSpec(NamedTuple):
             max_errors = task_policy(func)[0] or DEFAULT_MAX_ERRORS
         check_int("priority", priority, PRIORITY_RANGE)
         check_int("max_errors", max_errors, MAX_ERRORS_RANGE)
-        seconds, at = parse_when(delay, "delay")  # as a message's: an aware datetime is that instant
+        seconds, at = run_time(delay, run_at)
+        if expires is None:  # the task's own (@task(expires=...)), a duration
+            expires = task_expires(func)
+        expiry = check_expiry(expires, seconds, at)
         limit = check_concurrency(concurrency_key, concurrency_limit)
         timeout_seconds = parse_timeout(timeout, "timeout")
         backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
@@ -109,6 +135,7 @@ class JobSpec(NamedTuple):
             checked_task_version(func, name),
             backoff_seconds,
             keep_seconds,
+            *expiry,
         )
 
     def template(self, partitions: int) -> dict[str, Any]:
@@ -129,6 +156,8 @@ class JobSpec(NamedTuple):
             "task_version": self.task_version,
             "backoff": self.backoff,
             "keep_result": self.keep_result,
+            "expires": self.expires,
+            "expires_at": self.expires_at,
             "partitions": partitions,
         }
 
@@ -221,6 +250,50 @@ class JobBuilder:
                 known.check(data, f"{where} does not match the type of queue {queue!r}: ")
             stored.append(data)
         return stored
+
+
+def run_time(delay: Delay | datetime, run_at: datetime | None) -> tuple[float, float | None]:
+    """When a job is due, as (seconds from now, instant or None): ``delay`` as a message's (an
+    aware datetime is that instant), or ``run_at``, an aware datetime, the same way; not both."""
+    if run_at is None:
+        return parse_when(delay, "delay")
+    if delay is not None:
+        raise ConfigError("give delay or run_at, not both: run_at is the instant, delay the wait before it")
+    return 0.0, aware_epoch(run_at, "run_at")
+
+
+def check_expiry(
+    expires: Duration | datetime | None, delay: float, at: float | None
+) -> tuple[float | None, float | None]:
+    """An expiry as stored, (seconds from now, None) or (None, instant), (None, None) for none:
+    a duration counts from the enqueue on the server's clock, an aware datetime is that instant.
+    It must come after the job is due, or the job could never start."""
+    if expires is None:
+        return None, None
+    if isinstance(expires, datetime):
+        instant = aware_epoch(expires, "expires")
+        assert instant is not None
+        due = max(time.time() + delay, at if at is not None else -math.inf)
+        if instant <= due:
+            raise ConfigError(
+                f"bad expires {expires.isoformat()}: it is not after the job is due "
+                f"({_instant(due)}): the job could never start; give a later expiry"
+            )
+        return None, instant
+    seconds = parse_duration(expires, "expires")
+    if seconds <= 0:
+        raise ConfigError(f"bad expires {expires!r}: a job must be allowed more than 0 s to start")
+    due_in = max(delay, (at - time.time()) if at is not None else 0.0)
+    if seconds <= due_in:
+        raise ConfigError(
+            f"bad expires {expires!r}: it is not after the job is due (in {format_duration(due_in)}): "
+            "the job could never start; give a longer expiry"
+        )
+    return seconds, None
+
+
+def _instant(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
 
 
 def check_int(name: str, value: Any, bounds: tuple[int, int]) -> None:

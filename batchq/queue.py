@@ -160,6 +160,8 @@ class Queue(OnDatabase):
         backoff: Delay = None,
         keep_result: bool | Duration | None = None,
         after: int | Iterable[int] | None = None,
+        run_at: datetime | None = None,
+        expires: Duration | datetime | None = None,
         conn: Any = None,
     ) -> Enqueued:
         """Write one job and return its id. Bad input raises before anything is written.
@@ -189,10 +191,18 @@ class Queue(OnDatabase):
         ``after`` (a job id or ids, waiting or running) makes the job wait until every one of
         them has succeeded; if one fails for good, this job fails too, with the reason
         (batchq.dependencies, docs/guides/dependencies.md).
+
+        ``run_at`` (an aware datetime) is when the job is due, as a datetime ``delay`` is: on the
+        server's clock, a time past meaning now; give one of them, not both.
+
+        ``expires`` (a duration from now, or an aware datetime): a job that has not started by
+        then is never run; it is failed with the reason 'expired' (error class
+        batchq.errors.JobExpired) and not retried. A job claimed before its expiry has started.
+        Without it, the task's @task(expires=...). It must come after the job is due.
         """
         parents = None if after is None else check_after(after)
         if parents is not None:
-            _check_waiting_options(delay, unique_key)
+            _check_waiting_options(delay, run_at, unique_key)
         spec = JobSpec.of(  # not builder.spec: its **options would cost a second repacking
             self.builder.resolver,
             task,
@@ -206,6 +216,8 @@ class Queue(OnDatabase):
             timeout=timeout,
             backoff=backoff,
             keep_result=keep_result,
+            run_at=run_at,
+            expires=expires,
         )
         row = self._job(spec, payload, unique_key, conn)
         if parents is not None:
@@ -347,6 +359,8 @@ class Queue(OnDatabase):
         timeout: Delay = None,
         backoff: Delay = None,
         keep_result: bool | Duration | None = None,
+        run_at: datetime | None = None,
+        expires: Duration | datetime | None = None,
         conn: Any = None,
     ) -> int:
         """Write one job per payload in one statement batch, all or none; returns how many.
@@ -368,6 +382,8 @@ class Queue(OnDatabase):
             timeout=timeout,
             backoff=backoff,
             keep_result=keep_result,
+            run_at=run_at,
+            expires=expires,
         )
         template = self.builder.template(spec, conn)
         stored = self.builder.payloads(template, payloads)
@@ -491,6 +507,8 @@ class Queue(OnDatabase):
         timeout: Delay = None,
         backoff: Delay = None,
         keep_result: bool | Duration | None = None,
+        run_at: datetime | None = None,
+        expires: Duration | datetime | None = None,
     ) -> dict[str, Any]:
         """Everything of a job row but its payload (batchq.jobspec: JobSpec.of, then
         JobBuilder.template); kept for callers of the positional form."""
@@ -507,6 +525,8 @@ class Queue(OnDatabase):
             timeout=timeout,
             backoff=backoff,
             keep_result=keep_result,
+            run_at=run_at,
+            expires=expires,
         )
         return self.builder.template(spec, conn)
 
@@ -808,10 +828,11 @@ def payload_mismatch(known: QueueType, payload: Any, serializer: str) -> str | N
         return f"the queue's type cannot be used ({exc}): set it again with create_queue or alter_queue"
 
 
-def _check_waiting_options(delay: Any, unique_key: str | None) -> None:
+def _check_waiting_options(delay: Any, run_at: Any, unique_key: str | None) -> None:
     """Options a job enqueued with after= cannot take (yet), refused before anything is written."""
-    if delay is not None:
-        raise ConfigError("after= and delay= together are not supported: a waiting job is due at its release")
+    for name, value in (("delay", delay), ("run_at", run_at)):
+        if value is not None:
+            raise ConfigError(f"after= and {name}= together are not supported: a waiting job is due at its release")
     if unique_key is not None:
         raise ConfigError("after= and unique_key= together are not supported")
 

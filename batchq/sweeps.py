@@ -114,6 +114,7 @@ def gc_processing(
     top) is handled like the others; a row that still cannot be put back is reported, and the
     sweep goes on. ``heartbeat`` is the workers' `run --heartbeat`: ``ghost_after`` must be
     several of them (check_ghost_after), or ConfigError is raised before anything is read.
+    Waiting jobs past their expiry are failed as 'expired' (Backend.expire_due), unreported.
     """
     check_ghost_after(ghost_after, heartbeat)
     backend = queue.backend
@@ -132,6 +133,10 @@ def gc_processing(
     report.unrunnable = [StuckJob.from_row(row, "unrunnable") for row in backend.fetchall("jobs_unrunnable")]
     repair_dependants(backend)  # dependants of parents that ended without succeeding (batchq.dependencies)
     prune_gone(backend)  # registry rows of workers gone for a while: nothing a human must do
+    # Waiting jobs past their expiry, failed as 'expired' as the workers' tick does: here too, so
+    # that they show as failures (gc-error, explain, results) while no worker runs; quiet, as
+    # the failures are gc-error's to report.
+    backend.expire_due()
     backend.liveness.prune()  # and their leases
     return report
 

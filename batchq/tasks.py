@@ -18,6 +18,7 @@ import re
 import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from typing import Any, TypeVar
 
 from .config import Duration, parse_duration, parse_timeout
@@ -47,6 +48,7 @@ def task(
     version: int = 1,
     upgrade: Mapping[int, Upgrade] | None = None,
     keep_result: bool | Duration | None = None,
+    expires: Duration | None = None,
 ) -> Any:
     """Register a function as a task: ``@task``, ``@task(name="send_mail")``, and its retry
     policy: ``max_errors`` for jobs enqueued without one, ``backoff`` (the first retry's delay,
@@ -56,6 +58,9 @@ def task(
 
     ``keep_result``: keep the outcome of this task's jobs for ``Queue.result`` (True: for a day;
     or a duration), for jobs enqueued without ``enqueue(keep_result=...)``; read at enqueue.
+
+    ``expires`` (a duration): a job of this task that has not started that long after its
+    enqueue is failed as expired, never run; for jobs enqueued without ``enqueue(expires=...)``.
 
     ``version`` (default 1) is stored with each job; ``upgrade`` maps every older version n to
     a function turning a version-n payload into a version-(n+1) one, so that a worker brings a
@@ -72,6 +77,7 @@ def task(
     timeout_seconds = parse_timeout(timeout, "timeout")
     steps = _check_upgrades(version, upgrade)
     keep_seconds = keep_result_seconds(keep_result)
+    expires_seconds = task_expiry_seconds(expires)
 
     def register(fn: F) -> F:
         path = task_path(fn)
@@ -84,6 +90,7 @@ def task(
         fn.batchq_version = version  # type: ignore[attr-defined]
         fn.batchq_upgrade = steps  # type: ignore[attr-defined]
         fn.batchq_keep_result = keep_seconds  # type: ignore[attr-defined]
+        fn.batchq_expires = expires_seconds  # type: ignore[attr-defined]
         return fn
 
     return register(func) if func is not None else register
@@ -541,6 +548,26 @@ def task_policy(func: Callable[..., Any] | None) -> tuple[int | None, float | No
 def task_keep_result(func: Callable[..., Any] | None) -> float | None:
     """The seconds a task declared with @task(keep_result=...) keeps its results, None if none."""
     return getattr(func, "batchq_keep_result", None)
+
+
+def task_expires(func: Callable[..., Any] | None) -> float | None:
+    """The seconds after enqueue a task declared with @task(expires=...) lets its jobs start."""
+    return getattr(func, "batchq_expires", None)
+
+
+def task_expiry_seconds(value: Any) -> float | None:
+    """@task(expires=...) as kept: a duration of more than 0 s (an instant would be the same for
+    every job of the task: pass that to enqueue)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        raise ConfigError(
+            "bad expires for a task: use a duration such as '10m'; give an instant to enqueue(expires=...)"
+        )
+    seconds = parse_duration(value, "expires")
+    if seconds <= 0:
+        raise ConfigError(f"bad expires {value!r} for a task: allow its jobs more than 0 s to start")
+    return seconds
 
 
 def keep_result_seconds(value: Any) -> float | None:

@@ -296,6 +296,12 @@ class Worker:
         self.backend.liveness.renew_if_due()
         if self._lease is not None:
             self._lease.tidy(self._active_queues())
+        # Expired waiting jobs are failed here, in the tick, not in the claim: the claim only
+        # skips them (one more condition on the rows it reads), so a claim of jobs without an
+        # expiry costs what it did, and the claim never hands out an expired job whenever the
+        # tick comes. The tick's first look is one index read that finds nothing when no job has
+        # an expiry (Backend.expire_due).
+        self.backend.expire_due(self.options.keep)
         return self.backend.promote_due() + self.backend.unblock_due()
 
     def _active_queues(self) -> list[str]:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 
 from ..appconn import driver_connection
 from ..config import DatabaseURL, lease_length, lease_seconds, redact
-from ..errors import BackendError, BackendUnavailable, SchemaMissing
+from ..errors import BackendError, BackendUnavailable, JobExpired, SchemaMissing
 from ..job import Claim, Job, Kept, kept_document
 from ..sqlfiles import migrations
 from ..sqlfiles import queries as load_queries
@@ -427,6 +427,35 @@ class Backend(ABC):
     def promote_due(self) -> int:
         """Make scheduled jobs whose time has come ready; returns how many."""
         return self.execute("jobs_promote")
+
+    def expire_due(self, keep_all: bool = False) -> int:
+        """Fail waiting jobs past their expiry as 'expired' (batchq.errors.JobExpired), copying
+        those whose history is kept (``keep_all``: `run --keep`); returns how many. One cheap
+        look first (jobs_expired_any walks an index of the jobs with an expiry only), so a
+        database without expiring jobs pays one read per tick and no lock."""
+        if self.fetchone("jobs_expired_any") is None:
+            return 0
+        from ..dependencies import fail_dependants  # both import this package
+        from ..failures import fingerprint_of
+
+        params: dict[str, Any] = {
+            "error_class": f"{JobExpired.__module__}.{JobExpired.__qualname__}",
+            "fingerprint": fingerprint_of(JobExpired.__name__, "expired"),
+        }
+        with self.transaction():
+            params["ids"] = [found[0] for found in self.rows(self.expiring_query)]
+            if not params["ids"]:
+                return 0
+            expired = self.execute("jobs_expire", params)
+            self.execute("jobs_keep_expired", {"ids": params["ids"], "keep_all": int(keep_all)})
+            fail_dependants(self, params["ids"], "expired")  # a job that waits for one never runs
+        return expired
+
+    @property
+    def expiring_query(self) -> str:
+        """The query that finds and locks expired waiting jobs (MySQL: without SKIP LOCKED on
+        servers that lack it)."""
+        return "jobs_expiring"
 
     def unblock_due(self) -> int:
         """Jobs waiting for a slot of their concurrency key get one where it is free; returns how

@@ -457,6 +457,10 @@ class MySQLBackend(Backend):
         cluster = " (a Galera cluster node: claims checked after commit)" if self.galera else ""
         return f"MySQL/MariaDB {self.server_version}{cluster} at {self.url}; claims with {claim}"
 
+    @property
+    def expiring_query(self) -> str:
+        return "jobs_expiring" if self.skip_locked else "jobs_expiring_waiting"
+
     def _why_no_skip_locked(self) -> str:
         return (
             "by the URL's skip_locked=off" if supports_skip_locked(self.server_version) else "on this server"

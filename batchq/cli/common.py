@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, NoReturn
 
 import click
@@ -28,6 +30,7 @@ from ..queue import Queue
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_FOUND = 3
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")  # an option's value that is an instant, not a duration
 
 # The errors batchq raises for what a user gave it (an option, an argument, the URL, a file it
 # names): exit 2, as click's own usage errors; any other BatchqError is a failure, exit 1.
@@ -53,6 +56,36 @@ def timeout_value(ctx: click.Context, param: click.Parameter, value: str | None)
         return parse_timeout(value, f"{param.opts[0]} value")
     except BatchqError as exc:
         usage_error(str(exc))
+
+
+def when_value(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    """An option's instant: ISO 8601 with its offset (2026-11-27T12:19:20+00:00, or Z); a time
+    without one is refused, as the API refuses a naive datetime (whose clock would it be?)."""
+    if value is None:
+        return None
+    name = param.opts[0]
+    try:
+        when = datetime.fromisoformat(value.strip())
+    except ValueError:
+        usage_error(f"bad {name} {value!r}: give an ISO 8601 time such as 2026-11-27T12:19:20+00:00")
+    if when.tzinfo is None or when.utcoffset() is None:
+        usage_error(f"bad {name} {value!r}: give the time's offset, as 2026-11-27T12:19:20+00:00 or ...Z")
+    return when
+
+
+def duration_or_when_value(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> float | datetime | None:
+    """An option that takes a duration (15m) or, when it starts with a date, an instant (ISO 8601
+    with its offset)."""
+    if value is None:
+        return None
+    if _DATE.match(value.strip()):
+        return when_value(ctx, param, value)
+    try:
+        return parse_duration(value, f"{param.opts[0]} value")
+    except BatchqError as exc:
+        usage_error(f"{exc}; or give an ISO 8601 time with its offset")
 
 
 URL_HELP = (

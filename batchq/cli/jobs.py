@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import click
@@ -19,7 +20,17 @@ from ..slots import host_slot
 from ..tasks import TASK_MODULES_ENV
 from ..timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS
 from ..worker import BACKOFF_BASE_SECONDS, RunOptions, Worker
-from .common import DURATION, common_options, fail, n_jobs, open_queue, timeout_value, usage_error
+from .common import (
+    DURATION,
+    common_options,
+    duration_or_when_value,
+    fail,
+    n_jobs,
+    open_queue,
+    timeout_value,
+    usage_error,
+    when_value,
+)
 
 
 @click.command("init-db")
@@ -244,7 +255,7 @@ def _allowed_handler(queue: Queue, path: str) -> Callable[..., Any]:
 @click.argument("task")
 @click.argument("payload", required=False)
 @click.option("--queue", default="default", show_default=True)
-@click.option("--delay", type=DURATION, default=0)
+@click.option("--delay", type=DURATION, help="Due after this long (default: now).")
 @click.option("--priority", type=int, default=0, show_default=True, help="Higher runs first.")
 @click.option("--max-errors", type=int, help="Tries before it fails for good (default: the task's, else 10).")
 @click.option("--concurrency-key", metavar="KEY", help="Run at most --concurrency-limit jobs of KEY at once.")
@@ -271,6 +282,18 @@ def _allowed_handler(queue: Queue, path: str) -> Callable[..., Any]:
     metavar="DURATION",
     help="Keep the job's outcome this long, for `batchq result ID` (default: the task's, else not).",
 )
+@click.option(
+    "--run-at",
+    metavar="TIME",
+    callback=when_value,
+    help="Due at this ISO 8601 time with its offset (2026-11-27T12:00:00+00:00); not with --delay.",
+)
+@click.option(
+    "--expires",
+    metavar="DURATION|TIME",
+    callback=duration_or_when_value,
+    help="Never start the job after this (a duration from now, or an ISO 8601 time): failed as expired.",
+)
 @click.option("--task-modules", envvar=TASK_MODULES_ENV, show_envvar=True, metavar="M1,M2")
 @click.pass_context
 def enqueue(
@@ -278,7 +301,7 @@ def enqueue(
     task: str,
     payload: str | None,
     queue: str,
-    delay: float,
+    delay: float | None,
     priority: int,
     max_errors: int | None,
     concurrency_key: str | None,
@@ -287,6 +310,8 @@ def enqueue(
     timeout: float | None,
     backoff: float | None,
     keep_result: float | None,
+    run_at: datetime | None,
+    expires: float | datetime | None,
     task_modules: str | None,
 ) -> None:
     """Enqueue TASK with a JSON PAYLOAD; prints the job id."""
@@ -309,6 +334,8 @@ def enqueue(
         timeout=timeout,
         backoff=backoff,
         keep_result=keep_result,
+        run_at=run_at,
+        expires=expires,
     )
     click.echo(job_id)
     if not job_id.created:

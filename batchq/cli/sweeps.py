@@ -58,7 +58,9 @@ def gc_processing(
 ) -> None:
     """Put back jobs of dead workers at once; report long runners of live ones.
 
-    Quiet and exit 0 when nothing is stuck; a report and exit 3 otherwise.
+    Quiet and exit 0 when nothing is stuck; a report and exit 3 otherwise. Waiting jobs past
+    their expiry (enqueue(expires=...)) are failed as expired on the way, as workers do: see
+    them with gc-error.
     """
     sweeps.check_ghost_after(ghost_after, worker_heartbeat)  # a ConfigError: exit 2, one line
     hook_fn = load_trusted(hook) if hook else None

@@ -14,6 +14,8 @@ SELECT j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.er
        TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), j.run_at) / 1e6 AS due_in_seconds,
        TIMESTAMPDIFF(MICROSECOND, j.processing_at, UTC_TIMESTAMP(6)) / 1e6 AS running_seconds,
        TIMESTAMPDIFF(MICROSECOND, j.created_at, j.run_at) / 1e6 AS delay_seconds,
+       DATE_FORMAT(j.expires_at, '%%Y-%%m-%%d %%H:%%i:%%s.%%f') AS expires_at,
+       TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), j.expires_at) / 1e6 AS expires_in_seconds,
        COALESCE(q.paused = 1, 0) AS paused,
        j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff, j.parents_left,
        (SELECT COUNT(*) FROM batchq_job AS a

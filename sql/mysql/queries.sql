@@ -45,9 +45,10 @@ SELECT @@max_allowed_packet AS max_allowed_packet;
 -- datetime; the later of it and now): 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote).
 -- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
+-- Its expiry: %(expires)s seconds from now, or the instant %(expires_at)s (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff, keep_result)
+                        backoff, keep_result, expires_at)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 OR TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND
@@ -55,7 +56,9 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         GREATEST(UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND,
                  COALESCE(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND,
                           UTC_TIMESTAMP(6))), %(max_errors)s,
-        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s, %(keep_result)s);
+        UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s, %(keep_result)s,
+        COALESCE(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(expires_at)s * 1000000) MICROSECOND,
+                 UTC_TIMESTAMP(6) + INTERVAL ROUND(%(expires)s * 1000000) MICROSECOND));
 
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (0 rows, no error) while a job of that key is waiting
@@ -63,7 +66,7 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
 -- its column through as a warning: every value is checked before it is sent (Queue.job_template).
 INSERT IGNORE INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors,
                                created_at, concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff, keep_result)
+                        task_version, backoff, keep_result, expires_at)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 OR TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND
@@ -72,7 +75,9 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
                  COALESCE(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND,
                           UTC_TIMESTAMP(6))), %(max_errors)s,
         UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, %(unique_key)s,
-        FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s, %(keep_result)s);
+        FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s, %(keep_result)s,
+        COALESCE(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(expires_at)s * 1000000) MICROSECOND,
+                 UTC_TIMESTAMP(6) + INTERVAL ROUND(%(expires)s * 1000000) MICROSECOND));
 
 -- name: job_unique_holder
 -- The job holding a unique key (waiting or running), if any. A locking read: it sees the latest
@@ -89,6 +94,58 @@ UPDATE batchq_job SET status = 'ready'
 WHERE status = 'scheduled' AND run_at <= UTC_TIMESTAMP(6)
 ORDER BY run_at
 LIMIT 1000;
+
+-- name: jobs_expired_any
+-- Is any waiting job past its expiry? The tick's cheap look (a range of batchq_job_expiry that
+-- starts past the NULLs: nothing to read when no job has an expiry) before it takes any lock.
+SELECT id FROM batchq_job
+WHERE expires_at <= UTC_TIMESTAMP(6) AND status IN ('ready', 'scheduled', 'blocked')
+LIMIT 1;
+
+-- name: jobs_expiring
+-- Waiting jobs past their expiry, a bounded number, locked until jobs_expire fails them in the
+-- same transaction. SKIP LOCKED: a row a claim holds is left to that claim, which took it only
+-- if it had not expired by the claim's SELECT (jobs_claim), so it counts as started; a claim
+-- arriving after this lock skips the row, and finds it failed if it comes back.
+SELECT id FROM batchq_job
+WHERE expires_at <= UTC_TIMESTAMP(6) AND status IN ('ready', 'scheduled', 'blocked')
+ORDER BY expires_at
+LIMIT 1000
+FOR UPDATE SKIP LOCKED;
+
+-- name: jobs_expiring_waiting
+-- jobs_expiring for servers without SKIP LOCKED: waits for a claim holding a row to commit,
+-- then reads it as the claim left it (claimed: no longer waiting, not failed).
+SELECT id FROM batchq_job
+WHERE expires_at <= UTC_TIMESTAMP(6) AND status IN ('ready', 'scheduled', 'blocked')
+ORDER BY expires_at
+LIMIT 1000
+FOR UPDATE;
+
+-- name: jobs_expire
+-- Fail the jobs jobs_expiring locked, for good, without a try: reason 'expired', the error
+-- class batchq.errors.JobExpired, one failure group (fingerprint) for all. Tries already made
+-- (error_count) stay as counted.
+UPDATE batchq_job
+SET status = 'failed', last_error = 'expired', error_class = %(error_class)s,
+    error_fingerprint = %(fingerprint)s, last_error_at = UTC_TIMESTAMP(6)
+WHERE id IN %(ids)s AND status IN ('ready', 'scheduled', 'blocked');
+
+-- name: jobs_keep_expired
+-- After jobs_expire, in its transaction: the expired jobs whose history is kept (their own
+-- keep_result, their queue's keep_for, or `run --keep`: %(keep_all)s) go into batchq_history
+-- as failed, as job_keep_failed copies a job out of tries.
+REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                            memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
+SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
+       last_started_at, UTC_TIMESTAMP(6), last_wall_seconds, last_cpu_seconds,
+       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
+       UTC_TIMESTAMP(6) + INTERVAL ROUND(keep_result * 1000000) MICROSECOND
+FROM batchq_job
+WHERE id IN %(ids)s AND status = 'failed'
+  AND (%(keep_all)s <> 0 OR keep_result IS NOT NULL
+       OR queue IN (SELECT name FROM batchq_queue WHERE keep_for IS NOT NULL));
 
 -- name: jobs_unblock_lock
 -- One unblocker at a time per database; the others skip (the holder admits for them).
@@ -126,7 +183,9 @@ SELECT RELEASE_LOCK(CONCAT('batchq unblock ', DATABASE())) AS released;
 -- by their claim's token; ids (NULL) when there are none), and lock the next due jobs of a
 -- queue that no other claimer holds: the first rows of batchq_job_claim, every 'ready' row
 -- being due (run_at <= now only turns away a ready row written by hand with a future time).
--- jobs_claim_mark then marks them and commits. Sent as one multi-statement query.
+-- jobs_claim_mark then marks them and commits. Sent as one multi-statement query. A row past its
+-- expiry (expires_at, NULL for most) is never handed out: this SELECT before it has started the
+-- job; the workers' tick fails it (jobs_expiring, jobs_expire). Every claim below does the same.
 -- The claim's transaction alone runs in REPEATABLE READ (the session stays READ COMMITTED):
 -- InnoDB's locking scan steps over the entries earlier claims left behind (delete-marked
 -- until purged) about 3x faster in RR; measured on MariaDB 10.11, draining 20,000 jobs 100
@@ -139,6 +198,7 @@ SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, 
        task_version, backoff, keep_result
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
 ORDER BY priority DESC, run_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
@@ -170,6 +230,7 @@ SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, 
        task_version, backoff, keep_result
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
 ORDER BY priority DESC, run_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
@@ -193,6 +254,7 @@ SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, 
        task_version, backoff, keep_result
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
 ORDER BY priority DESC, run_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
@@ -207,6 +269,7 @@ SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, 
        task_version, backoff, keep_result
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
 ORDER BY priority DESC, run_at, id
 LIMIT %(limit)s
 FOR UPDATE;
@@ -224,6 +287,7 @@ SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, 
 FROM batchq_job FORCE INDEX (batchq_job_partition)
 WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
   AND run_at <= UTC_TIMESTAMP(6)
+  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
 ORDER BY priority DESC, run_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
@@ -239,6 +303,7 @@ SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, 
 FROM batchq_job FORCE INDEX (batchq_job_partition)
 WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
   AND run_at <= UTC_TIMESTAMP(6)
+  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
 ORDER BY priority DESC, run_at, id
 LIMIT %(limit)s
 FOR UPDATE;

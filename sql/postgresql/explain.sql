@@ -22,6 +22,11 @@ SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
             THEN EXTRACT(EPOCH FROM statement_timestamp() - j.processing_at)::float8 END AS running_seconds,
        CASE WHEN isfinite(j.run_at) AND isfinite(j.created_at)
             THEN EXTRACT(EPOCH FROM j.run_at - j.created_at)::float8 END AS delay_seconds,
+       CASE WHEN isfinite(j.expires_at)
+            THEN to_char(j.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')
+            ELSE j.expires_at::text END AS expires_at,
+       CASE WHEN isfinite(j.expires_at)
+            THEN EXTRACT(EPOCH FROM j.expires_at - statement_timestamp())::float8 END AS expires_in_seconds,
        COALESCE(q.paused, false) AS paused,
        j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff, j.parents_left,
        (SELECT COUNT(*) FROM batchq_job AS a

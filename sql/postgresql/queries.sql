@@ -30,9 +30,10 @@ ON CONFLICT (version) DO NOTHING;
 -- datetime; the later of it and now): 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote). A trigger NOTIFYs waiting workers.
 -- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
+-- Its expiry: %(expires)s seconds from now, or the instant %(expires_at)s (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff, keep_result)
+                        backoff, keep_result, expires_at)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -41,14 +42,16 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         %(max_errors)s,
         statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int,
         floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8,
-        %(keep_result)s::float8)
+        %(keep_result)s::float8,
+        COALESCE(to_timestamp(%(expires_at)s::float8),
+                 statement_timestamp() + %(expires)s::float8 * interval '1 second'))
 RETURNING id;
 
 -- name: enqueue_many
 -- Many jobs of one task, queue and delay in one statement, their payloads as one array, in order.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff, keep_result)
+                        backoff, keep_result, expires_at)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -57,7 +60,8 @@ SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        %(max_errors)s,
        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int,
        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8,
-       %(keep_result)s::float8
+       %(keep_result)s::float8, COALESCE(to_timestamp(%(expires_at)s::float8),
+                 statement_timestamp() + %(expires)s::float8 * interval '1 second')
 FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
 ORDER BY batch.n;
 
@@ -67,7 +71,7 @@ ORDER BY batch.n;
 -- waited for. Any other conflict (an id written by hand) still raises.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff, keep_result)
+                        task_version, backoff, keep_result, expires_at)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -76,7 +80,9 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         %(max_errors)s,
         statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, %(unique_key)s::text,
         floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int,
-        %(backoff)s::float8, %(keep_result)s::float8)
+        %(backoff)s::float8, %(keep_result)s::float8,
+        COALESCE(to_timestamp(%(expires_at)s::float8),
+                 statement_timestamp() + %(expires)s::float8 * interval '1 second'))
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
 DO NOTHING
 RETURNING id;
@@ -86,7 +92,7 @@ RETURNING id;
 -- a key taken, or given twice in the batch (the first is written), writes nothing.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff, keep_result)
+                        task_version, backoff, keep_result, expires_at)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -95,7 +101,9 @@ SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        %(max_errors)s,
        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int, batch.unique_key,
        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int,
-       %(backoff)s::float8, %(keep_result)s::float8
+       %(backoff)s::float8, %(keep_result)s::float8,
+       COALESCE(to_timestamp(%(expires_at)s::float8),
+                 statement_timestamp() + %(expires)s::float8 * interval '1 second')
 FROM unnest(%(payloads)s::bytea[], %(unique_keys)s::text[]) WITH ORDINALITY AS batch(payload, unique_key, n)
 ORDER BY batch.n
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
@@ -118,6 +126,57 @@ WHERE id = ANY(ARRAY(
     LIMIT 1000
     FOR UPDATE SKIP LOCKED
 ));
+
+-- name: jobs_expired_any
+-- Is any waiting job past its expiry? The tick's cheap look (batchq_job_expiry holds only jobs
+-- with an expiry, so this reads nothing when no job has one) before it takes any lock.
+SELECT id FROM batchq_job
+WHERE expires_at <= statement_timestamp() AND status IN ('ready', 'scheduled', 'blocked')
+LIMIT 1;
+
+-- name: jobs_expiring
+-- Waiting jobs past their expiry, a bounded number, locked until jobs_expire fails them in the
+-- same transaction. SKIP LOCKED: a row a claim holds is left to that claim, which took it only
+-- if it had not expired by the claim's statement (jobs_claim), so it counts as started; a
+-- claim arriving after this lock skips the row, and finds it failed if it comes back.
+SELECT id FROM batchq_job
+WHERE expires_at <= statement_timestamp() AND status IN ('ready', 'scheduled', 'blocked')
+ORDER BY expires_at
+LIMIT 1000
+FOR UPDATE SKIP LOCKED;
+
+-- name: jobs_expire
+-- Fail the jobs jobs_expiring locked, for good, without a try: reason 'expired', the error
+-- class batchq.errors.JobExpired, one failure group (fingerprint) for all. Tries already made
+-- (error_count) stay as counted. The failed-status trigger wakes Queue.result waiters.
+UPDATE batchq_job
+SET status = 'failed', last_error = 'expired', error_class = %(error_class)s,
+    error_fingerprint = %(fingerprint)s, last_error_at = statement_timestamp()
+WHERE id = ANY(%(ids)s::bigint[]) AND status IN ('ready', 'scheduled', 'blocked');
+
+-- name: jobs_keep_expired
+-- After jobs_expire, in its transaction: the expired jobs whose history is kept (their own
+-- keep_result, their queue's keep_for, or `run --keep`: %(keep_all)s) go into batchq_history
+-- as failed, as job_keep_failed copies a job out of tries.
+INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                            memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
+SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
+       last_started_at, statement_timestamp(), last_wall_seconds, last_cpu_seconds,
+       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
+       statement_timestamp() + keep_result * interval '1 second'
+FROM batchq_job
+WHERE id = ANY(%(ids)s::bigint[]) AND status = 'failed'
+  AND (%(keep_all)s::int <> 0 OR keep_result IS NOT NULL
+       OR queue IN (SELECT name FROM batchq_queue WHERE keep_for IS NOT NULL))
+ON CONFLICT (id) DO UPDATE SET
+    queue = excluded.queue, task = excluded.task, payload = excluded.payload,
+    serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
+    worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
+    finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
+    cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
+    memory_growth_bytes = excluded.memory_growth_bytes, result = NULL, result_note = NULL,
+    error = excluded.error, error_class = excluded.error_class, expires_at = excluded.expires_at;
 
 -- name: jobs_unblock_lock
 -- One unblocker at a time per database, until its transaction ends; the others skip (the holder
@@ -157,13 +216,16 @@ SELECT true AS released;
 -- first rows of batchq_job_claim: every 'ready' row is due; run_at <= now only turns away a
 -- ready row written by hand with a future time) and mark them ours with a fresh token. One row
 -- back even when nothing was claimed, to carry the count deleted. MATERIALIZED: the locking
--- subquery runs once, so SKIP LOCKED never finds more rows than the limit.
+-- subquery runs once, so SKIP LOCKED never finds more rows than the limit. A row past its
+-- expiry (expires_at, NULL for most) is never handed out: a claim before it has started the
+-- job; the workers' tick fails it (jobs_expiring, jobs_expire). Every claim below does the same.
 WITH done AS (
     DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[]) AND dependants = 0
     RETURNING 1
 ), picked AS MATERIALIZED (
     SELECT id FROM batchq_job
     WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
+      AND (expires_at IS NULL OR expires_at > statement_timestamp())
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -193,6 +255,7 @@ WITH done AS (
     SELECT id FROM batchq_job
     WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
       AND run_at <= statement_timestamp()
+      AND (expires_at IS NULL OR expires_at > statement_timestamp())
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -245,6 +308,7 @@ WITH done AS (
 ), picked AS MATERIALIZED (
     SELECT id FROM batchq_job
     WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
+      AND (expires_at IS NULL OR expires_at > statement_timestamp())
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -295,6 +359,7 @@ WITH done AS (
 ), picked AS MATERIALIZED (
     SELECT id FROM batchq_job
     WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
+      AND (expires_at IS NULL OR expires_at > statement_timestamp())
     ORDER BY priority DESC, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED

@@ -11,6 +11,7 @@ SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
        (julianday(j.run_at) - julianday('now')) * 86400.0 AS due_in_seconds,
        (julianday('now') - julianday(j.processing_at)) * 86400.0 AS running_seconds,
        round((julianday(j.run_at) - julianday(j.created_at)) * 86400.0, 3) AS delay_seconds,
+       j.expires_at, (julianday(j.expires_at) - julianday('now')) * 86400.0 AS expires_in_seconds,
        COALESCE(q.paused = 1, 0) AS paused,
        j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff, j.parents_left,
        (SELECT COUNT(*) FROM batchq_job AS a

@@ -22,10 +22,15 @@ VALUES (:version, strftime('%Y-%m-%d %H:%M:%f', 'now'));
 -- One job, due after `delay` seconds, or at `at` (Unix seconds, from an aware datetime; the later
 -- of it and now): 'ready' when due now, else 'scheduled' until a worker
 -- promotes it (jobs_promote).
+-- Its claim partition is a random one of :partitions (batchq.partitions; 1 when none are set up).-- name: enqueue
+-- One job, due after `delay` seconds, or at `at` (Unix seconds, from an aware datetime; the later
+-- of it and now): 'ready' when due now, else 'scheduled' until a worker
+-- promotes it (jobs_promote).
 -- Its claim partition is a random one of :partitions (batchq.partitions; 1 when none are set up).
+-- Its expiry: :expires seconds from now, or the instant :expires_at (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff, keep_result)
+                        backoff, keep_result, expires_at)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 OR strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch') > strftime('%Y-%m-%d %H:%M:%f', 'now')
@@ -34,14 +39,17 @@ VALUES (:queue, :task, :payload, :serializer, :priority,
             coalesce(strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch'), strftime('%Y-%m-%d %H:%M:%f', 'now'))),
         :max_errors,
         strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit,
-        abs(random() % :partitions), :timeout, :task_version, :backoff, :keep_result);
+        abs(random() % :partitions), :timeout, :task_version, :backoff, :keep_result,
+        coalesce(strftime('%Y-%m-%d %H:%M:%f', :expires_at, 'unixepoch'),
+                 CASE WHEN :expires IS NOT NULL
+                      THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :expires)) END));
 
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (no change) while a job of that key is waiting or
 -- running (the partial unique index batchq_job_unique). Any other conflict still raises.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff, keep_result)
+                        task_version, backoff, keep_result, expires_at)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 OR strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch') > strftime('%Y-%m-%d %H:%M:%f', 'now')
@@ -50,7 +58,10 @@ VALUES (:queue, :task, :payload, :serializer, :priority,
             coalesce(strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch'), strftime('%Y-%m-%d %H:%M:%f', 'now'))),
         :max_errors,
         strftime('%Y-%m-%d %H:%M:%f', 'now'), :concurrency_key, :concurrency_limit, :unique_key,
-        abs(random() % :partitions), :timeout, :task_version, :backoff, :keep_result)
+        abs(random() % :partitions), :timeout, :task_version, :backoff, :keep_result,
+        coalesce(strftime('%Y-%m-%d %H:%M:%f', :expires_at, 'unixepoch'),
+                 CASE WHEN :expires IS NOT NULL
+                      THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :expires)) END))
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
 DO NOTHING;
 
@@ -69,6 +80,49 @@ WHERE id IN (
     ORDER BY run_at
     LIMIT 1000
 );
+
+-- name: jobs_expired_any
+-- Is any waiting job past its expiry? The tick's cheap look (batchq_job_expiry holds only jobs
+-- with an expiry, so this reads nothing when no job has one) before it takes the write lock.
+SELECT id FROM batchq_job INDEXED BY batchq_job_expiry
+WHERE expires_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') AND expires_at IS NOT NULL
+  AND status IN ('ready', 'scheduled', 'blocked')
+LIMIT 1;
+
+-- name: jobs_expiring
+-- Waiting jobs past their expiry, a bounded number, read inside BEGIN IMMEDIATE (one writer at
+-- a time: no claim runs until jobs_expire has failed them and the transaction ends).
+SELECT id FROM batchq_job INDEXED BY batchq_job_expiry
+WHERE expires_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') AND expires_at IS NOT NULL
+  AND status IN ('ready', 'scheduled', 'blocked')
+ORDER BY expires_at
+LIMIT 1000;
+
+-- name: jobs_expire
+-- Fail the jobs jobs_expiring found, for good, without a try: reason 'expired', the error
+-- class batchq.errors.JobExpired, one failure group (fingerprint) for all. Tries already made
+-- (error_count) stay as counted.
+UPDATE batchq_job
+SET status = 'failed', last_error = 'expired', error_class = :error_class,
+    error_fingerprint = :fingerprint, last_error_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
+WHERE id IN (SELECT value FROM json_each(:ids)) AND status IN ('ready', 'scheduled', 'blocked');
+
+-- name: jobs_keep_expired
+-- After jobs_expire, in its transaction: the expired jobs whose history is kept (their own
+-- keep_result, their queue's keep_for, or `run --keep`: :keep_all) go into batchq_history as
+-- failed, as job_keep_failed copies a job out of tries.
+INSERT OR REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                                       enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                                       memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
+SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
+       last_started_at, strftime('%Y-%m-%d %H:%M:%f', 'now'), last_wall_seconds, last_cpu_seconds,
+       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
+       CASE WHEN keep_result IS NOT NULL
+            THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', keep_result)) END
+FROM batchq_job
+WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'failed'
+  AND (:keep_all <> 0 OR keep_result IS NOT NULL
+       OR queue IN (SELECT name FROM batchq_queue WHERE keep_for IS NOT NULL));
 
 -- name: jobs_unblock_lock
 -- Nothing to take: jobs_unblock runs inside BEGIN IMMEDIATE, which lets one writer in at a time.
@@ -105,7 +159,8 @@ SELECT 1 AS released;
 -- Inside BEGIN IMMEDIATE, after jobs_delete: mark the next due jobs of a queue as ours, with a
 -- fresh token that fences every later write: the first rows of batchq_job_claim, every 'ready'
 -- row being due (run_at <= now only turns away a ready row written by hand with a future time).
--- The payload comes back as bytes whatever its storage class: a TEXT payload that is not UTF-8
+-- A row past its expiry (expires_at, NULL for most) is never handed out; the workers' tick
+-- fails it (jobs_expiring, jobs_expire). The payload comes back as bytes whatever its storage class: a TEXT payload that is not UTF-8
 -- (written by hand) would fail the whole claim when decoded. RETURNING gives no order: the
 -- backend sorts a batch by priority, run_at and id.
 UPDATE batchq_job
@@ -114,6 +169,7 @@ SET status = 'processing', processing_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
 WHERE id IN (
     SELECT id FROM batchq_job INDEXED BY batchq_job_claim
     WHERE queue = :queue AND status = 'ready' AND run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
+      AND (expires_at IS NULL OR expires_at > strftime('%Y-%m-%d %H:%M:%f', 'now'))
     ORDER BY priority DESC, run_at, id
     LIMIT :limit
 )
@@ -130,6 +186,7 @@ WHERE id IN (
     SELECT id FROM batchq_job INDEXED BY batchq_job_partition
     WHERE queue = :queue AND status = 'ready' AND claim_partition = :partition
       AND run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
+      AND (expires_at IS NULL OR expires_at > strftime('%Y-%m-%d %H:%M:%f', 'now'))
     ORDER BY priority DESC, run_at, id
     LIMIT :limit
 )

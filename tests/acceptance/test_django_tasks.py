@@ -291,6 +291,19 @@ out = [later, now]
     assert project.ran() == ["now", "later"]
 
 
+def test_run_after_is_the_jobs_run_at(project: DjangoProject) -> None:
+    """run_after becomes the job's run_at (issue 30): an hour ahead, no worker runs it meanwhile."""
+    job_id = shell(
+        project,
+        """
+out = tasks.record.using(run_after=timezone.now() + timedelta(hours=1)).enqueue("later").id
+""",
+    )
+    run_worker(project)
+    assert project.ran() == []
+    assert shell(project, f"out = str(backend.get_result({job_id!r}).status)") == "READY"
+
+
 def test_run_after_naive_when_use_tz_is_off(project: DjangoProject) -> None:
     """USE_TZ = False: run_after is a naive time in TIME_ZONE (Europe/Paris, not UTC)."""
     project.extra_env["DJPROJ_USE_TZ"] = "0"

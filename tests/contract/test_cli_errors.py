@@ -58,6 +58,19 @@ CASES: list[tuple[tuple[str, ...], int, str]] = [
     (("enqueue", "os:system"), USAGE, "not allowed"),
     (("schedule", "add", "s", "0 7 * *", "jobs:noop"), USAGE, "bad cron expression"),
     (("stats", "--url", "nosuch://x"), USAGE, "bad database URL scheme 'nosuch'"),
+    # run times and expiry (issue 30): one line each, nothing written
+    (("enqueue", "jobs:noop", "--run-at", "2030-01-01T09:00:00"), USAGE, "give the time's offset"),
+    (("enqueue", "jobs:noop", "--run-at", "tomorrow"), USAGE, "bad --run-at 'tomorrow'"),
+    (("enqueue", "jobs:noop", "--expires", "soon"), USAGE, "bad --expires value 'soon'"),
+    (
+        ("enqueue", "jobs:noop", "--expires", "0"),
+        USAGE,
+        "bad expires 0.0: a job must be allowed more than 0 s",
+    ),
+    (("enqueue", "jobs:noop", "--expires", "-5"), USAGE, "bad --expires value '-5'"),
+    (("enqueue", "jobs:noop", "--delay", "1m", "--expires", "30s"), USAGE, "not after the job is due"),
+    (("enqueue", "jobs:noop", "--expires", "2000-01-01T00:00:00Z"), USAGE, "the job could never start"),
+    (("enqueue", "jobs:noop", "--delay", "1m", "--run-at", "2030-01-01T09:00:00Z"), USAGE, "not both"),
     # bad JSON
     (("enqueue", "jobs:noop", "{x"), USAGE, "not valid JSON"),
     (("schedule", "add", "s", "@daily", "jobs:noop", "--payload", "[1]"), USAGE, "use a JSON object"),

@@ -13,7 +13,7 @@ from batchq import ConfigError, Queue
 from batchq.sweeps import gc_error, gc_processing
 from batchq.worker import RunOptions, Worker
 from tests.apps.dep_jobs import LEDGER_CREATE
-from tests.support.db import app_connection, sql
+from tests.support.db import app_connection, run_query, sql
 
 MODULES = ["dep_jobs"]
 
@@ -149,6 +149,20 @@ def test_cancel_and_purge_of_a_parent_fail_its_dependants(dq: Queue) -> None:
     gc_processing(dq)
     assert status(dq, other)[0] == "failed"
     assert "was deleted before it succeeded" in (status(dq, other)[2] or "")
+
+
+def test_a_parent_that_expires_fails_its_dependants(dq: Queue) -> None:
+    """An expired parent never runs (enqueue(expires=)): its dependants fail with it, in the
+    transaction that fails it, as when it fails for good."""
+    parent = dq.enqueue(*step(1), expires="1h")
+    child = dq.enqueue(*step(2), after=parent)
+    grandchild = dq.enqueue(*step(3), after=child)
+    run_query(dq, "job_expired", {"id": int(parent)})
+    drain(dq)
+    assert ran(dq) == []
+    assert status(dq, parent)[::2] == ("failed", "expired")
+    assert status(dq, child)[::2] == ("failed", f"DependencyFailed: parent job {parent} expired")
+    assert status(dq, grandchild)[::2] == ("failed", f"DependencyFailed: parent job {child} failed for good")
 
 
 def test_a_waiting_job_cannot_be_made_due_by_hand(dq: Queue) -> None:

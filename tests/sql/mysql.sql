@@ -43,6 +43,10 @@ UPDATE batchq_job SET run_at = '9999-12-31 23:59:59.999999' WHERE id = %(id)s;
 -- Seconds from the database's now to a job's run_at.
 SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), run_at) / 1e6 FROM batchq_job WHERE id = %(id)s;
 
+-- name: job_expired
+-- Job %(id)s past its expiry (a second ago).
+UPDATE batchq_job SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = %(id)s;
+
 -- name: jobs_make_due
 -- Every job due now.
 UPDATE batchq_job SET run_at = UTC_TIMESTAMP(6);
@@ -229,3 +233,15 @@ SELECT id, reason FROM batchq_message_archive WHERE queue = %(queue)s ORDER BY i
 UPDATE batchq_schedule
 SET next_exec = TIMESTAMP'1970-01-01 00:00:00' + INTERVAL %(at)s SECOND + INTERVAL 250000 MICROSECOND
 WHERE name = %(name)s;
+
+-- name: stamp_create
+-- The table expiry_jobs:stamp writes: a job's number and when its task began, on the server's clock.
+CREATE TABLE IF NOT EXISTS test_stamp (n BIGINT NOT NULL, started DATETIME(6) NOT NULL) ENGINE=InnoDB;
+
+-- name: stamp_insert
+-- A task's own start, on the server's clock (UTC, as batchq's times).
+INSERT INTO test_stamp (n, started) VALUES (%(n)s, UTC_TIMESTAMP(6));
+
+-- name: server_now
+-- The server's clock, as claims read it.
+SELECT UTC_TIMESTAMP(6) AS now;

@@ -44,6 +44,10 @@ UPDATE batchq_job SET run_at = 'infinity' WHERE id = %(id)s;
 -- Seconds from the database's now to a job's run_at.
 SELECT EXTRACT(EPOCH FROM run_at - now()) FROM batchq_job WHERE id = %(id)s;
 
+-- name: job_expired
+-- Job %(id)s past its expiry (a second ago).
+UPDATE batchq_job SET expires_at = now() - interval '1 second' WHERE id = %(id)s;
+
 -- name: jobs_make_due
 -- Every job due now.
 UPDATE batchq_job SET run_at = now();
@@ -247,3 +251,15 @@ SELECT id, reason FROM batchq_message_archive WHERE queue = %(queue)s ORDER BY i
 -- name: schedule_set_next_exec_by_hand
 -- A schedule's next slot written by hand with a fraction of a second (no writer of batchq's does).
 UPDATE batchq_schedule SET next_exec = to_timestamp(%(at)s::float8 + 0.25) WHERE name = %(name)s;
+
+-- name: stamp_create
+-- The table expiry_jobs:stamp writes: a job's number and when its task began, on the server's clock.
+CREATE TABLE IF NOT EXISTS test_stamp (n BIGINT NOT NULL, started TIMESTAMPTZ NOT NULL);
+
+-- name: stamp_insert
+-- A task's own start, on the server's clock (clock_timestamp: the instant, not the transaction's).
+INSERT INTO test_stamp (n, started) VALUES (%(n)s, clock_timestamp());
+
+-- name: server_now
+-- The server's clock, as claims read it.
+SELECT statement_timestamp() AS now;

@@ -44,6 +44,10 @@ UPDATE batchq_job SET run_at = '9999-99-99' WHERE id = :id;
 -- Seconds from the database's now to a job's run_at.
 SELECT (julianday(run_at) - julianday('now')) * 86400.0 FROM batchq_job WHERE id = :id;
 
+-- name: job_expired
+-- Job :id past its expiry (a second ago).
+UPDATE batchq_job SET expires_at = strftime('%Y-%m-%d %H:%M:%f', 'now', '-1 seconds') WHERE id = :id;
+
 -- name: jobs_make_due
 -- Every job due now.
 UPDATE batchq_job SET run_at = strftime('%Y-%m-%d %H:%M:%f', 'now');
@@ -194,3 +198,15 @@ SELECT id, reason FROM batchq_message_archive WHERE queue = :queue ORDER BY id;
 -- name: schedule_set_next_exec_by_hand
 -- A schedule's next slot as a person would write it: whole seconds, no fraction.
 UPDATE batchq_schedule SET next_exec = strftime('%Y-%m-%d %H:%M:%S', :at, 'unixepoch') WHERE name = :name;
+
+-- name: stamp_create
+-- The table expiry_jobs:stamp writes: a job's number and when its task began, on the database's clock.
+CREATE TABLE IF NOT EXISTS test_stamp (n INTEGER NOT NULL, started TEXT NOT NULL);
+
+-- name: stamp_insert
+-- A task's own start, on the database's clock (UTC text, as batchq's times).
+INSERT INTO test_stamp (n, started) VALUES (:n, strftime('%Y-%m-%d %H:%M:%f', 'now'));
+
+-- name: server_now
+-- The database's clock, as claims read it.
+SELECT strftime('%Y-%m-%d %H:%M:%f', 'now') AS now;

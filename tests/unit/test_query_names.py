@@ -39,6 +39,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         # No RETURNING: a claim or a read is a SELECT (... SKIP LOCKED where the server has it),
         # then an UPDATE of the rows it found.
         "jobs_claim_waiting",  # jobs_claim without SKIP LOCKED, for older servers
+        "jobs_expiring_waiting",  # jobs_expiring without SKIP LOCKED, likewise
         "jobs_claim_mark",
         "jobs_claim_mark_checked",  # on Galera: and did the commit happen (see the query)
         "jobs_claim_mark_none_checked",  # on Galera: a claim that found nothing, checked likewise

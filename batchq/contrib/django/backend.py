@@ -104,7 +104,7 @@ class BatchqBackend(BaseTaskBackend):
         options: dict[str, Any] = {
             "queue": task.queue_name,
             "priority": task.priority,
-            "delay": _run_after(task.run_after),
+            "run_at": _run_after(task.run_after),  # an aware datetime, None: now
             "max_errors": self.settings.max_errors,
             "keep_result": self.settings.keep_result,
         }

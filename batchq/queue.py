@@ -832,7 +832,9 @@ def _check_waiting_options(delay: Any, run_at: Any, unique_key: str | None) -> N
     """Options a job enqueued with after= cannot take (yet), refused before anything is written."""
     for name, value in (("delay", delay), ("run_at", run_at)):
         if value is not None:
-            raise ConfigError(f"after= and {name}= together are not supported: a waiting job is due at its release")
+            raise ConfigError(
+                f"after= and {name}= together are not supported: a waiting job is due at its release"
+            )
     if unique_key is not None:
         raise ConfigError("after= and unique_key= together are not supported")
 

@@ -6,13 +6,10 @@ import logging
 import math
 import os
 import random
-import signal
-import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -22,12 +19,13 @@ from .backends.liveness import owner_name
 from .config import counted, parse_timeout
 from .errors import BackendError, BackendUnavailable, ConfigError
 from .failures import fingerprint, fingerprint_of, timeout_fingerprint
-from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
+from .heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from .history import KEPT_STATEMENT_BYTES, Meter, Usage
 from .job import Claim, Job, Kept, calling
 from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
 from .queue import Queue, payload_mismatch
 from .registry import Registration
+from .runner import Limits, Runner
 from .serializers import loads
 from .tasks import (
     UpgradeFailed,
@@ -44,7 +42,6 @@ from .timeouts import (
     WATCHDOG_EXIT_STATUS,
     JobTimeout,
     Watch,
-    Watchdog,
     job_timeout,
     timed_out,
     timeout_text,
@@ -60,7 +57,6 @@ CLASS_PATH_MAX_CHARS = 255  # the error_class column
 TIMEOUT_CLASS = f"{JobTimeout.__module__}.{JobTimeout.__qualname__}"  # a try stopped by its timeout
 TICK_SECONDS = 1.0  # how often a busy worker promotes due scheduled jobs and reads paused queues
 PARTITION_TRIES = 3  # partitions a claim tries before the worker counts as idle
-RECONNECT_ATTEMPTS = 8  # backoff 0.2s doubling, capped at 5s: about 16s for a server to come back
 # A job of a newer task version than this worker knows waits a tenth of its age, within these
 # bounds, times a random spread, before a worker claims it again (job_wait_for_version).
 VERSION_WAIT_MIN_SECONDS = 5.0
@@ -135,22 +131,25 @@ class Worker:
         self.options = options or RunOptions()
         self.name = owner_name()
         self.summary = RunSummary()
-        self._stop = threading.Event()
         self._release_pending = False  # a connection was lost between jobs: an unseen claim may exist
         self._paused: set[str] = set()  # queues paused when last looked (_tick)
         self._keeping: set[str] = set()  # queues with a keep_for when last looked (_tick)
         self._kept: dict[int, Kept] = {}  # succeeded jobs to copy into the history as they go
         self._next_tick = 0.0  # monotonic time of the next _tick
-        self._started = time.monotonic()
         self._lease: PartitionLease | None = None  # with claim="partition"
         self._waiting_for_partition = False  # no free partition has work, but leased ones do
-        self._registration = Registration(
-            queue.backend, self.name, self.options.queues, heartbeat=self.options.heartbeat
-        )
         # Checked here too: RunOptions may come from Python, not the CLI.
         self._timeout = parse_timeout(self.options.timeout, "run timeout")
-        self._grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
-        self._watchdog: Watchdog | None = None  # made by run(), in the thread that runs the jobs
+        grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
+        self._runner = Runner(
+            queue.backend,
+            Registration(queue.backend, self.name, self.options.queues, heartbeat=self.options.heartbeat),
+            self.summary,
+            Limits(self.options.max_jobs, self.options.max_seconds),
+            grace=grace,
+            heartbeat=self.options.heartbeat,
+            log=log,
+        )
         # While a job runs: its batch, the index of the first job not yet run (so no list is
         # sliced per job), and the ones done but not deleted.
         self._in_hand: tuple[list[Job], int, list[Job]] = ([], 0, [])
@@ -163,47 +162,23 @@ class Worker:
 
     def stop(self, *_: Any) -> None:
         """Finish the current job, then exit (SIGTERM, SIGINT)."""
-        self._stop.set()
+        self._runner.stop()
 
     def run(self) -> RunSummary:
-        if self.options.keep:
-            self.backend.check_history()
-        with _stop_on_signals(self.stop):
-            if self.options.claim == "partition":
-                check_partitions_ready(self.backend)
-                self._lease = PartitionLease(
-                    self.backend, self.name, jobs_per_lease=self.options.jobs_per_lease
-                )
-            self.backend.hold_liveness(self.name)
-            self._registration.register()
-            heartbeat = Heartbeat(self.backend, self.options.heartbeat)
-            heartbeat.start()
-            self._watchdog = Watchdog(self._grace, partial(self._record_abandoned, self.backend))
-            try:
-                self._run_loop(heartbeat)
-            finally:
-                self._watchdog.stop()
-                heartbeat.stop()
-                self._give_back_partition()
-                self._unregister()
-                self._end_liveness()
+        self._runner.run(self)
         return self.summary
 
-    def _end_liveness(self) -> None:
-        """On the way out: a lease goes now (a session's lock goes with the connection)."""
-        try:
-            self.backend.liveness.release()
-        except BackendError as exc:  # it expires by itself
-            log.warning("could not drop this worker's lease: %s", exc)
+    # -- the runner's loop (batchq.runner.Loop) ------------------------------------------
 
-    def _unregister(self) -> None:
-        """On the way out: the registry row goes (a sweep prunes it, should this fail)."""
-        try:
-            self._registration.unregister()
-        except BackendError as exc:
-            log.warning("could not remove this worker from the registry: %s", exc)
+    def prepare(self) -> None:
+        """Before the worker shows alive: the history table, when --keep, and the partitions."""
+        if self.options.keep:
+            self.backend.check_history()
+        if self.options.claim == "partition":
+            check_partitions_ready(self.backend)
+            self._lease = PartitionLease(self.backend, self.name, jobs_per_lease=self.options.jobs_per_lease)
 
-    def _give_back_partition(self) -> None:
+    def close(self) -> None:
         """On the way out: free the leased partition now rather than when its lease ends."""
         if self._lease is not None:
             try:
@@ -211,8 +186,8 @@ class Worker:
             except BackendError as exc:  # it expires by itself; other workers see us dead sooner
                 log.warning("could not release partition %s: %s", self._lease.partition, exc)
 
-    def _run_loop(self, heartbeat: Heartbeat) -> None:
-        self._started = time.monotonic()
+    def loop(self) -> None:
+        """Claim, call and finish jobs until a stop condition or --wait says so (by the runner)."""
         idle_since: float | None = None
         done: list[Job] = []  # succeeded jobs whose DELETE rides with the next claim
         while not self._should_stop():
@@ -220,7 +195,7 @@ class Worker:
             done = []
             if jobs:
                 idle_since = None
-                done = self._process(jobs, heartbeat)
+                done = self._process(jobs)
                 continue
             if self._waiting_for_partition:  # not idle: other workers lease the partitions with work
                 idle_since = None
@@ -230,18 +205,13 @@ class Worker:
                     break
             # Never idle past a lease renewal: an idle worker's lease must not lapse either.
             pause = min(self.options.poll_interval, self.backend.liveness.beat_seconds)
-            self.backend.wait_for_jobs(self.options.queues, pause, self._stop)
+            self.backend.wait_for_jobs(self.options.queues, pause, self._runner.stopped)
         if done:
             matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
             self._check_done(done, matched)
 
     def _should_stop(self) -> bool:
-        opts = self.options
-        if self._stop.is_set():
-            return True
-        if opts.max_jobs is not None and self.summary.processed >= opts.max_jobs:
-            return True
-        return opts.max_seconds is not None and time.monotonic() - self._started >= opts.max_seconds
+        return self._runner.should_stop()
 
     # -- finish and claim -------------------------------------------------------------
 
@@ -271,10 +241,10 @@ class Worker:
         ticked = time.monotonic() >= self._next_tick
         if ticked:
             self._tick()
-            if self._stop.is_set():  # `batchq stop`: claim nothing more
+            if self._runner.stopped.is_set():  # `batchq stop`: claim nothing more
                 return [], deleted + (self._delete_done(done) if done else 0)
         claimed, jobs = self._claim_next(done)
-        if not jobs and not ticked and self._tick() and not self._stop.is_set():
+        if not jobs and not ticked and self._tick() and not self._runner.stopped.is_set():
             # nothing ready: due scheduled jobs may wait
             jobs = self._claim_next([])[1]
         return jobs, deleted + claimed
@@ -286,9 +256,7 @@ class Worker:
         self._paused = {row["name"] for row in self.backend.fetchall("queues_paused")}
         self._keeping = {row["name"] for row in self.backend.fetchall("queues_keep_for")}
         self._next_tick = time.monotonic() + TICK_SECONDS
-        if self._registration.seen(self.summary.succeeded, self.summary.errors):
-            log.info("asked to stop (batchq stop): exiting")
-            self.stop()
+        self._runner.asked_to_stop(self.summary.succeeded, self.summary.errors)
         self.backend.vacuum_if_due()
         self.backend.liveness.renew_if_due()
         if self._lease is not None:
@@ -428,7 +396,7 @@ class Worker:
 
     # -- process ------------------------------------------------------------------
 
-    def _process(self, jobs: list[Job], heartbeat: Heartbeat) -> list[Job]:
+    def _process(self, jobs: list[Job]) -> list[Job]:
         """Call each claimed job; failures are recorded one by one, the successes returned."""
         done: list[Job] = []
         types = self._queue_types(jobs)
@@ -448,6 +416,8 @@ class Worker:
                 continue
             self.summary.job_ids.append(job.id)
             self._in_hand = (jobs, index + 1, done)
+            heartbeat = self._runner.heartbeat
+            assert heartbeat is not None, "jobs are called by run()"
             heartbeat.in_job = True  # the session sits idle while the job runs
             meter = Meter()
             try:
@@ -646,7 +616,7 @@ class Worker:
             return (_describe_error(exc), _fingerprint(exc, job.task), _class_path(exc)), None
         result: Any = None
         error: BaseException | None = None
-        watchdog = self._watchdog
+        watchdog = self._runner.watchdog
         assert watchdog is not None, "jobs are called by run()"
         watch = watchdog.begin(job, job_timeout(job, func, self._timeout))
         try:
@@ -664,11 +634,11 @@ class Worker:
             return ("the task returned False", fingerprint_of("ReturnedFalse", "", job.task), None), None
         return None, result
 
-    def _record_abandoned(self, backend: Backend, watch: Watch, why_not_stopped: str) -> None:
+    def record_abandoned(self, watch: Watch, why_not_stopped: str) -> None:
         """The watchdog's last act before it ends the process (in its thread): the job that would
         not stop fails, fenced by its token, due again no sooner than RETRY_FLOOR_SECONDS; the
         batch's jobs not yet run go back uncounted, and the ones done are deleted."""
-        job = watch.job
+        backend, job = self.backend, watch.job
         batch, next_index, done = self._in_hand
         pending = batch[next_index:]
         error = (
@@ -706,23 +676,14 @@ class Worker:
     # -- connection loss ------------------------------------------------------------
 
     def _with_reconnect(self, action: Callable[[], Any], between_jobs: bool) -> Any:
-        """Run a statement; if the connection is lost, wait and retry on a new connection.
+        """Run a statement, reconnecting when the connection is lost (batchq.runner). Every
+        retried finish is fenced by the claim token, so a retry after an unseen commit changes
+        nothing; a claim lost ``between_jobs`` may have committed unseen, and the next claim
+        releases it first."""
+        return self._runner.with_reconnect(action, self._release_later if between_jobs else None)
 
-        The backend re-takes the liveness lock on every connect. Every retried finish is fenced
-        by the claim token, so a retry after an unseen commit changes nothing; a claim lost
-        ``between_jobs`` may have committed unseen, and the next claim releases it first.
-        """
-        for attempt in range(RECONNECT_ATTEMPTS):
-            try:
-                return self.backend.retrying(action)
-            except BackendUnavailable as exc:
-                if attempt == RECONNECT_ATTEMPTS - 1:
-                    raise
-                self._release_pending = self._release_pending or between_jobs
-                self.summary.reconnects += 1
-                log.warning("database connection lost (%s); reconnecting", exc)
-                time.sleep(min(0.2 * 2**attempt, 5))
-        raise AssertionError("unreachable")
+    def _release_later(self) -> None:
+        self._release_pending = True
 
 
 def _timed_out_error(watch: Watch, error: BaseException | None) -> str:
@@ -790,16 +751,3 @@ def _type_name(exc: BaseException) -> str:
         return str(type(exc).__name__)
     except BaseException:  # a metaclass can make even this raise
         return "an exception"
-
-
-@contextmanager
-def _stop_on_signals(handler: Callable[..., Any]) -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)

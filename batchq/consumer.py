@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 
 from .backends.liveness import owner_name
+from .calls import describe_error, timed_out_error
 from .config import counted, format_duration, parse_timeout
 from .errors import BackendUnavailable, QueueNotFound
 from .mq import Message, MessageQueue
@@ -34,7 +35,6 @@ from .registry import Registration
 from .runner import RECONNECT_ATTEMPTS, Limits, Runner
 from .tasks import call_task
 from .timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS, Watch, timed_out, timeout_text
-from .worker import _describe_error, _timed_out_error
 
 log = logging.getLogger("batchq.consumer")
 
@@ -279,10 +279,10 @@ class Consumer:
         watchdog.end(watch)  # at once: no JobTimeout is raised past this line
         self._at_hand = None
         if watch is not None and watch.expired:
-            return _timed_out_error(watch, error)
+            return timed_out_error(watch, error)
         if error is not None and not isinstance(error, Exception):
             raise error
-        return None if error is None else _describe_error(error)
+        return None if error is None else describe_error(error)
 
     def record_abandoned(self, watch: Watch, why_not_stopped: str) -> None:
         """The watchdog's last act before it ends the process: a message on its last try is

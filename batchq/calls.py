@@ -1,8 +1,9 @@
 """A job's call and the middleware around it.
 
 The worker hands each claimed job to a chain of middleware, each a callable
-``(call, call_next) -> CallOutcome`` that may act before and after the layers inside it, or
-answer without calling them. The chain `batchq run` uses, outermost first (Worker.middleware):
+``(call, call_next) -> CallOutcome`` (call_next passed by name) that may act before and after
+the layers inside it, or answer without calling them. The chain `batchq run` uses, outermost
+first (Worker.middleware):
 
   your own          Worker(middleware=...): batchq.testing's drain() notes each outcome here
   NewerVersion      a job of a newer task version than this worker knows goes back, not run
@@ -23,11 +24,14 @@ call always runs.
 
 from __future__ import annotations
 
+import inspect
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from functools import partial
+from typing import Any, NamedTuple, Protocol
 
+from .errors import ConfigError
 from .failures import fingerprint, fingerprint_of, timeout_fingerprint
 from .heartbeat import Heartbeat
 from .history import Meter, Usage
@@ -88,19 +92,34 @@ class CallOutcome:
 
 
 CallNext = Callable[[Call], CallOutcome]
-Middleware = Callable[[Call, CallNext], CallOutcome]
+
+
+class Middleware(Protocol):
+    """A layer around the call: act before and after ``call_next``, or answer in its stead."""
+
+    def __call__(self, call: Call, call_next: CallNext) -> CallOutcome: ...
 
 
 def chain(middleware: Sequence[Middleware], innermost: CallNext) -> CallNext:
-    """One callable that runs ``middleware`` in order, outermost first, around ``innermost``."""
+    """One callable that runs ``middleware`` in order, outermost first, around ``innermost``.
+
+    Each layer is called as ``layer(call, call_next=...)``: a partial, so the chain adds no
+    Python frame of its own per layer and job."""
     call_next = innermost
     for layer in reversed(middleware):
-        call_next = _layered(layer, call_next)
+        _check_signature(layer)
+        call_next = partial(layer, call_next=call_next)
     return call_next
 
 
-def _layered(layer: Middleware, call_next: CallNext) -> CallNext:
-    return lambda call: layer(call, call_next)
+def _check_signature(layer: Middleware) -> None:
+    """A clear error now, rather than a TypeError at the first job."""
+    try:
+        inspect.signature(layer).bind(None, call_next=None)
+    except TypeError:
+        raise ConfigError(f"middleware {layer!r} must take (call, call_next)") from None
+    except ValueError:  # no signature to read (a builtin): it is called as is
+        pass
 
 
 def invoke(call: Call) -> CallOutcome:

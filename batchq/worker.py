@@ -72,6 +72,8 @@ VERSION_WAIT_MIN_SECONDS = 5.0
 VERSION_WAIT_MAX_SECONDS = 60.0
 VERSION_WAIT_SPREAD = 0.5
 VERSION_WAIT_NOTE_MAX_CHARS = 255
+# job_error's measurements of a try that was not measured (failed outside Metering, or abandoned)
+NOT_MEASURED: dict[str, Any] = {"wall": None, "cpu": None, "peak": None, "growth": None}
 
 
 def retry_delay(
@@ -159,7 +161,7 @@ class Worker:
         # While a job runs: its batch, the index of the first job not yet run (so no list is
         # sliced per job), and the ones done but not deleted.
         self._in_hand: tuple[list[Job], int, list[Job]] = ([], 0, [])
-        self._tasks = Tasks(queue.resolver.resolve, self.options.handler)
+        self._tasks = Tasks(lambda name: self.queue.resolver.resolve(name), self.options.handler)
         self._types: dict[str, QueueType] = {}  # the types of the claimed jobs' queues (_process)
         self._own_middleware = tuple(middleware)
         self._call_job: CallNext | None = None  # the chain, built by loop() (it needs the watchdog)
@@ -452,7 +454,6 @@ class Worker:
             return
         self.summary.job_ids.append(job.id)
         if outcome.failure is not None:
-            assert outcome.usage is not None, "Metering measures every failed try"
             self._record_error(job, *outcome.failure, outcome.usage)
             return
         if outcome.kept is not None:
@@ -467,7 +468,7 @@ class Worker:
             self._stale(len(done) - matched, done)
 
     def _record_error(
-        self, job: Job, error: str, fingerprint: str, error_class: str | None, usage: Usage
+        self, job: Job, error: str, fingerprint: str, error_class: str | None, usage: Usage | None
     ) -> None:
         """Count the failure, with the try's measurements; if it was the last try of a job whose
         history is kept, copy it into the history in the same transaction."""
@@ -479,7 +480,7 @@ class Worker:
             "error_class": error_class,
             "fingerprint": fingerprint,
             "delay": delay,
-            **usage.row_params(),
+            **(NOT_MEASURED if usage is None else usage.row_params()),
         }
         log.info("job %s (%s) failed: %s", job.id, job.task, error.splitlines()[0])
         last_try = stored_count(job.error_count) + 1 >= stored_count(job.max_errors)
@@ -607,10 +608,7 @@ class Worker:
             "fingerprint": timeout_fingerprint(job.task),
             "error_class": TIMEOUT_CLASS,
             "delay": max(self._retry_delay(job), RETRY_FLOOR_SECONDS),
-            "wall": None,  # the try was not measured: it never ended
-            "cpu": None,
-            "peak": None,
-            "growth": None,
+            **NOT_MEASURED,  # it never ended
         }
 
         def record() -> None:

@@ -425,22 +425,6 @@ class Worker:
 
     # -- process ------------------------------------------------------------------
 
-    def _process(self, jobs: list[Job]) -> list[Job]:
-        """Call each claimed job; failures are recorded one by one, the successes returned."""
-        done: list[Job] = []
-        self._types.clear()
-        self._types.update(self._queue_types(jobs))
-        call_job = self._call_job
-        assert call_job is not None, "jobs are called by run()"
-        debug = log.isEnabledFor(logging.DEBUG)  # once per claim, not per job
-        for index, job in enumerate(jobs):
-            if index and self._should_stop():
-                self._with_reconnect(partial(self.backend.release_jobs, jobs[index:]), between_jobs=False)
-                break
-            self._in_hand = (jobs, index + 1, done)
-            self._record(job, call_job(Call(job)), done, debug)
-        return done
-
     def _record(self, job: Job, outcome: CallOutcome, done: list[Job], debug: bool) -> None:
         """Write what the chain answered: a success waits in ``done`` for the next claim."""
         if outcome.kind == NEWER_VERSION:
@@ -462,6 +446,22 @@ class Worker:
         done.append(job)
         if debug:
             log.debug("job %s (%s) done", job.id, job.task)
+
+    def _process(self, jobs: list[Job]) -> list[Job]:
+        """Call each claimed job; failures are recorded one by one, the successes returned."""
+        done: list[Job] = []
+        self._types.clear()
+        self._types.update(self._queue_types(jobs))
+        call_job = self._call_job
+        assert call_job is not None, "jobs are called by run()"
+        debug = log.isEnabledFor(logging.DEBUG)  # once per claim, not per job
+        for index, job in enumerate(jobs):
+            if index and self._should_stop():
+                self._with_reconnect(partial(self.backend.release_jobs, jobs[index:]), between_jobs=False)
+                break
+            self._in_hand = (jobs, index + 1, done)
+            self._record(job, call_job(Call(job)), done, debug)
+        return done
 
     def _check_done(self, done: list[Job], matched: int) -> None:
         if matched < len(done):

@@ -22,19 +22,19 @@ status 4), so a hung handler cannot outlive --max-seconds and SIGTERM, nor cron'
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from dataclasses import dataclass
 
 from .backends.liveness import owner_name
+from .calls import describe_error, timed_out_error
 from .config import counted, format_duration, parse_timeout
-from .errors import BackendError, BackendUnavailable, QueueNotFound
+from .errors import BackendUnavailable, QueueNotFound
 from .mq import Message, MessageQueue
 from .pubsub import AT_MOST_ONCE, Handler, Subscription, archive_failed
 from .registry import Registration
+from .runner import RECONNECT_ATTEMPTS, Limits, Runner
 from .tasks import call_task
-from .timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS, Watch, Watchdog, timed_out, timeout_text
-from .worker import RECONNECT_ATTEMPTS, _describe_error, _stop_on_signals, _timed_out_error
+from .timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS, Watch, timed_out, timeout_text
 
 log = logging.getLogger("batchq.consumer")
 
@@ -88,45 +88,42 @@ class Consumer:
         self.summary = ConsumeSummary()
         self._subscriptions: list[Subscription] = []
         self._gone: set[tuple[str, str]] = set()  # unsubscribed while we ran (logged once)
-        self._stop = threading.Event()
-        self._started = time.monotonic()
         self._timeout = parse_timeout(self.options.timeout, "consume timeout")
-        self._grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
-        self._watchdog: Watchdog | None = None  # made by run(), in the thread that calls handlers
+        grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
         self._at_hand: Subscription | None = None  # the subscription of the message being handled
         self.name = owner_name()
         serves = [f"{topic}:{subscriber}" for topic, subscriber in self.handlers]
-        self._registration = Registration(mq.backend, self.name, serves, kind="consume")
+        # Alive and listed as `batchq run` is: its session's lock (its pid on SQLite), and its
+        # registry row, which `batchq status` lists and `batchq stop` asks to stop.
+        self._runner = Runner(
+            mq.backend,
+            Registration(mq.backend, self.name, serves, kind="consume"),
+            self.summary,
+            Limits(self.options.max_messages, self.options.max_seconds),
+            grace=grace,
+            heartbeat=None,
+            log=log,
+        )
 
     def stop(self, *_: object) -> None:
         """Finish the message at hand, then exit (SIGTERM, SIGINT)."""
-        self._stop.set()
+        self._runner.stop()
 
     def run(self) -> ConsumeSummary:
-        with _stop_on_signals(self.stop):
-            self._started = time.monotonic()
-            for h in self.handlers.values():  # the decorator's settings, where it states them
-                self.mq.subscribe(h.topic, h.subscriber, policy=h.policy, max_tries=h.max_tries, vt=h.vt)
-            # Alive and listed as `batchq run` is: its session's lock (its pid on SQLite), and
-            # its registry row, which `batchq status` lists and `batchq stop` asks to stop.
-            self.mq.backend.hold_liveness(self.name)
-            self._registration.register()
-            self._watchdog = Watchdog(self._grace, self._record_abandoned)
-            try:
-                self._loop()
-            finally:
-                self._watchdog.stop()
-                self._unregister()
+        self._runner.run(self)
         return self.summary
 
-    def _unregister(self) -> None:
-        try:
-            self._registration.unregister()
-            self.mq.backend.liveness.release()
-        except BackendError as exc:  # gc-processing prunes the row once the consumer shows gone
-            log.warning("could not remove this consumer from the registry: %s", exc)
+    # -- the runner's loop (batchq.runner.Loop) ------------------------------------------
 
-    def _loop(self) -> None:
+    def prepare(self) -> None:
+        """The subscriptions, with the decorators' settings where they state them."""
+        for h in self.handlers.values():
+            self.mq.subscribe(h.topic, h.subscriber, policy=h.policy, max_tries=h.max_tries, vt=h.vt)
+
+    def close(self) -> None:
+        """Nothing of its own to give back: the runner unregisters it."""
+
+    def loop(self) -> None:
         idle_since: float | None = None
         next_refresh = 0.0
         failures = 0  # connection losses in a row
@@ -143,7 +140,8 @@ class Consumer:
                 failures += 1
                 if failures > RECONNECT_ATTEMPTS:
                     raise
-                self._reconnect_pause(exc, failures)
+                self.mq.close()
+                self._runner.reconnect_wait(exc, failures - 1, interruptible=True)
                 continue
             if took:
                 idle_since = None
@@ -155,7 +153,7 @@ class Consumer:
             self.mq.backend.wait_for_messages(
                 sorted({sub.topic for sub in self._subscriptions}),
                 min(self._pause(idle), self.mq.backend.liveness.beat_seconds),  # a lease stays renewed
-                self._stop,
+                self._runner.stopped,
             )
 
     def _asked_to_stop(self) -> bool:
@@ -163,10 +161,7 @@ class Consumer:
         summary = self.summary
         # `failed` already counts the at_most_once failures that `dropped` counts again; the
         # messages archived unread are failures too, as the summary's 'errors' has them.
-        if not self._registration.seen(summary.handled, summary.failed + summary.skipped):
-            return False
-        log.info("asked to stop (batchq stop): exiting")
-        return True
+        return self._runner.asked_to_stop(summary.handled, summary.failed + summary.skipped)
 
     def _pause(self, idle: float) -> float:
         """The poll interval, cut short by --wait and --max-seconds."""
@@ -174,23 +169,11 @@ class Consumer:
         if self.options.wait is not None:
             pause = min(pause, self.options.wait - idle)
         if self.options.max_seconds is not None:
-            pause = min(pause, self.options.max_seconds - (time.monotonic() - self._started))
+            pause = min(pause, self.options.max_seconds - self._runner.elapsed())
         return max(pause, 0.0)
 
-    def _reconnect_pause(self, exc: BackendUnavailable, failures: int) -> None:
-        self.summary.reconnects += 1
-        delay = min(0.2 * 2 ** (failures - 1), 5.0)
-        log.warning("lost the database (%s): reconnecting in %s", exc, format_duration(delay))
-        self.mq.close()
-        self._stop.wait(delay)
-
     def _should_stop(self) -> bool:
-        opts = self.options
-        if self._stop.is_set():
-            return True
-        if opts.max_messages is not None and self.summary.processed >= opts.max_messages:
-            return True
-        return opts.max_seconds is not None and time.monotonic() - self._started >= opts.max_seconds
+        return self._runner.should_stop()
 
     def _refresh(self) -> None:
         """Read the subscriptions again: their settings may have changed, or they may be gone."""
@@ -282,7 +265,7 @@ class Consumer:
         exception it raised, or its timeout). KeyboardInterrupt and the like go on up."""
         handler = self.handlers[(sub.topic, sub.subscriber)]
         log.debug("%s/%s: message %d", sub.topic, sub.subscriber, message.msg_id)
-        watchdog = self._watchdog
+        watchdog = self._runner.watchdog
         assert watchdog is not None, "handlers are called by run()"
         timeout = handler.timeout if handler.timeout is not None else self._timeout
         label = f"message {message.msg_id} of {sub.topic}/{sub.subscriber}"
@@ -296,12 +279,12 @@ class Consumer:
         watchdog.end(watch)  # at once: no JobTimeout is raised past this line
         self._at_hand = None
         if watch is not None and watch.expired:
-            return _timed_out_error(watch, error)
+            return timed_out_error(watch, error)
         if error is not None and not isinstance(error, Exception):
             raise error
-        return None if error is None else _describe_error(error)
+        return None if error is None else describe_error(error)
 
-    def _record_abandoned(self, watch: Watch, why_not_stopped: str) -> None:
+    def record_abandoned(self, watch: Watch, why_not_stopped: str) -> None:
         """The watchdog's last act before it ends the process: a message on its last try is
         archived with the timeout; any other comes again after its visibility timeout."""
         sub, message = self._at_hand, watch.job

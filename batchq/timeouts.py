@@ -53,7 +53,12 @@ RETRY_FLOOR_SECONDS = 1.0
 RESEND_SECONDS = 0.25  # a signal that landed in batchq's own code, or was blocked, is sent again
 
 # The handler never raises in these files: the worker's bookkeeping around the call must run.
-_BOOKKEEPING_FILES = frozenset({__file__, os.path.join(os.path.dirname(__file__), "worker.py")})
+_BOOKKEEPING_FILES = frozenset(
+    {
+        __file__,
+        *(os.path.join(os.path.dirname(__file__), name) for name in ("worker.py", "calls.py", "runner.py")),
+    }
+)
 
 
 def _not_to_interrupt(filename: str) -> bool:

@@ -6,47 +6,56 @@ import logging
 import math
 import os
 import random
-import signal
-import threading
 import time
-import traceback
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from .backends import Backend, TransientError, stored_count, stored_seconds
 from .backends.liveness import owner_name
+from .calls import (
+    CALLED,
+    INVALID,
+    LAST_ERROR_MAX_CHARS,
+    NEWER_VERSION,
+    TIMEOUT_CLASS,
+    Busy,
+    Call,
+    CallNext,
+    CallOutcome,
+    Metering,
+    Middleware,
+    NewerVersion,
+    PayloadCheck,
+    Prepare,
+    Tasks,
+    Timeouts,
+    chain,
+    invoke,
+)
+from .calls import describe_error as _describe_error  # noqa: F401  (tests/unit/test_task_security.py)
 from .config import counted, parse_timeout
 from .dependencies import fail_for_good, finish_parents
 from .errors import BackendError, BackendUnavailable, ConfigError
-from .failures import fingerprint, fingerprint_of, timeout_fingerprint
-from .heartbeat import DEFAULT_HEARTBEAT_SECONDS, Heartbeat
-from .history import KEPT_STATEMENT_BYTES, Meter, Usage
-from .job import Claim, Job, Kept, calling
+from .failures import fingerprint_of, timeout_fingerprint
+from .heartbeat import DEFAULT_HEARTBEAT_SECONDS
+from .history import KEPT_STATEMENT_BYTES, Usage
+from .job import Claim, Job, Kept
 from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
-from .queue import Queue, payload_mismatch
+from .queue import Queue
 from .registry import Registration
-from .serializers import loads
+from .runner import Limits, Runner
 from .tasks import (
-    UpgradeFailed,
-    call_task,
-    declares_version,
     stored_version,
     task_policy,
-    task_version,
-    upgrade_payload,
 )
 from .timeouts import (
     DEFAULT_GRACE_SECONDS,
     RETRY_FLOOR_SECONDS,
     WATCHDOG_EXIT_STATUS,
-    JobTimeout,
     Watch,
-    Watchdog,
-    job_timeout,
     timed_out,
     timeout_text,
 )
@@ -56,18 +65,16 @@ log = logging.getLogger("batchq.worker")
 
 BACKOFF_BASE_SECONDS = 10.0
 BACKOFF_MAX_SECONDS = 3600.0
-LAST_ERROR_MAX_CHARS = 4000
-CLASS_PATH_MAX_CHARS = 255  # the error_class column
-TIMEOUT_CLASS = f"{JobTimeout.__module__}.{JobTimeout.__qualname__}"  # a try stopped by its timeout
 TICK_SECONDS = 1.0  # how often a busy worker promotes due scheduled jobs and reads paused queues
 PARTITION_TRIES = 3  # partitions a claim tries before the worker counts as idle
-RECONNECT_ATTEMPTS = 8  # backoff 0.2s doubling, capped at 5s: about 16s for a server to come back
 # A job of a newer task version than this worker knows waits a tenth of its age, within these
 # bounds, times a random spread, before a worker claims it again (job_wait_for_version).
 VERSION_WAIT_MIN_SECONDS = 5.0
 VERSION_WAIT_MAX_SECONDS = 60.0
 VERSION_WAIT_SPREAD = 0.5
 VERSION_WAIT_NOTE_MAX_CHARS = 255
+# job_error's measurements of a try that was not measured (failed outside Metering, or abandoned)
+NOT_MEASURED: dict[str, Any] = {"wall": None, "cpu": None, "peak": None, "growth": None}
 
 
 def retry_delay(
@@ -120,42 +127,45 @@ class RunSummary:
         return self.succeeded + self.errors
 
 
-@dataclass(frozen=True, slots=True)
-class _Task:
-    """A job's callable and what @task declared on it, read once per task name by a worker (the
-    declarations are set when the task is defined, and resolve() caches the callable too)."""
-
-    func: Callable[..., Any]
-    versioned: bool  # job versions apply to the call (Worker._versioned)
-    version: int  # task_version(func)
-
-
 class Worker:
-    def __init__(self, queue: Queue, options: RunOptions | None = None) -> None:
+    """`batchq run`'s loop: claim jobs, hand each to the middleware chain, record the outcome.
+
+    ``middleware`` (batchq.calls): your own, run outermost around each job's call (drain()
+    notes outcomes there)."""
+
+    def __init__(
+        self, queue: Queue, options: RunOptions | None = None, middleware: Sequence[Middleware] = ()
+    ) -> None:
         self.queue = queue
         self.options = options or RunOptions()
         self.name = owner_name()
         self.summary = RunSummary()
-        self._stop = threading.Event()
         self._release_pending = False  # a connection was lost between jobs: an unseen claim may exist
         self._paused: set[str] = set()  # queues paused when last looked (_tick)
         self._keeping: set[str] = set()  # queues with a keep_for when last looked (_tick)
         self._kept: dict[int, Kept] = {}  # succeeded jobs to copy into the history as they go
         self._next_tick = 0.0  # monotonic time of the next _tick
-        self._started = time.monotonic()
         self._lease: PartitionLease | None = None  # with claim="partition"
         self._waiting_for_partition = False  # no free partition has work, but leased ones do
-        self._registration = Registration(
-            queue.backend, self.name, self.options.queues, heartbeat=self.options.heartbeat
-        )
         # Checked here too: RunOptions may come from Python, not the CLI.
         self._timeout = parse_timeout(self.options.timeout, "run timeout")
-        self._grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
-        self._watchdog: Watchdog | None = None  # made by run(), in the thread that runs the jobs
+        grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
+        self._runner = Runner(
+            queue.backend,
+            Registration(queue.backend, self.name, self.options.queues, heartbeat=self.options.heartbeat),
+            self.summary,
+            Limits(self.options.max_jobs, self.options.max_seconds),
+            grace=grace,
+            heartbeat=self.options.heartbeat,
+            log=log,
+        )
         # While a job runs: its batch, the index of the first job not yet run (so no list is
         # sliced per job), and the ones done but not deleted.
         self._in_hand: tuple[list[Job], int, list[Job]] = ([], 0, [])
-        self._tasks: dict[str, _Task] = {}  # by task name (_task)
+        self._tasks = Tasks(lambda name: self.queue.resolver.resolve(name), self.options.handler)
+        self._types: dict[str, QueueType] = {}  # the types of the claimed jobs' queues (_process)
+        self._own_middleware = tuple(middleware)
+        self._call_job: CallNext | None = None  # the chain, built by loop() (it needs the watchdog)
         self._versions_warned: set[tuple[str, int]] = set()  # (task, version) logged as too new
 
     @property
@@ -164,47 +174,23 @@ class Worker:
 
     def stop(self, *_: Any) -> None:
         """Finish the current job, then exit (SIGTERM, SIGINT)."""
-        self._stop.set()
+        self._runner.stop()
 
     def run(self) -> RunSummary:
-        if self.options.keep:
-            self.backend.check_history()
-        with _stop_on_signals(self.stop):
-            if self.options.claim == "partition":
-                check_partitions_ready(self.backend)
-                self._lease = PartitionLease(
-                    self.backend, self.name, jobs_per_lease=self.options.jobs_per_lease
-                )
-            self.backend.hold_liveness(self.name)
-            self._registration.register()
-            heartbeat = Heartbeat(self.backend, self.options.heartbeat)
-            heartbeat.start()
-            self._watchdog = Watchdog(self._grace, partial(self._record_abandoned, self.backend))
-            try:
-                self._run_loop(heartbeat)
-            finally:
-                self._watchdog.stop()
-                heartbeat.stop()
-                self._give_back_partition()
-                self._unregister()
-                self._end_liveness()
+        self._runner.run(self)
         return self.summary
 
-    def _end_liveness(self) -> None:
-        """On the way out: a lease goes now (a session's lock goes with the connection)."""
-        try:
-            self.backend.liveness.release()
-        except BackendError as exc:  # it expires by itself
-            log.warning("could not drop this worker's lease: %s", exc)
+    # -- the runner's loop (batchq.runner.Loop) ------------------------------------------
 
-    def _unregister(self) -> None:
-        """On the way out: the registry row goes (a sweep prunes it, should this fail)."""
-        try:
-            self._registration.unregister()
-        except BackendError as exc:
-            log.warning("could not remove this worker from the registry: %s", exc)
+    def prepare(self) -> None:
+        """Before the worker shows alive: the history table, when --keep, and the partitions."""
+        if self.options.keep:
+            self.backend.check_history()
+        if self.options.claim == "partition":
+            check_partitions_ready(self.backend)
+            self._lease = PartitionLease(self.backend, self.name, jobs_per_lease=self.options.jobs_per_lease)
 
-    def _give_back_partition(self) -> None:
+    def close(self) -> None:
         """On the way out: free the leased partition now rather than when its lease ends."""
         if self._lease is not None:
             try:
@@ -212,8 +198,9 @@ class Worker:
             except BackendError as exc:  # it expires by itself; other workers see us dead sooner
                 log.warning("could not release partition %s: %s", self._lease.partition, exc)
 
-    def _run_loop(self, heartbeat: Heartbeat) -> None:
-        self._started = time.monotonic()
+    def loop(self) -> None:
+        """Claim, call and finish jobs until a stop condition or --wait says so (by the runner)."""
+        self._call_job = chain(self.middleware(), invoke)
         idle_since: float | None = None
         done: list[Job] = []  # succeeded jobs whose DELETE rides with the next claim
         while not self._should_stop():
@@ -221,7 +208,7 @@ class Worker:
             done = []
             if jobs:
                 idle_since = None
-                done = self._process(jobs, heartbeat)
+                done = self._process(jobs)
                 continue
             if self._waiting_for_partition:  # not idle: other workers lease the partitions with work
                 idle_since = None
@@ -231,18 +218,30 @@ class Worker:
                     break
             # Never idle past a lease renewal: an idle worker's lease must not lapse either.
             pause = min(self.options.poll_interval, self.backend.liveness.beat_seconds)
-            self.backend.wait_for_jobs(self.options.queues, pause, self._stop)
+            self.backend.wait_for_jobs(self.options.queues, pause, self._runner.stopped)
         if done:
             matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
             self._check_done(done, matched)
 
     def _should_stop(self) -> bool:
-        opts = self.options
-        if self._stop.is_set():
-            return True
-        if opts.max_jobs is not None and self.summary.processed >= opts.max_jobs:
-            return True
-        return opts.max_seconds is not None and time.monotonic() - self._started >= opts.max_seconds
+        return self._runner.should_stop()
+
+    def middleware(self) -> list[Middleware]:
+        """The chain around each job's call, outermost first (batchq.calls): built here only."""
+        runner = self._runner
+        assert runner.watchdog is not None and runner.heartbeat is not None, "built by run()"
+        return [
+            *self._own_middleware,
+            NewerVersion(self._tasks),
+            PayloadCheck(self._types.__getitem__),
+            Busy(runner.heartbeat),
+            Metering(self._keeps, self.queue.secret),
+            Prepare(self._tasks, self.queue.secret),
+            Timeouts(runner.watchdog, self._timeout, self._count_timeout),
+        ]
+
+    def _count_timeout(self) -> None:
+        self.summary.timed_out += 1
 
     # -- finish and claim -------------------------------------------------------------
 
@@ -274,10 +273,10 @@ class Worker:
         ticked = time.monotonic() >= self._next_tick
         if ticked:
             self._tick()
-            if self._stop.is_set():  # `batchq stop`: claim nothing more
+            if self._runner.stopped.is_set():  # `batchq stop`: claim nothing more
                 return [], deleted + (self._delete_done(done) if done else 0)
         claimed, jobs = self._claim_next(done)
-        if not jobs and not ticked and self._tick() and not self._stop.is_set():
+        if not jobs and not ticked and self._tick() and not self._runner.stopped.is_set():
             # nothing ready: due scheduled jobs may wait
             jobs = self._claim_next([])[1]
         return jobs, deleted + claimed
@@ -289,9 +288,7 @@ class Worker:
         self._paused = {row["name"] for row in self.backend.fetchall("queues_paused")}
         self._keeping = {row["name"] for row in self.backend.fetchall("queues_keep_for")}
         self._next_tick = time.monotonic() + TICK_SECONDS
-        if self._registration.seen(self.summary.succeeded, self.summary.errors):
-            log.info("asked to stop (batchq stop): exiting")
-            self.stop()
+        self._runner.asked_to_stop(self.summary.succeeded, self.summary.errors)
         self.backend.vacuum_if_due()
         self.backend.liveness.renew_if_due()
         if self._lease is not None:
@@ -437,45 +434,42 @@ class Worker:
 
     # -- process ------------------------------------------------------------------
 
-    def _process(self, jobs: list[Job], heartbeat: Heartbeat) -> list[Job]:
+    def _record(self, job: Job, outcome: CallOutcome, done: list[Job], debug: bool) -> None:
+        """Write what the chain answered: a success waits in ``done`` for the next claim."""
+        if outcome.kind == NEWER_VERSION:
+            self._wait_for_version(job, outcome.known_version)
+            return
+        assert outcome.kind == INVALID or outcome.kind == CALLED, outcome.kind
+        self.summary.errors += outcome.failure is not None
+        if outcome.kind == INVALID:
+            assert outcome.failure is not None
+            self._fail_mismatched(job, outcome.failure.error)
+            return
+        self.summary.job_ids.append(job.id)
+        if outcome.failure is not None:
+            self._record_error(job, *outcome.failure, outcome.usage)
+            return
+        if outcome.kept is not None:
+            self._kept[job.id] = outcome.kept
+        self.summary.succeeded += 1
+        done.append(job)
+        if debug:
+            log.debug("job %s (%s) done", job.id, job.task)
+
+    def _process(self, jobs: list[Job]) -> list[Job]:
         """Call each claimed job; failures are recorded one by one, the successes returned."""
         done: list[Job] = []
-        types = self._queue_types(jobs)
+        self._types.clear()
+        self._types.update(self._queue_types(jobs))
+        call_job = self._call_job
+        assert call_job is not None, "jobs are called by run()"
         debug = log.isEnabledFor(logging.DEBUG)  # once per claim, not per job
         for index, job in enumerate(jobs):
             if index and self._should_stop():
                 self._with_reconnect(partial(self.backend.release_jobs, jobs[index:]), between_jobs=False)
                 break
-            known = self._older_version_than(job)
-            if known is not None:
-                self._wait_for_version(job, known)
-                continue
-            mismatch = payload_mismatch(types[job.queue], job.payload, job.serializer)
-            if mismatch is not None:  # a row written around batchq: never handed to the task
-                self.summary.errors += 1
-                self._fail_mismatched(job, mismatch)
-                continue
-            self.summary.job_ids.append(job.id)
             self._in_hand = (jobs, index + 1, done)
-            heartbeat.in_job = True  # the session sits idle while the job runs
-            meter = Meter()
-            try:
-                failure, result = self._call(job)
-            finally:
-                heartbeat.in_job = False
-            if failure is None:
-                # A success's figures go only into the history: measured only when it is kept.
-                if self._keeps(job):
-                    secret = self.queue.secret if job.serializer == "pickle" else None
-                    self._kept[job.id] = meter.kept(job.id, result, secret)
-                self.summary.succeeded += 1
-                done.append(job)
-                if debug:
-                    log.debug("job %s (%s) done", job.id, job.task)
-            else:
-                usage = meter.stop()  # a failed try's figures go on the job row (issue 12)
-                self.summary.errors += 1
-                self._record_error(job, *failure, usage)
+            self._record(job, call_job(Call(job)), done, debug)
         return done
 
     def _check_done(self, done: list[Job], matched: int) -> int:
@@ -490,7 +484,7 @@ class Worker:
         return parents
 
     def _record_error(
-        self, job: Job, error: str, fingerprint: str, error_class: str | None, usage: Usage
+        self, job: Job, error: str, fingerprint: str, error_class: str | None, usage: Usage | None
     ) -> None:
         """Count the failure, with the try's measurements; if it was the last try of a job whose
         history is kept, copy it into the history in the same transaction."""
@@ -502,7 +496,7 @@ class Worker:
             "error_class": error_class,
             "fingerprint": fingerprint,
             "delay": delay,
-            **usage.row_params(),
+            **(NOT_MEASURED if usage is None else usage.row_params()),
         }
         log.info("job %s (%s) failed: %s", job.id, job.task, error.splitlines()[0])
         last_try = stored_count(job.error_count) + 1 >= stored_count(job.max_errors)
@@ -570,35 +564,6 @@ class Worker:
 
     # -- task versions ----------------------------------------------------------------
 
-    def _older_version_than(self, job: Job) -> int | None:
-        """The version of the job's task this worker knows, when the job's is newer; else None
-        (a task that does not resolve, or an unreadable version, fails in _call with the reason)."""
-        if job.task_version is None:  # enqueued before schema 013: version 1
-            return None
-        try:
-            task = self._task(job.task)
-            if not task.versioned:
-                return None
-            version = stored_version(job.task_version)
-        except Exception:
-            return None
-        return task.version if version > task.version else None
-
-    def _task(self, name: str) -> _Task:
-        """The callable for task ``name`` (the --handler, if given) and its declarations; raises
-        as resolve() does, and a name that does not resolve is not remembered."""
-        task = self._tasks.get(name)
-        if task is None:
-            func = self.options.handler or self.queue.resolver.resolve(name)
-            task = _Task(func, self._versioned(func), task_version(func))
-            self._tasks[name] = task
-        return task
-
-    def _versioned(self, func: Callable[..., Any]) -> bool:
-        """Whether job versions apply to the call: always for a task; for a --handler (called for
-        every job, whatever its task) only when it declares a version itself, with @task."""
-        return self.options.handler is None or declares_version(func)
-
     def _wait_for_version(self, job: Job, known: int) -> None:
         """Put the job back, uncounted and not run, for a worker that knows its version."""
         self.summary.version_waits += 1
@@ -625,51 +590,11 @@ class Worker:
         if self._finish("job_wait_for_version", params) == 0:
             self._stale(1, [job])
 
-    def _call(self, job: Job) -> tuple[tuple[str, str, str | None] | None, Any]:
-        """Run the job's callable outside any transaction, under its timeout, its payload upgraded
-        first when the job is of an older version of its task: (None, what it returned) on
-        success, else ((the error, its fingerprint (batchq.failures), the exception's class
-        path or None), None)."""
-        try:
-            task = self._task(job.task)
-            func = task.func
-            payload = loads(job.payload, job.serializer, self.queue.secret)
-            present = job.payload is not None
-            version = stored_version(job.task_version) if task.versioned else task.version
-            if version < task.version:
-                payload = upgrade_payload(func, payload, version)
-                present = payload is not None  # an upgrade may add a payload, or drop it
-        except UpgradeFailed as exc:  # its own error, said to be the upgrade's
-            cause = exc.__cause__ or exc
-            error_text = f"{exc}: {_describe_error(cause)}"[:LAST_ERROR_MAX_CHARS]
-            return (error_text, _fingerprint(cause, job.task), _class_path(cause)), None
-        except BaseException as exc:
-            return (_describe_error(exc), _fingerprint(exc, job.task), _class_path(exc)), None
-        result: Any = None
-        error: BaseException | None = None
-        watchdog = self._watchdog
-        assert watchdog is not None, "jobs are called by run()"
-        watch = watchdog.begin(job, job_timeout(job, func, self._timeout))
-        try:
-            with calling(job):
-                result = call_task(func, (payload,) if present else ())
-        except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a task too: the job's failure
-            error = exc
-        watchdog.end(watch)  # at once: no JobTimeout is raised past this line
-        if watch is not None and watch.expired:
-            self.summary.timed_out += 1
-            return (_timed_out_error(watch, error), timeout_fingerprint(job.task), TIMEOUT_CLASS), None
-        if error is not None:
-            return (_describe_error(error), _fingerprint(error, job.task), _class_path(error)), None
-        if result is False:
-            return ("the task returned False", fingerprint_of("ReturnedFalse", "", job.task), None), None
-        return None, result
-
-    def _record_abandoned(self, backend: Backend, watch: Watch, why_not_stopped: str) -> None:
+    def record_abandoned(self, watch: Watch, why_not_stopped: str) -> None:
         """The watchdog's last act before it ends the process (in its thread): the job that would
         not stop fails, fenced by its token, due again no sooner than RETRY_FLOOR_SECONDS; the
         batch's jobs not yet run go back uncounted, and the ones done are deleted."""
-        job = watch.job
+        backend, job = self.backend, watch.job
         batch, next_index, done = self._in_hand
         pending = batch[next_index:]
         error = (
@@ -684,10 +609,7 @@ class Worker:
             "fingerprint": timeout_fingerprint(job.task),
             "error_class": TIMEOUT_CLASS,
             "delay": max(self._retry_delay(job), RETRY_FLOOR_SECONDS),
-            "wall": None,  # the try was not measured: it never ended
-            "cpu": None,
-            "peak": None,
-            "growth": None,
+            **NOT_MEASURED,  # it never ended
         }
 
         def record() -> None:
@@ -708,33 +630,14 @@ class Worker:
     # -- connection loss ------------------------------------------------------------
 
     def _with_reconnect(self, action: Callable[[], Any], between_jobs: bool) -> Any:
-        """Run a statement; if the connection is lost, wait and retry on a new connection.
+        """Run a statement, reconnecting when the connection is lost (batchq.runner). Every
+        retried finish is fenced by the claim token, so a retry after an unseen commit changes
+        nothing; a claim lost ``between_jobs`` may have committed unseen, and the next claim
+        releases it first."""
+        return self._runner.with_reconnect(action, self._release_later if between_jobs else None)
 
-        The backend re-takes the liveness lock on every connect. Every retried finish is fenced
-        by the claim token, so a retry after an unseen commit changes nothing; a claim lost
-        ``between_jobs`` may have committed unseen, and the next claim releases it first.
-        """
-        for attempt in range(RECONNECT_ATTEMPTS):
-            try:
-                return self.backend.retrying(action)
-            except BackendUnavailable as exc:
-                if attempt == RECONNECT_ATTEMPTS - 1:
-                    raise
-                self._release_pending = self._release_pending or between_jobs
-                self.summary.reconnects += 1
-                log.warning("database connection lost (%s); reconnecting", exc)
-                time.sleep(min(0.2 * 2**attempt, 5))
-        raise AssertionError("unreachable")
-
-
-def _timed_out_error(watch: Watch, error: BaseException | None) -> str:
-    """last_error of a job that ran past its timeout: where JobTimeout stopped it, or how it
-    ended when the timeout did not stop it (a C call, a task that caught JobTimeout)."""
-    if isinstance(error, JobTimeout):
-        return _describe_error(error)
-    text = f"JobTimeout: {timed_out(watch.timeout)}; the task went on past it"
-    ending = "then returned" if error is None else f"then raised {_describe_error(error)}"
-    return f"{text}, {ending}"[:LAST_ERROR_MAX_CHARS]
+    def _release_later(self) -> None:
+        self._release_pending = True
 
 
 def _stored_backoff(value: Any) -> float | None:
@@ -742,66 +645,3 @@ def _stored_backoff(value: Any) -> float | None:
     written by hand): the task's or the run's applies then."""
     seconds = stored_seconds(value)
     return seconds if seconds is not None and seconds >= 0 else None
-
-
-def _describe_error(exc: BaseException) -> str:
-    """'Type: message' and the last frames; never raises, whatever the exception's methods do."""
-    try:
-        frames = "".join(traceback.format_tb(exc.__traceback__)[-5:])
-    except BaseException:
-        frames = ""
-    text = f"{_type_name(exc)}: {_message(exc)}\n{frames}"
-    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates cannot be stored
-    text = text.replace("\x00", "\\x00")  # nor can NUL in PostgreSQL text
-    return text[:LAST_ERROR_MAX_CHARS]
-
-
-def _class_path(exc: BaseException) -> str | None:
-    """The exception's class as a path, `builtins.ValueError` (job_error's error_class, for
-    Queue.result); None if even that cannot be read (a hostile metaclass)."""
-    try:
-        kind = type(exc)
-        path = f"{kind.__module__}.{kind.__qualname__}"
-        return path.encode("utf-8", "replace").decode("utf-8").replace("\x00", "")[:CLASS_PATH_MAX_CHARS]
-    except BaseException:
-        return None
-
-
-def _fingerprint(exc: BaseException, task: str) -> str:
-    """Never raises, like _describe_error."""
-    try:
-        return fingerprint(exc, _type_name(exc), _message(exc), task)
-    except BaseException:
-        return fingerprint_of(_type_name(exc), "")
-
-
-def _message(exc: BaseException) -> str:
-    """str(exc); if its __str__ raises, its repr; if that raises too, say so."""
-    try:
-        return str(exc)
-    except BaseException as str_error:
-        problem = _type_name(str_error)
-    try:
-        return f"{exc!r} (its str() raised {problem})"
-    except BaseException:
-        return f"(its message could not be read: its str() raised {problem}, and so did its repr())"
-
-
-def _type_name(exc: BaseException) -> str:
-    try:
-        return str(type(exc).__name__)
-    except BaseException:  # a metaclass can make even this raise
-        return "an exception"
-
-
-@contextmanager
-def _stop_on_signals(handler: Callable[..., Any]) -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)

@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
 
+from ..calls import NEWER_VERSION, Call, CallNext, CallOutcome
 from ..config import Duration, check_queue_name, parse_duration
 from ..errors import ConfigError
-from ..job import Job
 from ..queue import Queue
-from ..tasks import call_task
-from ..worker import RunOptions, Worker, _Task
+from ..worker import RunOptions, Worker
 from .outcomes import Outcome, Outcomes
 
 DEFAULT_MAX_JOBS = 10_000
@@ -53,15 +49,16 @@ def drain(
         serving = names if names is not None else _queues_with_jobs(q)
         if not serving:
             break
-        worker = _DrainWorker(q, RunOptions(queues=serving, max_jobs=max_jobs - len(outcomes) + 1))
-        worker.run()
-        outcomes.extend(worker.outcomes)
+        noting = _Noting()
+        options = RunOptions(queues=serving, max_jobs=max_jobs - len(outcomes) + 1)
+        Worker(q, options, middleware=[noting]).run()
+        outcomes.extend(noting.outcomes)
         if len(outcomes) > max_jobs:
             raise DrainLimit(
                 f"drain ran {max_jobs} jobs and more were due (does a job enqueue itself?): "
                 "raise max_jobs if that many are expected"
             )
-        if not worker.outcomes or names is not None:
+        if not noting.outcomes or names is not None:
             break
     if raise_errors:
         outcomes.raise_errors()
@@ -87,51 +84,21 @@ def _make_due(queue: Queue, names: Iterable[str], within: bool | Duration) -> No
         queue.backend.execute("testing_make_due", {"queue": name, "within": seconds})
 
 
-class _DrainWorker(Worker):
-    """batchq's Worker, noting each job's outcome (and what its task raised) as it goes."""
+class _Noting:
+    """Middleware (batchq.calls), outermost around each job's call: notes the job's outcome,
+    and what its task raised; a job put back for a newer version of its task is not run."""
 
-    def __init__(self, queue: Queue, options: RunOptions) -> None:
-        super().__init__(queue, options)
+    def __init__(self) -> None:
         self.outcomes: list[Outcome] = []
-        self._raised: BaseException | None = None
 
-    def _task(self, name: str) -> _Task:
-        try:
-            task = super()._task(name)
-        except BaseException as exc:  # a task it may not call, or cannot find: the job's failure
-            self._raised = exc
-            raise
-        if getattr(task.func, "_batchq_drain", False):
-            return task
-        noted = dataclasses.replace(task, func=self._noting(task.func))
-        self._tasks[name] = noted
-        return noted
-
-    def _noting(self, func: Callable[..., Any]) -> Callable[..., Any]:
-        """func, keeping what it raises for the outcome (its @task declarations carried over)."""
-
-        @functools.wraps(func)
-        def call(*args: Any) -> Any:
-            try:
-                return call_task(func, args)  # an async task runs here, so its error is seen here
-            except BaseException as exc:
-                self._raised = exc
-                raise
-
-        call._batchq_drain = True  # type: ignore[attr-defined]
-        return call
-
-    def _call(self, job: Job) -> tuple[tuple[str, str, str | None] | None, Any]:
-        self._raised = None
-        failure, result = super()._call(job)
-        if failure is None:
-            self.outcomes.append(Outcome(job.id, job.queue, job.task, True, value=result))
+    def __call__(self, call: Call, call_next: CallNext) -> CallOutcome:
+        ended = call_next(call)
+        job = call.job
+        if ended.kind == NEWER_VERSION:
+            return ended
+        if ended.failure is None:
+            self.outcomes.append(Outcome(job.id, job.queue, job.task, True, value=ended.result))
         else:
-            self.outcomes.append(
-                Outcome(job.id, job.queue, job.task, False, error=failure[0], exception=self._raised)
-            )
-        return failure, result
-
-    def _fail_mismatched(self, job: Job, reason: str) -> None:
-        super()._fail_mismatched(job, reason)
-        self.outcomes.append(Outcome(job.id, job.queue, job.task, False, error=reason))
+            error, raised = ended.failure.error, ended.exception
+            self.outcomes.append(Outcome(job.id, job.queue, job.task, False, error=error, exception=raised))
+        return ended

@@ -15,12 +15,12 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..calls import describe_error
 from ..errors import ConfigError
 from ..jobspec import OPTIONS, check_unique_key, set_unique_keys
 from ..queue import Enqueued, Queue
 from ..serializers import loads
 from ..tasks import Resolver, call_task, modules_from_env, split_modules
-from ..worker import _describe_error
 from .outcomes import Outcome, Outcomes
 
 ERRORS = ("raise", "record")
@@ -73,7 +73,7 @@ class Inline:
             value = call_task(func, () if data is None else (payload,))
         except BaseException as exc:
             self.ran.append(
-                Outcome(job_id, queue_name, task_name, False, error=_describe_error(exc), exception=exc)
+                Outcome(job_id, queue_name, task_name, False, error=describe_error(exc), exception=exc)
             )
             if self.errors == "raise":
                 raise

@@ -64,13 +64,7 @@ class Reading(MessageQueueCore):
         """``read``, retried every ``poll_interval_ms`` until a message comes or the time is up."""
         params = self._read_params(queue, vt, qty, where)
         self._existing(queue)
-        deadline = time.monotonic() + parse_duration(max_poll_seconds, "max_poll_seconds")
-        interval = parse_duration(poll_interval_ms, "poll_interval_ms") / 1000
-        while True:
-            messages = self._read_typed(params)
-            if messages or time.monotonic() >= deadline:
-                return messages
-            time.sleep(max(0.0, min(interval, deadline - time.monotonic())))
+        return self._poll(params, max_poll_seconds, poll_interval_ms)
 
     @takes_app_conn
     def read_grouped_head(self, queue: str, vt: Seconds, qty: int = 1, *, conn: Any = None) -> list[Message]:
@@ -100,6 +94,12 @@ class Reading(MessageQueueCore):
         the time is up."""
         params = {**self._read_params(queue, vt, qty, None), "query": "mq_read_grouped"}
         self._existing(queue)
+        return self._poll(params, max_poll_seconds, poll_interval_ms)
+
+    def _poll(
+        self, params: dict[str, Any], max_poll_seconds: Seconds, poll_interval_ms: int
+    ) -> list[Message]:
+        """Read with ``params`` every ``poll_interval_ms`` until a message comes or the time is up."""
         deadline = time.monotonic() + parse_duration(max_poll_seconds, "max_poll_seconds")
         interval = parse_duration(poll_interval_ms, "poll_interval_ms") / 1000
         while True:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,15 @@ import pytest
 from batchq import MessageQueue, Queue
 from tests.support.db import SERVER_URLS, app_connection, prepare_database, selected_backends
 from tests.support.messages import Q
-from tests.support.processes import APPS_DIR
+from tests.support.processes import APPS_DIR, STARTED
 from tests.support.tasks import ALLOWED
+
+# scripts/test runs the suite in several processes (pytest-xdist, `--dist loadgroup`), each with
+# databases of its own (tests/support/db.py). A module marked xdist_group(NAME) runs whole in one
+# of them: "servers" holds the scenarios that start clusters and servers or drive many workers
+# through tens of thousands of jobs (galera, pg_failover, pgbouncer, reliability), one at a time,
+# so that two never share the CPU and their timings hold; "browser" keeps one Chromium, and
+# "packaging" one build of the wheel. Everything else goes to whichever process is free.
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -44,13 +52,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if not other_pair(item)]
 
 
+_FIGURES_PROPERTY = "batchq_figures"
+_figures_reported: list[Any] = []  # the reliability figures of every test, in the main process
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Carry the figures a test recorded in its report: under pytest-xdist the test ran in a
+    worker process, and only its reports reach the process that prints the summary."""
+    from tests.support.harness import FIGURES
+
+    report = yield
+    if FIGURES:
+        report.user_properties.append((_FIGURES_PROPERTY, [asdict(row) for row in FIGURES]))
+        FIGURES.clear()
+    return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    from tests.support.harness import Figures
+
+    for name, rows in report.user_properties:
+        if name == _FIGURES_PROPERTY:
+            _figures_reported.extend(Figures(**row) for row in rows)
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Print the reliability figures gathered by this run (and save them if asked)."""
-    from tests.support.harness import FIGURES, figures_table
+    from tests.support.harness import figures_table
 
-    if not FIGURES:
+    if not _figures_reported:
         return
-    table = figures_table(FIGURES)
+    table = figures_table(_figures_reported)
     terminalreporter.write_sep("=", "reliability figures")
     terminalreporter.write_line(table)
     if os.environ.get("BATCHQ_FIGURES_FILE"):
@@ -118,6 +151,20 @@ def _private_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         del os.environ["XDG_RUNTIME_DIR"]
     else:
         os.environ["XDG_RUNTIME_DIR"] = before
+
+
+@pytest.fixture(autouse=True)
+def _no_worker_outlives_its_test() -> Iterator[None]:
+    """A `batchq` process the test started and left running (an assertion failed before its
+    wait) is killed when the test ends, so it cannot claim the next test's jobs. Processes of
+    wider fixtures (a module's dashboard) were started before this and are left alone."""
+    first = len(STARTED)
+    yield
+    for proc in STARTED[first:]:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    del STARTED[first:]
 
 
 @pytest.fixture(autouse=True)

@@ -40,10 +40,10 @@ from tests.support.harness import (
     unfinished,
     worker_name,
 )
-from tests.support.processes import APPS_DIR, batchq_env, run_batchq, start_batchq, wait_for
+from tests.support.processes import APPS_DIR, batchq_env, run_batchq, start_batchq, wait_for, wait_for_worker
 from tests.support.servers import PrivateMariaDB, PrivatePostgreSQL
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("servers")]  # tests/conftest.py says why
 
 
 def test_drain_8_workers_20000_jobs(queue: Queue, db_url: str, backend_name: str) -> None:
@@ -351,7 +351,8 @@ def server_queue(server_url: str) -> Iterator[Queue]:
 # job just finished (MySQL shows the statement of its multi-statement query that is running), and
 # the promotion of due scheduled jobs.
 CLAIM_STATEMENT = {"mysql": "DELETE FROM batchq_job WHERE claim_token", "postgresql": "WITH done AS"}
-PROMOTE_STATEMENT = "UPDATE batchq_job SET status = 'ready'"
+# The idle poll's other statements on the job table: jobs_promote, jobs_unblockable.
+POLL_STATEMENTS = ("UPDATE batchq_job SET status = 'ready'", "SELECT waiting.id FROM")
 
 
 def _kill_session_running(dialect: str, *statement_prefixes: str) -> None:
@@ -377,16 +378,17 @@ def test_connection_killed_during_claim(
     server_queue: Queue, server_url: str, server_name: str, admin: Any
 ) -> None:
     queue = server_queue
-    # An idle worker polls: a claim, then (finding nothing) a promotion, every 50 ms. The jobs
-    # arrive under a table lock, so its next claim (or, rarely, promotion) waits for the lock.
+    # An idle worker polls: a claim, then (finding nothing) a promotion and a look for blocked
+    # jobs to admit, every 50 ms. The jobs arrive under a table lock, so its next claim (or one
+    # of the others) waits for the lock.
     worker = start_batchq(
         server_url, "-v", "run", "--wait", "60", "--max-jobs", "20", "--poll-interval", "0.05"
     )
-    time.sleep(1.5)  # started, connected and polling
+    wait_for_worker(queue.backend)  # started, connected; next it polls
     run_query_on(admin, server_name, "jobs_table_lock")
     for n in range(20):
         run_query_on(admin, server_name, "job_insert_due", {"payload": json.dumps({"n": n}).encode()})
-    _kill_session_running(server_name, CLAIM_STATEMENT[server_name], PROMOTE_STATEMENT)
+    _kill_session_running(server_name, CLAIM_STATEMENT[server_name], *POLL_STATEMENTS)
     run_query_on(admin, server_name, "jobs_table_unlock")
     out, err = worker.communicate(timeout=60)
     assert worker.returncode == 0, err

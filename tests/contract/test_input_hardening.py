@@ -34,7 +34,9 @@ def test_longest_queue_name_round_trips(queue: Queue) -> None:
 NOT_DURATIONS = [True, False, [1], b"5", {"s": 1}, object(), "1 s s", float("nan"), -1, "-5"]
 
 
-@pytest.mark.parametrize("delay", NOT_DURATIONS, ids=repr)
+@pytest.mark.parametrize(
+    "delay", NOT_DURATIONS, ids=lambda value: "object()" if type(value) is object else repr(value)
+)
 def test_delay_of_the_wrong_type_is_refused(queue: Queue, db_url: str, delay: Any) -> None:
     with pytest.raises(ConfigError, match="bad delay"):
         queue.enqueue("jobs:noop", delay=delay)

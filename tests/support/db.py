@@ -1,7 +1,8 @@
 """The test databases: their URLs, preparing them, and looking inside them with plain SQL.
 
 BATCHQ_TEST_BACKENDS picks the backends (default: all); BATCHQ_TEST_MYSQL_URL and
-BATCHQ_TEST_POSTGRESQL_URL name the servers' test databases.
+BATCHQ_TEST_POSTGRESQL_URL name the servers' test databases (each pytest-xdist worker suffixes
+the name with its own id).
 """
 
 from __future__ import annotations
@@ -20,10 +21,24 @@ from batchq.config import parse_url
 from tests.support.queries import query
 
 ALL_BACKENDS = ("sqlite", "mysql", "postgresql")
+
+
+def _own_database(url: str) -> str:
+    """The configured URL, with the database named for this pytest-xdist worker (``_gw0``, ...)
+    when several run at once: each worker prepares, empties and drops its own databases."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return url
+    base, query_string = url.split("?", 1) if "?" in url else (url, "")
+    return f"{base}_{worker}" + (f"?{query_string}" if query_string else "")
+
+
 SERVER_URLS = {
-    "mysql": os.environ.get("BATCHQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/batchq_test"),
-    "postgresql": os.environ.get(
-        "BATCHQ_TEST_POSTGRESQL_URL", "postgresql://postgres@127.0.0.1:5432/batchq_test"
+    "mysql": _own_database(
+        os.environ.get("BATCHQ_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/batchq_test")
+    ),
+    "postgresql": _own_database(
+        os.environ.get("BATCHQ_TEST_POSTGRESQL_URL", "postgresql://postgres@127.0.0.1:5432/batchq_test")
     ),
 }
 TABLES = (

@@ -40,14 +40,29 @@ def run_batchq(url: str, *args: str, timeout: float = 120, **env: str) -> subpro
     )
 
 
+# Every process start_batchq started: one a test left running is killed when the test ends
+# (tests/conftest.py), else it would claim the next test's jobs in the same database.
+STARTED: list[subprocess.Popen[str]] = []
+
+
 def start_batchq(url: str, *args: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         batchq_cmd(*args),
         env=batchq_env(url, **env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    STARTED.append(proc)
+    return proc
+
+
+def wait_for_worker(backend: Any, count: int = 1, timeout: float = 60.0) -> None:
+    """Wait until ``count`` workers are registered (batchq.registry): each one connected, holds
+    its liveness, and handles SIGTERM; next it claims. A loaded machine takes seconds to get there."""
+    from batchq.registry import list_workers
+
+    wait_for(lambda: len(list_workers(backend)) >= count, timeout=timeout)
 
 
 def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.02) -> Any:

@@ -19,7 +19,7 @@ from batchq.errors import BackendError, BackendUnavailable
 from batchq.sweeps import gc_error, gc_processing
 from batchq.worker import RunOptions, Worker
 from tests.support.db import SERVER_URLS, create_database, job_rows, run_query, selected_backends, sql
-from tests.support.processes import start_batchq, wait_for
+from tests.support.processes import start_batchq, wait_for, wait_for_worker
 from tests.support.queries import query
 
 pytestmark = pytest.mark.skipif("postgresql" not in selected_backends(), reason="PostgreSQL not selected")
@@ -208,7 +208,8 @@ def test_waiting_worker_survives_a_terminated_session(pg_queue: Queue, tmp_path:
 @pytest.mark.slow
 def test_sigterm_while_waiting_exits_0_promptly(pg_queue: Queue) -> None:
     proc = start_batchq(URL, "run", "--wait", "60", "--poll-interval", "30")
-    time.sleep(1.5)  # well into an idle wait
+    wait_for_worker(pg_queue.backend)
+    time.sleep(0.5)  # into its idle wait
     assert proc.poll() is None
     sent = time.monotonic()
     proc.send_signal(signal.SIGTERM)

@@ -39,10 +39,11 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, NamedTuple
+from functools import partial
+from typing import Any, NamedTuple, Protocol
 
-from .errors import BackendError, ConfigError
-from .job import Job
+from .errors import BackendError, ConfigError, SchemaMissing
+from .job import Job, current_job
 
 log = logging.getLogger("batchq.worker")
 
@@ -67,9 +68,9 @@ def progress(fraction: float, message: str = "") -> None:
     is not a string, wherever it is called. Never raises for the database: see batchq.reporting.
     """
     report = checked_report(fraction, message)
-    tracker = _tracker.get()
-    if tracker is not None:
-        tracker.report(report)
+    sink = _sink.get()
+    if sink is not None:
+        sink.report(report)
 
 
 def checked_report(fraction: Any, message: Any) -> Report:
@@ -175,17 +176,25 @@ class Tracker:
             self._fenced = True
 
 
-_tracker: ContextVar[Tracker | None] = ContextVar("batchq_progress", default=None)
+class Sink(Protocol):
+    """Where the reports of the calls in a context go: a Tracker, or a worker's Reporting."""
+
+    def report(self, report: Report) -> None: ...
+
+
+# Set by tracking() around a block, or once per worker thread by its Reporting: not per job (a
+# ContextVar set and reset and a Tracker made for every job cost several microseconds a job).
+_sink: ContextVar[Sink | None] = ContextVar("batchq_progress", default=None)
 
 
 @contextmanager
 def tracking(tracker: Tracker) -> Iterator[Tracker]:
     """Reports made in the block (and in what it runs) go to ``tracker``."""
-    token = _tracker.set(tracker)
+    token = _sink.set(tracker)
     try:
         yield tracker
     finally:
-        _tracker.reset(token)
+        _sink.reset(token)
 
 
 # -- the worker's middleware --------------------------------------------------------------
@@ -193,28 +202,50 @@ def tracking(tracker: Tracker) -> Iterator[Tracker]:
 
 class Reporting:
     """Middleware (batchq.calls): the call's reports written on its job's row, throttled and
-    fenced by the claim token; what the call reported left on its outcome (``progress``)."""
+    fenced by the claim token; what the call reported left on its outcome (``progress``).
 
-    def __init__(self, backend: Any, interval: float = WRITE_INTERVAL_SECONDS) -> None:
+    A job that reports nothing costs it a few attribute writes (about a microsecond a job, timed
+    on a loaded machine): the call's Tracker is made at its first report."""
+
+    def __init__(self, backend: Any, interval: float | None = None) -> None:
         self._backend = backend
-        self._interval = interval
+        self._interval = WRITE_INTERVAL_SECONDS if interval is None else interval
+        self._lock = threading.Lock()  # a task's threads may report at once
+        self._job: Job | None = None  # the job being called
+        self._tracker: tuple[Job, Tracker] | None = None  # its reports, from the first one
 
     def __call__(self, call: Any, call_next: Callable[[Any], Any]) -> Any:
-        job = call.job
-        tracker = Tracker(lambda report: self._write(job, report), self._interval)
-        token = _tracker.set(tracker)
+        if _sink.get() is not self:  # the worker's first job in this thread: from then on
+            _sink.set(self)
+        self._tracker = None  # one a thread of the last call's made as it ended: not this call's
+        self._job = call.job
         try:
             outcome = call_next(call)
         finally:
-            _tracker.reset(token)
-        tracker.end(failed=outcome.failure is not None)
-        if tracker.reports:
+            self._job = None  # from here, no report makes a tracker for this call
+        made = self._tracker
+        if made is not None and made[0] is call.job:  # not a late thread's of an earlier call
+            tracker = made[1]
+            tracker.end(failed=outcome.failure is not None)
             outcome.progress = tuple(tracker.reports)
         return outcome
 
+    def report(self, report: Report) -> None:
+        """A report of the running job's task; one from a thread whose job's call has ended
+        (its context names another job, or none) is dropped."""
+        job = current_job()
+        with self._lock:
+            if job is None or job is not self._job:
+                return
+            made = self._tracker
+            if made is None or made[0] is not job:
+                made = self._tracker = (job, Tracker(partial(self._write, job), self._interval))
+        made[1].report(report)
+
     def _write(self, job: Job, report: Report) -> bool:
-        """One report on the job's row; False when it matched nothing (taken back). A database
-        error is logged and counts as written: the next report tries again."""
+        """One report on the job's row; False when it matched nothing (taken back) or the schema
+        lacks the columns: the call writes no more. Another database error is logged and counts
+        as written: the next report tries again."""
         backend = self._backend
         if not backend.connected:  # lost: the worker's own next statement reconnects, not a report
             return True
@@ -227,6 +258,9 @@ class Reporting:
         try:
             with _alarm_held():
                 matched = backend.execute("job_progress", params)
+        except SchemaMissing as exc:  # at migration 023: no more tries for this call
+            log.warning("job %s: its progress is not recorded: %s", job.id, exc)
+            return False
         except BackendError as exc:
             log.warning("job %s: its progress could not be written: %s", job.id, exc)
             return True

@@ -5,6 +5,8 @@ an operator's `batchq explain` would."""
 
 from __future__ import annotations
 
+import contextvars
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -87,3 +89,33 @@ def slow_reporter(payload: dict[str, Any]) -> None:
     deadline = time.monotonic() + 60
     while not release.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def report_forever(payload: Any = None) -> None:
+    """Reports until its timeout stops it (every report written when the interval is 0)."""
+    step = 0
+    while True:
+        step += 1
+        batchq.progress(step % 100 / 100, f"step {step}")
+
+
+def leaves_a_reporter(payload: dict[str, Any]) -> None:
+    """Starts a thread in its context that reports once the next job has started, and returns."""
+    go, done = Path(payload["go"]), Path(payload["done"])
+
+    def late() -> None:
+        while not go.exists():
+            time.sleep(0.01)
+        batchq.progress(0.99, "from a thread of an ended call")
+        done.write_text("reported")
+
+    threading.Thread(target=contextvars.copy_context().run, args=(late,), daemon=True).start()
+
+
+def next_job(payload: dict[str, Any]) -> None:
+    """Reports, lets the previous job's thread report, and waits for it to have done so."""
+    batchq.progress(0.2, "the next job")
+    Path(payload["go"]).write_text("go")
+    deadline = time.monotonic() + 30
+    while not Path(payload["done"]).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)

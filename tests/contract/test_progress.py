@@ -3,11 +3,12 @@ fenced by its claim, shown by explain and `batchq status`; rows written by hand 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from batchq import Queue
+from batchq import Queue, reporting
 from batchq.registry import list_workers
 from batchq.testing import drain, inline
 from batchq.worker import RunOptions, Worker
@@ -94,11 +95,55 @@ def test_a_new_try_does_not_show_an_earlier_tries_progress_as_its_own(progress_q
     assert "progress an earlier try reported: 50%: old" in "\n".join(found.details)
 
 
+def test_a_timeout_never_cuts_a_progress_write_in_half(
+    progress_queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every report written (no throttle) while the job's timeout comes: JobTimeout lands in the
+    task, never inside the statement, and the worker's connection serves the next jobs."""
+    monkeypatch.setattr(reporting, "WRITE_INTERVAL_SECONDS", 0.0)
+    stopped = [progress_queue.enqueue("progress_tasks:report_forever", timeout=0.3) for _ in range(5)]
+    after = progress_queue.enqueue("progress_tasks:reports_twice", keep_result=True)
+    _run(progress_queue, max_jobs=6)
+    ids = ", ".join(str(job_id) for job_id in stopped)
+    errors = sql(progress_queue, f"SELECT last_error FROM batchq_job WHERE id IN ({ids})")
+    assert len(errors) == 5 and all(error.startswith("JobTimeout: ") for (error,) in errors), errors
+    assert progress_queue.result(after).value == "ok"
+    for job_id in stopped:
+        progress, message, _ = _row(progress_queue, job_id)
+        assert progress is not None and message.startswith("step ")
+
+
+@pytest.mark.backends("sqlite")  # its own database file: the columns can go
+def test_a_database_still_at_023_runs_the_jobs_and_says_why_no_progress(
+    progress_queue: Queue, caplog: pytest.LogCaptureFixture
+) -> None:
+    for column in ("progress", "progress_message", "progress_at"):
+        sql(progress_queue, f"ALTER TABLE batchq_job DROP COLUMN {column}")
+    sql(progress_queue, "DELETE FROM batchq_schema WHERE version = 24")
+    job_id = progress_queue.enqueue("progress_tasks:reports_twice", keep_result=True)
+    with caplog.at_level("WARNING", logger="batchq.worker"):
+        _run(progress_queue)
+    assert progress_queue.result(job_id).value == "ok"
+    [warning] = [r.getMessage() for r in caplog.records if "progress" in r.getMessage()]
+    assert "its progress is not recorded" in warning and "run `batchq init-db`" in warning
+
+
 def test_drain_keeps_every_report_on_the_outcome(progress_queue: Queue) -> None:
     progress_queue.enqueue("progress_tasks:reports_twice")
     [outcome] = drain(progress_queue)
     assert outcome.succeeded
     assert [tuple(report) for report in outcome.progress] == [(0.5, "half"), (1.0, "done")]
+
+
+def test_a_thread_left_by_an_ended_call_reports_nothing(progress_queue: Queue, tmp_path: Path) -> None:
+    files = {"go": str(tmp_path / "go"), "done": str(tmp_path / "done")}
+    first = progress_queue.enqueue("progress_tasks:leaves_a_reporter", files)
+    second = progress_queue.enqueue("progress_tasks:next_job", files)
+    outcomes = drain(progress_queue)
+    assert [outcome.job_id for outcome in outcomes] == [first, second]
+    assert (tmp_path / "done").exists()  # the thread did report, during the second job
+    assert [tuple(report) for report in outcomes[1].progress] == [(0.2, "the next job")]
+    assert outcomes[0].progress == ()
 
 
 def test_inline_keeps_every_report_on_the_outcome(progress_queue: Queue) -> None:

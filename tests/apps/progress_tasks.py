@@ -119,3 +119,12 @@ def next_job(payload: dict[str, Any]) -> None:
     deadline = time.monotonic() + 30
     while not Path(payload["done"]).exists() and time.monotonic() < deadline:
         time.sleep(0.01)
+
+
+async def reports_async(payload: Any = None) -> str:
+    """An async def task: asyncio.run() copies the worker's context, so its reports count."""
+    import asyncio
+
+    await asyncio.sleep(0)
+    batchq.progress(0.5, "half, from a coroutine")
+    return "ok"

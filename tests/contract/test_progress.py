@@ -146,6 +146,12 @@ def test_a_thread_left_by_an_ended_call_reports_nothing(progress_queue: Queue, t
     assert outcomes[0].progress == ()
 
 
+def test_an_async_task_reports_too(progress_queue: Queue) -> None:
+    progress_queue.enqueue("progress_tasks:reports_async")
+    [outcome] = drain(progress_queue)
+    assert outcome.succeeded and [tuple(r) for r in outcome.progress] == [(0.5, "half, from a coroutine")]
+
+
 def test_inline_keeps_every_report_on_the_outcome(progress_queue: Queue) -> None:
     with inline(progress_queue) as ran:
         progress_queue.enqueue("progress_tasks:reports_twice")

@@ -24,6 +24,7 @@ from .errors import (
 from .job import current_job
 from .locks import Acquired, Lock, LockInfo, Semaphore
 from .queue import Enqueued, Group, Queue, QueueStats
+from .reporting import progress
 from .results import JobError, JobResult
 from .tasks import task
 from .timeouts import JobTimeout
@@ -85,6 +86,7 @@ __all__ = [
     "TaskError",
     "TaskNotAllowed",
     "current_job",
+    "progress",
     "subscriber",
     "task",
 ]

@@ -9,6 +9,7 @@ first (Worker.middleware):
   NewerVersion      a job of a newer task version than this worker knows goes back, not run
   PayloadCheck      a payload that does not match its typed queue fails without running
   Busy              the heartbeat pings the idle session while the job runs
+  Reporting         the task's progress reports written on its row, throttled (batchq.reporting)
   Metering          the try's figures: a failure's on the job row, a kept success's in the history
   Prepare           the task looked up, the payload read and upgraded to the task's version
   Timeouts          the call under its timeout, watched by the runner's watchdog
@@ -89,6 +90,7 @@ class CallOutcome:
     usage: Usage | None = None  # a failed try's figures (Metering)
     kept: Kept | None = None  # a success's record for the history, when it is kept (Metering)
     known_version: int = 0  # NEWER_VERSION: the task version this worker knows
+    progress: tuple[Any, ...] = ()  # the task's progress reports (batchq.reporting.Report), for drain()
 
 
 CallNext = Callable[[Call], CallOutcome]

@@ -9,6 +9,7 @@ explained as far as it can be read, never a crash.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -19,6 +20,7 @@ from .dependencies import waiting_for
 from .errors import BackendUnavailable, BatchqError, ConfigError
 from .failures import EXPIRED_REASON
 from .job import JOB_ID_RANGE
+from .reporting import PROGRESS_MESSAGE_MAX_CHARS, clean_message, stored_fraction
 
 # The statuses in which a job holds its unique key (the partial index batchq_job_unique).
 UNIQUE_KEY_HELD_IN = ("ready", "scheduled", "blocked", "processing")
@@ -70,6 +72,15 @@ class Explanation:
     backoff_seconds: float | None = None  # given to enqueue; None: the task's, else the run's
     waiting_for: tuple[int, ...] = ()  # delayed for "parents": some of the jobs it waits for
     expires_at: datetime | str | None = None  # enqueue(expires=...): never started after; None: never
+    # What its task last reported with batchq.progress() (batchq.reporting), kept after a failed
+    # try: a fraction from 0 to 1 and a message (None: none, or unreadable: see notes), when it
+    # was written and how long ago (server clock), and whether the try running now wrote it
+    # (False: an earlier try's; None: not running, or not known).
+    progress: float | None = None
+    progress_message: str | None = None
+    progress_at: datetime | str | None = None
+    progress_age_seconds: float | None = None
+    progress_this_try: bool | None = None
     notes: tuple[str, ...] = field(default=())  # what could not be read (a row written by hand)
 
     @property
@@ -86,9 +97,10 @@ def explain(backend: Backend, job_id: int) -> Explanation:
         return _unknown(job_id)
     facts = _Facts(row)
     explanation = _by_state(backend, facts)
-    if facts.unique_key is None:
+    more = [line for line in (_progress_line(facts), _unique_key_line(facts)) if line is not None]
+    if not more:
         return explanation
-    return replace(explanation, details=(*explanation.details, _unique_key_line(facts)))
+    return replace(explanation, details=(*explanation.details, *more))
 
 
 def _by_state(backend: Backend, facts: _Facts) -> Explanation:
@@ -161,6 +173,31 @@ class _Facts:
         )
         self.expires_at = stored_time(row["expires_at"])  # None: it never expires
         self.expires_in_seconds = stored_seconds(row["expires_in_seconds"])
+        self.progress = self._fraction(row["progress"])
+        message = row["progress_message"]
+        self.progress_message = None if message is None else self._progress_message(stored_text(message))
+        self.progress_at = stored_time(row["progress_at"])
+        self.progress_age_seconds = stored_seconds(row["progress_age_seconds"])
+        this_try = row["progress_this_try"]
+        running = self.status == "processing"
+        self.progress_this_try = None if this_try is None or not running else bool(this_try)
+
+    def _fraction(self, value: Any) -> float | None:
+        """The progress column as a fraction; None (and a note) when it is none."""
+        fraction = stored_fraction(value)
+        if fraction is None and value is not None:
+            self.notes.append(
+                f"progress is {value!r:.60}, not a fraction from 0 to 1 (a row written by hand)"
+            )
+        return fraction
+
+    def _progress_message(self, text: str) -> str:
+        if len(text) > PROGRESS_MESSAGE_MAX_CHARS:
+            self.notes.append(
+                f"progress_message is longer than {PROGRESS_MESSAGE_MAX_CHARS} characters (a row written "
+                "by hand): cut short here"
+            )
+        return clean_message(text)
 
     def _whole(self, column: str, value: Any) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -193,6 +230,11 @@ class _Facts:
             "expires_at": self.expires_at,
             "queue_paused": self.paused,
             "unique_key": self.unique_key,
+            "progress": self.progress,
+            "progress_message": self.progress_message,
+            "progress_at": self.progress_at,
+            "progress_age_seconds": self.progress_age_seconds,
+            "progress_this_try": self.progress_this_try,
             "notes": tuple(self.notes),
         }
 
@@ -456,7 +498,34 @@ def _about(facts: _Facts) -> str:
     )
 
 
-def _unique_key_line(facts: _Facts) -> str:
+def _progress_line(facts: _Facts) -> str | None:
+    """What its task last reported (batchq.progress), and whether this try reported it."""
+    if facts.progress is None and facts.progress_message is None:
+        return None
+    shown = "?" if facts.progress is None else percent(facts.progress)
+    if facts.progress_message:
+        shown += f": {facts.progress_message}"
+    if facts.progress_this_try:
+        return f"progress: {shown} (reported {_when(facts.progress_at, facts.progress_age_seconds)})"
+    return (
+        f"progress an earlier try reported: {shown} ({_when(facts.progress_at, facts.progress_age_seconds)})"
+    )
+
+
+def percent(fraction: float) -> str:
+    """A fraction as a percentage rounded down to a tenth: 100% only when it is done."""
+    return f"{math.floor(fraction * 1000) / 10:g}%"
+
+
+def _when(at: datetime | str | None, age: float | None) -> str:
+    if at is None:
+        return "when: not recorded"
+    return f"at {format_time(at)}{_ago(-age if age is not None else None)}"
+
+
+def _unique_key_line(facts: _Facts) -> str | None:
+    if facts.unique_key is None:
+        return None
     key = f"unique key {facts.unique_key!r}"
     if facts.status in UNIQUE_KEY_HELD_IN:
         return f"{key}: an enqueue with it returns this job instead of writing one"

@@ -46,6 +46,7 @@ from .job import Claim, Job, Kept
 from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
 from .queue import Queue
 from .registry import Registration
+from .reporting import Reporting
 from .runner import Limits, Runner
 from .tasks import (
     stored_version,
@@ -235,6 +236,7 @@ class Worker:
             NewerVersion(self._tasks),
             PayloadCheck(self._types.__getitem__),
             Busy(runner.heartbeat),
+            Reporting(self.backend),
             Metering(self._keeps, self.queue.secret),
             Prepare(self._tasks, self.queue.secret),
             Timeouts(runner.watchdog, self._timeout, self._count_timeout),

@@ -19,7 +19,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     """The workers that run (`batchq run`): host and pid, queues, state (running; stopping, when
     asked to; gone, when its liveness says it died; unknown, for another host's worker on
     SQLite), how long it has run, jobs done and failed, the job it runs and for how long, and
-    when it was last seen (about once a second while it claims). Nothing when none runs."""
+    when it was last seen (about once a second while it claims); with --json, the progress that
+    job's try reported too (job_progress, job_progress_message). Nothing when none runs."""
     workers = list_workers(open_queue(ctx).backend)
     if as_json:
         print_json([asdict(info) for info in workers])

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..reporting import clean_message, stored_fraction
 from ..stored import Row, stored_count, stored_seconds, stored_text
 from .base import Store
 
@@ -29,6 +30,10 @@ class WorkerInfo:
     job_id: int | None  # the job it runs (the oldest, in batch mode)
     jobs_held: int  # claimed jobs it holds
     job_seconds: float | None  # how long it has held job_id
+    # What job_id's try last reported with batchq.progress() (batchq.reporting): a fraction from
+    # 0 to 1 and a message; None when it has reported nothing yet (or nothing readable).
+    job_progress: float | None = None
+    job_progress_message: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,8 @@ class WorkerStore(Store):
             job_id=_job_id(row["job_id"]),
             jobs_held=stored_count(row["jobs_held"]),
             job_seconds=stored_seconds(row["job_seconds"]),
+            job_progress=stored_fraction(row["job_progress"]),
+            job_progress_message=_message(row["job_progress_message"]),
         )
 
     def _state(self, name: str, stop_requested: bool) -> str:
@@ -120,3 +127,7 @@ class WorkerStore(Store):
 
 def _job_id(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _message(value: Any) -> str | None:
+    return None if value is None else clean_message(stored_text(value))

@@ -96,9 +96,14 @@ class _Noting:
         job = call.job
         if ended.kind == NEWER_VERSION:
             return ended
+        reports = ended.progress
         if ended.failure is None:
-            self.outcomes.append(Outcome(job.id, job.queue, job.task, True, value=ended.result))
+            self.outcomes.append(
+                Outcome(job.id, job.queue, job.task, True, value=ended.result, progress=reports)
+            )
         else:
             error, raised = ended.failure.error, ended.exception
-            self.outcomes.append(Outcome(job.id, job.queue, job.task, False, error=error, exception=raised))
+            self.outcomes.append(
+                Outcome(job.id, job.queue, job.task, False, error=error, exception=raised, progress=reports)
+            )
         return ended

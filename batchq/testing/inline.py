@@ -19,6 +19,7 @@ from ..calls import describe_error
 from ..errors import ConfigError
 from ..jobspec import OPTIONS, check_unique_key, set_unique_keys
 from ..queue import Enqueued, Queue
+from ..reporting import Tracker, tracking
 from ..serializers import loads
 from ..tasks import Resolver, call_task, modules_from_env, split_modules
 from .outcomes import Outcome, Outcomes
@@ -67,21 +68,28 @@ class Inline:
         """As a worker runs a job: resolve the task under its allow-list, read the payload back,
         call; the outcome noted, and raised when errors="raise"."""
         queue_name, task_name = template["queue"], template["task"]
+        tracker = Tracker(None)  # progress reports kept in memory only: no row
         try:
             func = self.resolver_for(queue).resolve(task_name)
             payload = loads(data, template["serializer"], queue.secret)  # the round trip
-            value = call_task(func, () if data is None else (payload,))
+            with tracking(tracker):
+                value = call_task(func, () if data is None else (payload,))
         except BaseException as exc:
+            error = describe_error(exc)
+            reports = tuple(tracker.reports)
             self.ran.append(
-                Outcome(job_id, queue_name, task_name, False, error=describe_error(exc), exception=exc)
+                Outcome(job_id, queue_name, task_name, False, error=error, exception=exc, progress=reports)
             )
             if self.errors == "raise":
                 raise
             return
+        reports = tuple(tracker.reports)
         if value is False:
-            outcome = Outcome(job_id, queue_name, task_name, False, error="the task returned False")
+            outcome = Outcome(
+                job_id, queue_name, task_name, False, error="the task returned False", progress=reports
+            )
         else:
-            outcome = Outcome(job_id, queue_name, task_name, True, value=value)
+            outcome = Outcome(job_id, queue_name, task_name, True, value=value, progress=reports)
         self.ran.append(outcome)
         if self.errors == "raise":
             outcome.raise_error()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..reporting import Report
+
 
 class JobFailed(AssertionError):
     """A job a test ran failed: it returned False, or failed without running (a task it may not
@@ -27,6 +29,8 @@ class Outcome:
     value: Any = None  # what the task returned (kept in the history when asked)
     error: str | None = None
     exception: BaseException | None = None
+    # What the task reported with batchq.progress(), in order, unthrottled (the latest 1000).
+    progress: tuple[Report, ...] = ()
 
     @property
     def failed(self) -> bool:

@@ -5,6 +5,8 @@
 -- name: explain_job
 -- One job with its times on the server's clock and whether its queue is paused (as workers
 -- read it: paused = 1). due is the claim's own test.
+-- Its progress (batchq.reporting): the message read no longer than 201 characters, which
+-- tells a longer one written by hand.
 SELECT j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.error_count,
        j.max_errors, j.last_error, j.locked_by,
        DATE_FORMAT(j.run_at, '%%Y-%%m-%%d %%H:%%i:%%s.%%f') AS run_at,
@@ -17,6 +19,10 @@ SELECT j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.er
        DATE_FORMAT(j.expires_at, '%%Y-%%m-%%d %%H:%%i:%%s.%%f') AS expires_at,
        TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), j.expires_at) / 1e6 AS expires_in_seconds,
        COALESCE(q.paused = 1, 0) AS paused,
+       j.progress, SUBSTRING(j.progress_message, 1, 201) AS progress_message,
+       DATE_FORMAT(j.progress_at, '%%Y-%%m-%%d %%H:%%i:%%s.%%f') AS progress_at,
+       TIMESTAMPDIFF(MICROSECOND, j.progress_at, UTC_TIMESTAMP(6)) / 1e6 AS progress_age_seconds,
+       j.progress_at >= j.processing_at AS progress_this_try,
        j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff, j.parents_left,
        (SELECT COUNT(*) FROM batchq_job AS a
         WHERE a.concurrency_key = j.concurrency_key

@@ -32,12 +32,16 @@ SELECT w.name, w.host, w.pid, w.kind, w.serves, w.jobs_done, w.jobs_failed, w.st
        TIMESTAMPDIFF(MICROSECOND, w.started_at, UTC_TIMESTAMP(6)) / 1e6 AS running_seconds,
        TIMESTAMPDIFF(MICROSECOND, w.last_seen, UTC_TIMESTAMP(6)) / 1e6 AS seen_seconds_ago,
        j.job_id, j.jobs_held,
-       TIMESTAMPDIFF(MICROSECOND, j.since, UTC_TIMESTAMP(6)) / 1e6 AS job_seconds
+       TIMESTAMPDIFF(MICROSECOND, j.since, UTC_TIMESTAMP(6)) / 1e6 AS job_seconds,
+       p.progress AS job_progress, SUBSTRING(p.progress_message, 1, 201) AS job_progress_message
 FROM batchq_worker w
 LEFT JOIN (
     SELECT locked_by, MIN(id) AS job_id, COUNT(*) AS jobs_held, MIN(processing_at) AS since
     FROM batchq_job WHERE status = 'processing' GROUP BY locked_by
 ) j ON BINARY j.locked_by = w.name
+-- The progress its job's try reported (batchq.reporting): one read of that row by its key;
+-- an earlier try's (older than the claim) is not this job's progress now.
+LEFT JOIN batchq_job p ON p.id = j.job_id AND p.progress_at >= p.processing_at
 ORDER BY w.host, w.started_at, w.name;
 
 -- name: workers_matching

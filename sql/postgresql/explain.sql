@@ -5,6 +5,8 @@
 -- name: explain_job
 -- One job with its times on the server's clock and whether its queue is paused. due is the
 -- claim's own test; an infinite time has no age.
+-- Its progress (batchq.reporting): the message read no longer than 201 characters, which
+-- tells a longer one written by hand.
 SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors, j.last_error,
        j.locked_by,
        CASE WHEN isfinite(j.run_at) THEN to_char(j.run_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')
@@ -28,6 +30,13 @@ SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
        CASE WHEN isfinite(j.expires_at)
             THEN EXTRACT(EPOCH FROM j.expires_at - statement_timestamp())::float8 END AS expires_in_seconds,
        COALESCE(q.paused, false) AS paused,
+       j.progress, left(j.progress_message, 201) AS progress_message,
+       CASE WHEN isfinite(j.progress_at)
+            THEN to_char(j.progress_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')
+            ELSE j.progress_at::text END AS progress_at,
+       CASE WHEN isfinite(j.progress_at)
+            THEN EXTRACT(EPOCH FROM statement_timestamp() - j.progress_at)::float8 END AS progress_age_seconds,
+       j.progress_at >= j.processing_at AS progress_this_try,
        j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff, j.parents_left,
        (SELECT COUNT(*) FROM batchq_job AS a
         WHERE a.concurrency_key = j.concurrency_key

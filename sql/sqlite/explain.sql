@@ -5,6 +5,8 @@
 -- name: explain_job
 -- One job with its times on the database's clock and whether its queue is paused (as workers
 -- read it: paused = 1). due is the claim's own test, so a row written by hand reads as it claims.
+-- Its progress (batchq.reporting): the message read no longer than 201 characters, which
+-- tells a longer one written by hand.
 SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors, j.last_error,
        j.locked_by, j.run_at, j.processing_at, j.created_at,
        j.run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now') AS due,
@@ -13,6 +15,9 @@ SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
        round((julianday(j.run_at) - julianday(j.created_at)) * 86400.0, 3) AS delay_seconds,
        j.expires_at, (julianday(j.expires_at) - julianday('now')) * 86400.0 AS expires_in_seconds,
        COALESCE(q.paused = 1, 0) AS paused,
+       j.progress, substr(j.progress_message, 1, 201) AS progress_message, j.progress_at,
+       (julianday('now') - julianday(j.progress_at)) * 86400.0 AS progress_age_seconds,
+       j.progress_at >= j.processing_at AS progress_this_try,
        j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff, j.parents_left,
        (SELECT COUNT(*) FROM batchq_job AS a
         WHERE a.concurrency_key = j.concurrency_key

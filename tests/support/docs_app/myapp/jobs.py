@@ -55,3 +55,13 @@ def load(payload: dict[str, Any]) -> None: ...
 
 
 def publish_album(payload: dict[str, Any]) -> None: ...
+
+
+def resize_all(payload: dict[str, Any]) -> None:
+    """docs/guides/progress.md shows this one as written."""
+    import batchq
+
+    images = payload["images"]
+    for done, name in enumerate(images, start=1):
+        ...  # resize the image called name
+        batchq.progress(done / len(images), f"resized {done} of {len(images)}: {name}")

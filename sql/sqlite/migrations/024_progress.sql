@@ -1,0 +1,8 @@
+-- Job progress (issue 30): what a running task last reported through batchq.progress(), a
+-- fraction in [0, 1] and a short message, and when it was written (UTC text, as run_at). Written
+-- only by the task's own call (job_progress), fenced by its claim token; never read or written by
+-- the claim, the finish or the enqueue. NULL: nothing reported. Kept when a try fails, so an
+-- operator sees how far it got; progress_at older than processing_at tells an earlier try's.
+ALTER TABLE batchq_job ADD COLUMN progress REAL NULL;
+ALTER TABLE batchq_job ADD COLUMN progress_message TEXT NULL;
+ALTER TABLE batchq_job ADD COLUMN progress_at TEXT NULL;

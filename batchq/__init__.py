@@ -6,6 +6,7 @@ from .errors import (
     BackendError,
     BackendUnavailable,
     BatchqError,
+    ClaimLost,
     ConfigError,
     JobExpired,
     LockError,
@@ -21,7 +22,7 @@ from .errors import (
     TaskError,
     TaskNotAllowed,
 )
-from .job import current_job
+from .job import current_job, job_transaction
 from .locks import Acquired, Lock, LockInfo, Semaphore
 from .queue import Enqueued, Group, Queue, QueueStats
 from .results import JobError, JobResult
@@ -55,6 +56,7 @@ __all__ = [
     "BackendError",
     "BackendUnavailable",
     "BatchqError",
+    "ClaimLost",
     "ConfigError",
     "Enqueued",
     "Group",
@@ -85,6 +87,7 @@ __all__ = [
     "TaskError",
     "TaskNotAllowed",
     "current_job",
+    "job_transaction",
     "subscriber",
     "task",
 ]

@@ -352,6 +352,11 @@ class Backend(ABC):
     def _begin(self) -> None:
         self.conn.begin()
 
+    def transaction_ended(self) -> bool:
+        """Inside transaction(): did something else end it on the connection (a task's own
+        COMMIT or ROLLBACK on the job's transaction, or a statement that commits implicitly)?"""
+        return False
+
     def reset_after_error(self) -> None:
         """Leave a failed statement's transaction state behind (PostgreSQL needs it)."""
 

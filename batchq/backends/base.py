@@ -133,6 +133,11 @@ class Backend(ABC):
     def close(self) -> None:
         self._drop_connection()
 
+    def aside(self) -> Backend:
+        """Another connection to the same database, holding nothing (a lease's heartbeat renews
+        on it while the worker's own connection is in a job's transaction)."""
+        return type(self)(self.url)
+
     @contextmanager
     def errors(self) -> Iterator[None]:
         """Re-raise driver errors as batchq errors, without the password in the text."""

@@ -4,6 +4,7 @@ the task's writes and the job's end commit together, or neither does."""
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 import batchq
 from batchq import ConfigError, Queue
 from batchq.backends import create_backend
+from batchq.sweeps import ProcessingReport, gc_processing
 from batchq.worker import RunOptions, RunSummary, Worker
 from tests.support.db import job_rows, ledger
 
@@ -148,3 +150,31 @@ def test_a_job_enqueued_on_the_job_transaction_commits_with_it(
     else:
         assert ledger(tx_queue) == [20, 21]  # the follow-up ran too, in the same drain
         assert job_rows(tx_queue) == []
+
+
+def test_a_lease_outlives_a_transactional_job_longer_than_it(server_url: str) -> None:
+    """With lease liveness the heartbeat renews the lease on a connection of its own while the
+    job's transaction holds the worker's: a sweep after the lease's length finds it alive."""
+    url = server_url + ("&" if "?" in server_url else "?") + "liveness=lease&lease=3s"
+    queue = Queue(url, task_modules=["jobs", "tx_jobs"], secret=b"test-secret")
+    reports: list[ProcessingReport] = []
+
+    def sweep_later() -> None:
+        time.sleep(4.5)  # past the lease's 3 s: only a renewal keeps it
+        sweeper = Queue(server_url)
+        try:
+            reports.append(gc_processing(sweeper))
+        finally:
+            sweeper.close()
+
+    tasks().after_write = sweep_later
+    try:
+        queue.enqueue("tx_jobs:record", {"n": 30})
+        summary = run(queue)
+        assert [report.requeued for report in reports] == [[]]
+        assert (summary.succeeded, summary.stale_finishes) == (1, 0)
+        assert ledger(queue) == [30]
+        assert job_rows(queue) == []
+    finally:
+        queue.close()
+        tasks().after_write = None

@@ -480,8 +480,9 @@ class Worker:
             self._stale(1, [job])
         else:  # UNKNOWN: if the commit did not happen, the next claim puts the job back
             log.warning(
-                "job %s (%s): the database connection was lost as its transaction committed; "
-                "if it did not commit, the job runs again (its writes rolled back with it)",
+                "job %s (%s): the database connection was lost as the job ended in its transaction; "
+                "if that did not commit, the job goes back with this worker's next claim and runs "
+                "again (what the task wrote was rolled back with it)",
                 job.id,
                 job.task,
             )

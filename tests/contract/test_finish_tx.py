@@ -16,6 +16,7 @@ from batchq.backends import create_backend
 from batchq.sweeps import ProcessingReport, gc_processing
 from batchq.worker import RunOptions, RunSummary, Worker
 from tests.support.db import job_rows, ledger
+from tests.support.queries import query
 
 
 def tasks() -> Any:
@@ -175,6 +176,58 @@ def test_a_lease_outlives_a_transactional_job_longer_than_it(server_url: str) ->
         assert (summary.succeeded, summary.stale_finishes) == (1, 0)
         assert ledger(queue) == [30]
         assert job_rows(queue) == []
+    finally:
+        queue.close()
+        tasks().after_write = None
+
+
+def test_a_timed_out_transactional_task_leaves_neither(tx_queue: Queue) -> None:
+    tx_queue.enqueue("tx_jobs:record", {"n": 40, "sleep": 30}, timeout=0.5, max_errors=1)
+    summary = run(tx_queue)
+    assert (summary.errors, summary.timed_out) == (1, 1)
+    assert ledger(tx_queue) == []
+    [row] = job_rows(tx_queue)
+    assert row["status"] == "failed" and row["last_error"].startswith("JobTimeout")
+
+
+SESSION_ID = {"mysql": "SELECT CONNECTION_ID()", "postgresql": "SELECT pg_backend_pid()"}
+
+
+def test_a_session_lost_before_the_commit_runs_the_job_again_once(
+    server_name: str, server_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The worker's session is ended between the task's write and the job's commit: the server
+    rolls both back; the worker, which cannot know whether its commit happened, reconnects and
+    puts the job back (uncounted) with its next claim; the second try writes the one row."""
+    queue = Queue(server_url, task_modules=["jobs", "tx_jobs"], secret=b"test-secret")
+    ended: list[int] = []
+
+    def end_session() -> None:
+        if ended:
+            return
+        cur = batchq.job_transaction().cursor()
+        cur.execute(SESSION_ID[server_name])
+        [(session,)] = cur.fetchall()
+        cur.close()
+        killer = create_backend(server_url)
+        try:
+            with killer.errors():
+                kcur = killer.conn.cursor()
+                kcur.execute(query(server_name, "session_end"), {"session": session})
+                kcur.close()
+        finally:
+            killer.close()
+        ended.append(session)
+
+    tasks().after_write = end_session
+    try:
+        queue.enqueue("tx_jobs:record", {"n": 50})
+        summary = run(queue)
+        assert ended
+        assert ledger(queue) == [50]
+        assert job_rows(queue) == []
+        assert (summary.succeeded, summary.errors) == (1, 0)  # put back uncounted, then done
+        assert "the database connection was lost as the job ended in its transaction" in caplog.text
     finally:
         queue.close()
         tasks().after_write = None

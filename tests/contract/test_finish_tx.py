@@ -231,3 +231,13 @@ def test_a_session_lost_before_the_commit_runs_the_job_again_once(
     finally:
         queue.close()
         tasks().after_write = None
+
+
+def test_drain_runs_transactional_tasks_as_a_worker_does(tx_queue: Queue) -> None:
+    from batchq.testing import drain
+
+    tx_queue.enqueue("tx_jobs:record", {"n": 60})
+    tx_queue.enqueue("tx_jobs:record", {"n": 61, "fail": True}, max_errors=1)
+    outcomes = drain(tx_queue)
+    assert [outcome.failed for outcome in outcomes] == [False, True]
+    assert ledger(tx_queue) == [60]

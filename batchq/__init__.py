@@ -6,6 +6,7 @@ from .errors import (
     BackendError,
     BackendUnavailable,
     BatchqError,
+    ClaimLost,
     ConfigError,
     JobExpired,
     LockError,
@@ -21,7 +22,7 @@ from .errors import (
     TaskError,
     TaskNotAllowed,
 )
-from .job import current_job
+from .job import current_job, job_transaction
 from .locks import Acquired, Lock, LockInfo, Semaphore
 from .queue import Enqueued, Group, Queue, QueueStats
 from .reporting import progress
@@ -56,6 +57,7 @@ __all__ = [
     "BackendError",
     "BackendUnavailable",
     "BatchqError",
+    "ClaimLost",
     "ConfigError",
     "Enqueued",
     "Group",
@@ -87,6 +89,7 @@ __all__ = [
     "TaskNotAllowed",
     "current_job",
     "progress",
+    "job_transaction",
     "subscriber",
     "task",
 ]

@@ -10,6 +10,7 @@ first (Worker.middleware):
   PayloadCheck      a payload that does not match its typed queue fails without running
   Busy              the heartbeat pings the idle session while the job runs
   Reporting         the task's progress reports written on its row, throttled (batchq.reporting)
+  FinishInTransaction  a transactional task's job ends in the transaction its writes are in
   Metering          the try's figures: a failure's on the job row, a kept success's in the history
   Prepare           the task looked up, the payload read and upgraded to the task's version
   Timeouts          the call under its timeout, watched by the runner's watchdog
@@ -17,7 +18,7 @@ first (Worker.middleware):
 
 A new per-call feature is a new middleware in that list, not an edit of the loop. The worker
 records what the chain answers (Worker._record): a success, a failed try, a payload failed
-without a call, a job put back for a newer version.
+without a call, a job put back for a newer version, a job finished in its own transaction.
 
 JobTimeout never lands in this module's frames (timeouts.py), so the bookkeeping around the
 call always runs.
@@ -28,18 +29,28 @@ from __future__ import annotations
 import inspect
 import traceback
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple, Protocol
 
-from .errors import ConfigError
+from .backends import Backend
+from .errors import BackendError, BackendUnavailable, ClaimLost, ConfigError
 from .failures import fingerprint, fingerprint_of, timeout_fingerprint
 from .heartbeat import Heartbeat
 from .history import Meter, Usage
-from .job import Job, Kept, calling
+from .job import Job, Kept, calling, transaction_for_call
 from .queue import payload_mismatch
 from .serializers import loads
-from .tasks import UpgradeFailed, call_task, declares_version, stored_version, task_version, upgrade_payload
+from .tasks import (
+    UpgradeFailed,
+    call_task,
+    declares_version,
+    stored_version,
+    task_transactional,
+    task_version,
+    upgrade_payload,
+)
 from .timeouts import JobTimeout, Watch, Watchdog, job_timeout, timed_out
 from .typed import QueueType
 
@@ -50,6 +61,11 @@ TIMEOUT_CLASS = f"{JobTimeout.__module__}.{JobTimeout.__qualname__}"  # a try st
 CALLED = "called"  # the task was called (or its lookup or payload failed): a try, counted
 INVALID = "invalid"  # the payload does not match its queue's type: failed without a call
 NEWER_VERSION = "newer_version"  # put back, uncounted, for a worker that knows its version
+
+# How a success finished in its job's transaction ended (CallOutcome.finish; FinishInTransaction).
+FINISHED = "finished"  # committed with the task's writes
+STALE = "stale"  # a sweep had taken the job back: rolled back, the task's writes too
+UNKNOWN = "unknown"  # the connection was lost at the commit: committed or not, nobody knows
 
 
 class Failure(NamedTuple):
@@ -68,6 +84,7 @@ class Task:
     func: Callable[..., Any]
     versioned: bool  # job versions apply to the call (Tasks.versioned)
     version: int  # task_version(func)
+    transactional: bool = False  # @task(transactional=True): it may ask for its job's transaction
 
 
 @dataclass(slots=True)
@@ -91,6 +108,7 @@ class CallOutcome:
     kept: Kept | None = None  # a success's record for the history, when it is kept (Metering)
     known_version: int = 0  # NEWER_VERSION: the task version this worker knows
     progress: tuple[Any, ...] = ()  # the task's progress reports (batchq.reporting.Report), for drain()
+    finish: str | None = None  # ended in the job's own transaction: FINISHED, STALE or UNKNOWN
 
 
 CallNext = Callable[[Call], CallOutcome]
@@ -154,7 +172,7 @@ class Tasks:
         task = self._tasks.get(name)
         if task is None:
             func = self._handler or self._resolve(name)
-            task = Task(func, self.versioned(func), task_version(func))
+            task = Task(func, self.versioned(func), task_version(func), task_transactional(func))
             self._tasks[name] = task
         return task
 
@@ -268,6 +286,134 @@ class Busy:
             return call_next(call)
         finally:
             self._heartbeat.in_job = False
+
+
+class FinishInTransaction:
+    """A task declared @task(transactional=True) may ask for its job's transaction
+    (batchq.job_transaction): the worker's own connection, a transaction begun on the first ask.
+    After the call, a success ends the job in that transaction (``finish``: deleted, kept, its
+    dependants released, fenced by the claim's token) and commits once, the task's writes with
+    it; a failure, or a claim a sweep took back, rolls both back. Such a job's end cannot ride
+    with the next claim: that is one commit more per job.
+
+    Outside Metering, whose kept record the finish writes; inside Busy. The transaction holds
+    the session lock, so the heartbeat's ping skips its beats rather than run a statement (or
+    a COMMIT) in the job's transaction; statements are never retried on another connection in
+    it (the job's end is left unknown instead, for the next claim to release)."""
+
+    def __init__(self, backend: Backend, tasks: Tasks, finish: Callable[[Job, Kept | None], int]) -> None:
+        self._backend = backend
+        self._tasks = tasks
+        self._finish = finish
+
+    def __call__(self, call: Call, call_next: CallNext) -> CallOutcome:
+        if not self._transactional(call.job):
+            return call_next(call)
+        tx = JobTransaction(self._backend, call.job)
+        try:
+            with transaction_for_call(tx):
+                outcome = call_next(call)
+            if tx.begun:
+                self._end(tx, call.job, outcome)
+        finally:
+            tx.rollback()  # whatever went wrong: no transaction is left open on the connection
+        return outcome
+
+    def _transactional(self, job: Job) -> bool:
+        try:
+            return self._tasks.get(job.task).transactional
+        except BaseException:  # it does not resolve: Prepare fails the job with the reason
+            return False
+
+    def _end(self, tx: JobTransaction, job: Job, outcome: CallOutcome) -> None:
+        """Commit the job's end with the task's writes, or roll both back; the worker records
+        a failure in a transaction of its own, as any other."""
+        if outcome.failure is not None:
+            tx.rollback()
+            return
+        if tx.lost:  # ClaimLost, caught by the task: rolled back already
+            outcome.finish = STALE
+            return
+        if self._backend.transaction_ended():
+            tx.rollback()
+            outcome.failure = Failure(TX_ENDED_ERROR, fingerprint_of("TransactionEnded", "", job.task), None)
+            return
+        try:
+            matched = self._finish(job, outcome.kept)
+            if matched:
+                tx.commit()
+        except BackendUnavailable:  # at the commit, or before: the server knows, we do not
+            outcome.finish = UNKNOWN
+            return
+        except BackendError as exc:  # a deadlock, a refused statement: the try fails, its writes gone
+            tx.rollback()
+            outcome.failure = described(exc, job.task)
+            return
+        outcome.finish = FINISHED if matched else STALE
+
+
+TX_ENDED_ERROR = (
+    "TransactionEnded: the task ended its job's transaction itself (a COMMIT or ROLLBACK on "
+    "job_transaction()'s connection, or a statement that commits implicitly): what it wrote is no "
+    "longer tied to the job's end"
+)
+
+
+class _RolledBack(Exception):
+    """Thrown into the job's transaction to roll it back."""
+
+
+class JobTransaction:
+    """The transaction of one transactional task's job (batchq.job.JobTransaction): begun when
+    the task first asks for it, then committed or rolled back by FinishInTransaction."""
+
+    def __init__(self, backend: Backend, job: Job) -> None:
+        self._backend = backend
+        self._job = job
+        self._open: AbstractContextManager[None] | None = None
+        self.begun = False
+        self.lost = False  # a sweep had taken the job back when the task asked (ClaimLost)
+
+    def connection(self) -> Any:
+        """The worker's connection, in the job's transaction (begun now if not yet)."""
+        if self._open is None:
+            if self.lost:  # rolled back: never let writes autocommit after that
+                raise ClaimLost(self._lost())
+            self._begin()
+        return self._backend.conn
+
+    def _begin(self) -> None:
+        backend, job = self._backend, self._job
+        opened = backend.transaction()
+        opened.__enter__()
+        self._open, self.begun = opened, True
+        try:
+            held = backend.fetchone("job_claim_held", {"id": job.id, "token": job.claim_token})
+        except BaseException:
+            self.rollback()
+            raise
+        if held is None:
+            self.rollback()
+            self.lost = True
+            raise ClaimLost(self._lost())
+
+    def _lost(self) -> str:
+        return (
+            f"job {self._job.id} was taken back by gc-processing from this worker (its database "
+            "session or lease was lost): its transaction was rolled back, and this try counts nowhere"
+        )
+
+    def commit(self) -> None:
+        opened, self._open = self._open, None
+        if opened is not None:
+            opened.__exit__(None, None, None)
+
+    def rollback(self) -> None:
+        """End the transaction, if open, undoing it (never raises: a connection that cannot roll
+        back is dropped, which ends it too)."""
+        opened, self._open = self._open, None
+        if opened is not None:
+            opened.__exit__(_RolledBack, _RolledBack(), None)
 
 
 class Metering:

@@ -47,6 +47,12 @@ class JobExpired(BatchqError):
     never retried. Its failure's error class and reason ('expired'), as the workers record it."""
 
 
+class ClaimLost(BatchqError):
+    """batchq.job_transaction() in a job that gc-processing took back from this worker (its
+    database session, or its lease, was lost): the job's transaction is rolled back, and the try
+    is recorded nowhere (another worker runs the job, or has run it)."""
+
+
 class QueueNotFound(BatchqError):
     """A message queue that was never created (or was dropped)."""
 

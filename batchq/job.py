@@ -7,7 +7,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
+
+from .errors import ConfigError
 
 JOB_ID_RANGE = (1, 2**63 - 1)  # BIGINT / INTEGER ids on every backend
 # A kept result's JSON text, and its note, as JSON strings in the claim's array (ASCII, as the
@@ -133,3 +135,43 @@ def calling(job: Job) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+class JobTransaction(Protocol):
+    """The transaction that finishes a job, as its task asks for it (batchq.calls.FinishInTransaction)."""
+
+    def connection(self) -> Any: ...
+
+
+# The transaction a task declared @task(transactional=True) may ask for, while it is called.
+_transaction: ContextVar[JobTransaction | None] = ContextVar("batchq_job_transaction", default=None)
+
+
+def job_transaction() -> Any:
+    """The DB-API connection of the transaction that will finish the job this task runs for: the
+    worker's own connection, a transaction open on it. What the task writes on it commits with
+    the job's end, or not at all: if the task raises, or its worker dies before the commit,
+    neither happens and the job runs again. Do not commit, roll back or close it.
+
+    Only in a task declared ``@task(transactional=True)``, called by a worker (ConfigError
+    otherwise). The first call begins the transaction (SQLite: takes the database's write
+    lock until the job's end) and checks that the job is still this worker's: ClaimLost if
+    gc-processing has taken it back."""
+    handle = _transaction.get()
+    if handle is None:
+        job = _current.get()
+        where = "outside a worker's call" if job is None else f"in task {job.task!r}"
+        raise ConfigError(
+            f"job_transaction() {where}: only a task declared @task(transactional=True), "
+            "called by a worker, has a job transaction"
+        )
+    return handle.connection()
+
+
+@contextmanager
+def transaction_for_call(handle: JobTransaction) -> Iterator[None]:
+    token = _transaction.set(handle)
+    try:
+        yield
+    finally:
+        _transaction.reset(token)

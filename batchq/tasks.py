@@ -49,6 +49,7 @@ def task(
     upgrade: Mapping[int, Upgrade] | None = None,
     keep_result: bool | Duration | None = None,
     expires: Duration | None = None,
+    transactional: bool = False,
 ) -> Any:
     """Register a function as a task: ``@task``, ``@task(name="send_mail")``, and its retry
     policy: ``max_errors`` for jobs enqueued without one, ``backoff`` (the first retry's delay,
@@ -66,6 +67,10 @@ def task(
     a function turning a version-n payload into a version-(n+1) one, so that a worker brings a
     job enqueued before a deploy up to date before the call (v1 -> v2 -> v3).
 
+    ``transactional=True``: the task may ask for the transaction that finishes its job
+    (``batchq.job_transaction()``), so that its own writes and the job's end commit together
+    or not at all; that job's finish then has a commit of its own (docs/guides/finish-in-transaction.md).
+
     A registered name is resolved by workers only when the function's module is one they
     import (listed in BATCHQ_TASK_MODULES, or a submodule of a listed 'package.*').
     """
@@ -78,6 +83,8 @@ def task(
     steps = _check_upgrades(version, upgrade)
     keep_seconds = keep_result_seconds(keep_result)
     expires_seconds = task_expiry_seconds(expires)
+    if not isinstance(transactional, bool):
+        raise ConfigError(f"bad transactional {transactional!r} for a task: use True or False")
 
     def register(fn: F) -> F:
         path = task_path(fn)
@@ -91,6 +98,7 @@ def task(
         fn.batchq_upgrade = steps  # type: ignore[attr-defined]
         fn.batchq_keep_result = keep_seconds  # type: ignore[attr-defined]
         fn.batchq_expires = expires_seconds  # type: ignore[attr-defined]
+        fn.batchq_transactional = transactional  # type: ignore[attr-defined]
         return fn
 
     return register(func) if func is not None else register
@@ -581,6 +589,11 @@ def keep_result_seconds(value: Any) -> float | None:
     if seconds <= 0:
         raise ConfigError(f"bad keep_result {value!r}: keep a result for more than 0 s, or pass False")
     return seconds
+
+
+def task_transactional(func: Callable[..., Any] | None) -> bool:
+    """Did the task declare @task(transactional=True): may it ask for its job's transaction?"""
+    return getattr(func, "batchq_transactional", False) is True
 
 
 def task_timeout(func: Callable[..., Any] | None) -> float | None:

@@ -17,14 +17,17 @@ from .backends import Backend, TransientError, stored_count, stored_seconds
 from .backends.liveness import owner_name
 from .calls import (
     CALLED,
+    FINISHED,
     INVALID,
     LAST_ERROR_MAX_CHARS,
     NEWER_VERSION,
+    STALE,
     TIMEOUT_CLASS,
     Busy,
     Call,
     CallNext,
     CallOutcome,
+    FinishInTransaction,
     Metering,
     Middleware,
     NewerVersion,
@@ -237,6 +240,7 @@ class Worker:
             PayloadCheck(self._types.__getitem__),
             Busy(runner.heartbeat),
             Reporting(self.backend),
+            FinishInTransaction(self.backend, self._tasks, self._finish_in_transaction),
             Metering(self._keeps, self.queue.secret),
             Prepare(self._tasks, self.queue.secret),
             Timeouts(runner.watchdog, self._timeout, self._count_timeout),
@@ -451,12 +455,40 @@ class Worker:
         if outcome.failure is not None:
             self._record_error(job, *outcome.failure, outcome.usage)
             return
+        if outcome.finish is not None:
+            self._finished_in_transaction(job, outcome.finish)
+            return
         if outcome.kept is not None:
             self._kept[job.id] = outcome.kept
         self.summary.succeeded += 1
         done.append(job)
         if debug:
             log.debug("job %s (%s) done", job.id, job.task)
+
+    def _finish_in_transaction(self, job: Job, kept: Kept | None) -> int:
+        """A transactional task's success, in its job's open transaction (batchq.calls.
+        FinishInTransaction): deleted (into the history when kept) as the next claim would, or
+        with its dependants released (batchq.dependencies); 0 when a sweep took it back."""
+        entries = None if kept is None else [kept]
+        return self.backend.delete_jobs([job], entries) or finish_parents(self.backend, [job], entries)
+
+    def _finished_in_transaction(self, job: Job, finish: str) -> None:
+        """Count a success that ended in its own transaction, or say why it did not."""
+        if finish == FINISHED:
+            self.summary.succeeded += 1
+            log.debug("job %s (%s) done, in its own transaction", job.id, job.task)
+        elif finish == STALE:
+            self.summary.errors += 1  # its writes were rolled back: the try did not count
+            self._stale(1, [job])
+        else:  # UNKNOWN: if the commit did not happen, the next claim puts the job back
+            log.warning(
+                "job %s (%s): the database connection was lost as the job ended in its transaction; "
+                "if that did not commit, the job goes back with this worker's next claim and runs "
+                "again (what the task wrote was rolled back with it)",
+                job.id,
+                job.task,
+            )
+            self._release_pending = True
 
     def _process(self, jobs: list[Job]) -> list[Job]:
         """Call each claimed job; failures are recorded one by one, the successes returned."""

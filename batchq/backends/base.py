@@ -133,6 +133,11 @@ class Backend(ABC):
     def close(self) -> None:
         self._drop_connection()
 
+    def aside(self) -> Backend:
+        """Another connection to the same database, holding nothing (a lease's heartbeat renews
+        on it while the worker's own connection is in a job's transaction)."""
+        return type(self)(self.url)
+
     @contextmanager
     def errors(self) -> Iterator[None]:
         """Re-raise driver errors as batchq errors, without the password in the text."""
@@ -351,6 +356,11 @@ class Backend(ABC):
 
     def _begin(self) -> None:
         self.conn.begin()
+
+    def transaction_ended(self) -> bool:
+        """Inside transaction(): did something else end it on the connection (a task's own
+        COMMIT or ROLLBACK on the job's transaction, or a statement that commits implicitly)?"""
+        return False
 
     def reset_after_error(self) -> None:
         """Leave a failed statement's transaction state behind (PostgreSQL needs it)."""

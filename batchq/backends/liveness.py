@@ -48,6 +48,8 @@ class Session(Protocol):
     def execute(self, name: str, params: Any = None, conn: Any = None) -> int: ...
     def fetchone(self, name: str, params: Any = None, conn: Any = None) -> Any: ...
     def liveness_held(self, params: dict[str, Any]) -> bool: ...
+    def aside(self) -> Session: ...
+    def close(self) -> None: ...
 
 
 class LivenessHeld(BackendUnavailable):
@@ -237,6 +239,7 @@ class LeaseLiveness(Liveness):
         self.ttl = ttl
         self.beat_seconds = ttl / 3
         self._renew_at = 0.0  # monotonic
+        self._aside: Session | None = None  # the heartbeat's own connection (_renew_aside)
 
     def on_connect(self) -> None:
         """A new session holds nothing: the lease is the row, renewed on the new connection."""
@@ -248,9 +251,15 @@ class LeaseLiveness(Liveness):
             self._renew()
 
     def ping(self) -> None:
-        """The heartbeat during a job: renew the lease (skipped while the worker uses the connection)."""
+        """The heartbeat during a job: renew the lease; while the worker uses its connection,
+        and the renewal is due, on a connection of the heartbeat's own (a transactional job's
+        transaction holds the worker's for as long as its task runs: batchq.job_transaction)."""
         backend = self.backend
-        if self.worker is None or not backend.session_lock.acquire(blocking=False):
+        if self.worker is None:
+            return
+        if not backend.session_lock.acquire(blocking=False):
+            if time.monotonic() >= self._renew_at:
+                self._renew_aside()
             return
         try:
             self._renew()
@@ -259,7 +268,19 @@ class LeaseLiveness(Liveness):
         finally:
             backend.session_lock.release()
 
+    def _renew_aside(self) -> None:
+        """The lease renewed on the heartbeat's own connection, opened on first need."""
+        try:
+            if self._aside is None:
+                self._aside = self.backend.aside()
+            self._renew(self._aside)
+        except BackendError as exc:
+            log.warning("lease renewal failed (%s); retrying at the next beat", exc)
+
     def release(self) -> None:
+        aside, self._aside = self._aside, None
+        if aside is not None:
+            aside.close()
         if self.worker is not None:
             worker, self.worker = self.worker, None
             self.backend.execute("lease_drop", {"worker": worker})
@@ -276,9 +297,9 @@ class LeaseLiveness(Liveness):
             "once the lease expires)"
         )
 
-    def _renew(self) -> None:
+    def _renew(self, session: Session | None = None) -> None:
         assert self.worker is not None
-        self.backend.execute("lease_renew", {"worker": self.worker, "ttl": self.ttl})
+        (session or self.backend).execute("lease_renew", {"worker": self.worker, "ttl": self.ttl})
         self._renew_at = time.monotonic() + self.beat_seconds
 
 

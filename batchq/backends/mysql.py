@@ -14,7 +14,7 @@ from typing import Any
 import pymysql
 import pymysql.connections
 import pymysql.cursors
-from pymysql.constants import CLIENT
+from pymysql.constants import CLIENT, SERVER_STATUS
 
 from ..config import DEFAULT_PORTS, counted
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
@@ -354,6 +354,11 @@ class MySQLBackend(Backend):
             known = self._packets[conn] = (session, int(packet))
         return known[1] - PACKET_OVERHEAD
 
+    def transaction_ended(self) -> bool:
+        """The server's status flags of the last reply say whether a transaction is open."""
+        conn = self._conn
+        return conn is None or not conn.server_status & SERVER_STATUS.SERVER_STATUS_IN_TRANS
+
     def claim(
         self,
         queue: str,
@@ -422,8 +427,12 @@ class MySQLBackend(Backend):
             )
 
     def _delete_keeping(self, jobs: Sequence[Job], kept: Sequence[Kept]) -> int:
-        """jobs_delete_keep: copy into the history and delete, one transaction, one round trip."""
+        """jobs_delete_keep: copy into the history and delete, one transaction, one round trip;
+        inside a transaction already open, jobs_keep then jobs_delete in it."""
         self.check_history()
+        if self._in_transaction:
+            self.execute("jobs_keep", {**done_params(jobs), "kept": kept_document(kept)})
+            return self.delete_jobs(jobs)
         with self.session_lock:
             try:
                 results = self._multi("jobs_delete_keep", {**done_params(jobs), "kept": kept_document(kept)})

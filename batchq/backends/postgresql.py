@@ -187,6 +187,10 @@ class PostgreSQLBackend(Backend):
     def _begin(self) -> None:
         self.conn.execute("BEGIN")  # an autocommit connection: commit()/rollback() end it
 
+    def transaction_ended(self) -> bool:
+        conn = self._conn
+        return conn is None or conn.info.transaction_status == pq.TransactionStatus.IDLE
+
     def reset_after_error(self) -> None:
         conn = self._conn
         if conn is not None and conn.info.transaction_status == pq.TransactionStatus.INERROR:

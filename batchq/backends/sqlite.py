@@ -99,6 +99,9 @@ class SQLiteBackend(Backend):
         # fail with SQLITE_BUSY_SNAPSHOT in WAL mode without waiting.
         self.conn.execute("BEGIN IMMEDIATE")
 
+    def transaction_ended(self) -> bool:
+        return self._conn is None or not self._conn.in_transaction
+
     def claim(
         self,
         queue: str,

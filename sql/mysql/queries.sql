@@ -343,6 +343,23 @@ SELECT COUNT(*) AS undeleted FROM batchq_job WHERE claim_token = %(done_token)s 
 -- Success, when no claim follows (the worker's last jobs): delete them, fenced by their token.
 DELETE FROM batchq_job WHERE claim_token = %(token)s AND id IN %(ids)s AND dependants = 0;
 
+-- name: jobs_keep
+-- The finished jobs to keep, copied into batchq_history as jobs_delete_keep copies them, inside a
+-- transaction already open (a job finished in its own: batchq.calls.FinishInTransaction);
+-- jobs_delete follows in it.
+REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                            memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
+SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
+       j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall_ns / 1e9, k.cpu_us / 1e6, k.peak, k.growth,
+       k.result, k.note, UTC_TIMESTAMP(6) + INTERVAL ROUND(j.keep_result * 1000000) MICROSECOND
+FROM batchq_job j
+JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
+    id BIGINT UNSIGNED PATH '$[0]', wall_ns DOUBLE PATH '$[1]', cpu_us DOUBLE PATH '$[2]',
+    peak BIGINT UNSIGNED PATH '$[3]', growth BIGINT UNSIGNED PATH '$[4]',
+    result MEDIUMTEXT PATH '$[5]', note VARCHAR(255) PATH '$[6]')) AS k ON k.id = j.id
+WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
+
 -- name: jobs_delete_keep
 -- jobs_delete when the finished jobs are to be kept: copied into batchq_history (as in
 -- jobs_claim_keep), then deleted, in one transaction, one round trip.
@@ -368,6 +385,11 @@ COMMIT;
 UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE claim_token = %(token)s AND id IN %(ids)s;
+
+-- name: job_claim_held
+-- A job's transaction (batchq.job_transaction), as it begins: is the job still this worker's
+-- claim? A plain read, no row lock: a sweep never waits for a task.
+SELECT 1 AS held FROM batchq_job WHERE id = %(id)s AND claim_token = %(token)s;
 
 -- name: job_error
 -- Failure: count it (up to 65535, the column's top); retry after `delay` seconds, or fail for

@@ -418,6 +418,11 @@ UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE claim_token = %(token)s AND id = ANY(%(ids)s::bigint[]);
 
+-- name: job_claim_held
+-- A job's transaction (batchq.job_transaction), as it begins: is the job still this worker's
+-- claim? A plain read, no row lock: a sweep never waits for a task.
+SELECT 1 AS held FROM batchq_job WHERE id = %(id)s AND claim_token = %(token)s;
+
 -- name: job_error
 -- Failure: count it (up to 65535, the column's top); retry after `delay` seconds, or fail for
 -- good once out of tries.
@@ -642,9 +647,11 @@ SELECT pg_terminate_backend(%(session)s::int) AS ended;
 
 -- name: keep_session_open
 -- The worker's session: no idle_session_timeout (a job may run for hours); before PostgreSQL 14
--- there is no such limit, and no such setting.
-SELECT set_config('idle_session_timeout', '0', false)
-WHERE current_setting('server_version_num')::int >= 140000;
+-- there is no such limit, and no such setting. No idle_in_transaction_session_timeout either: a
+-- transactional task's job keeps its transaction open while the task runs (job_transaction).
+SELECT set_config('idle_in_transaction_session_timeout', '0', false),
+       (SELECT set_config('idle_session_timeout', '0', false)
+        WHERE current_setting('server_version_num')::int >= 140000);
 
 -- name: heartbeat
 -- Keeps the worker's session from sitting idle while a job runs.

@@ -221,6 +221,11 @@ UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE claim_token = :token AND id IN (SELECT value FROM json_each(:ids));
 
+-- name: job_claim_held
+-- A job's transaction (batchq.job_transaction), as it begins: is the job still this worker's
+-- claim? A plain read, no row lock: a sweep never waits for a task.
+SELECT 1 AS held FROM batchq_job WHERE id = :id AND claim_token = :token;
+
 -- name: job_error
 -- Failure: count it (up to 65535, the column's top); retry after `delay` seconds, or fail for
 -- good once out of tries.

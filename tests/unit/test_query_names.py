@@ -61,6 +61,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "jobs_claim_keep",
         "jobs_claim_keep_one",  # one kept job: its figures as plain parameters, no JSON_TABLE
         "jobs_delete_keep",
+        "jobs_keep",  # as SQLite's: in a transaction already open (a job finished in its own)
     },
     "postgresql": SERVER_ONLY
     | {

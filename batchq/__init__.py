@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING, Any
 
+from .control import Discard, Snooze
 from .errors import (
     BackendError,
     BackendUnavailable,
@@ -56,6 +57,7 @@ __all__ = [
     "BackendUnavailable",
     "BatchqError",
     "ConfigError",
+    "Discard",
     "Enqueued",
     "Group",
     "JobError",
@@ -80,6 +82,7 @@ __all__ = [
     "QueueStats",
     "SchemaMissing",
     "Semaphore",
+    "Snooze",
     "SignatureError",
     "Subscription",
     "TaskError",

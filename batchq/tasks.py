@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from .config import Duration, parse_duration, parse_timeout
+from .control import DEFAULT_MAX_SNOOZES, check_exceptions, check_max_snoozes
 from .errors import ConfigError, PayloadError, TaskError, TaskNotAllowed
 
 TASK_MODULES_ENV = "BATCHQ_TASK_MODULES"
@@ -49,6 +50,9 @@ def task(
     upgrade: Mapping[int, Upgrade] | None = None,
     keep_result: bool | Duration | None = None,
     expires: Duration | None = None,
+    retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
+    discard_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
+    max_snoozes: int = DEFAULT_MAX_SNOOZES,
 ) -> Any:
     """Register a function as a task: ``@task``, ``@task(name="send_mail")``, and its retry
     policy: ``max_errors`` for jobs enqueued without one, ``backoff`` (the first retry's delay,
@@ -66,6 +70,11 @@ def task(
     a function turning a version-n payload into a version-(n+1) one, so that a worker brings a
     job enqueued before a deploy up to date before the call (v1 -> v2 -> v3).
 
+    ``retry_on``/``discard_on`` (an exception class or a tuple of them): what the task raises
+    that matches ``discard_on`` fails its job for good; given ``retry_on``, so does what does not
+    match it. ``max_snoozes``: how often a job may ``raise batchq.Snooze`` before it fails for
+    good (batchq.control).
+
     A registered name is resolved by workers only when the function's module is one they
     import (listed in BATCHQ_TASK_MODULES, or a submodule of a listed 'package.*').
     """
@@ -78,6 +87,9 @@ def task(
     steps = _check_upgrades(version, upgrade)
     keep_seconds = keep_result_seconds(keep_result)
     expires_seconds = task_expiry_seconds(expires)
+    retry_kinds = check_exceptions(retry_on, "retry_on")
+    discard_kinds = check_exceptions(discard_on, "discard_on") or ()
+    snoozes = check_max_snoozes(max_snoozes)
 
     def register(fn: F) -> F:
         path = task_path(fn)
@@ -91,6 +103,9 @@ def task(
         fn.batchq_upgrade = steps  # type: ignore[attr-defined]
         fn.batchq_keep_result = keep_seconds  # type: ignore[attr-defined]
         fn.batchq_expires = expires_seconds  # type: ignore[attr-defined]
+        fn.batchq_retry_on = retry_kinds  # type: ignore[attr-defined]
+        fn.batchq_discard_on = discard_kinds  # type: ignore[attr-defined]
+        fn.batchq_max_snoozes = snoozes  # type: ignore[attr-defined]
         return fn
 
     return register(func) if func is not None else register

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..calls import NEWER_VERSION, Call, CallNext, CallOutcome
+from ..calls import NEWER_VERSION, SNOOZED, Call, CallNext, CallOutcome
 from ..config import Duration, check_queue_name, parse_duration
 from ..errors import ConfigError
 from ..queue import Queue
@@ -86,7 +86,8 @@ def _make_due(queue: Queue, names: Iterable[str], within: bool | Duration) -> No
 
 class _Noting:
     """Middleware (batchq.calls), outermost around each job's call: notes the job's outcome,
-    and what its task raised; a job put back for a newer version of its task is not run."""
+    and what its task raised; a job put back for a newer version of its task is not run, and a
+    snoozed one is noted as such (past its task's max_snoozes the worker fails it instead)."""
 
     def __init__(self) -> None:
         self.outcomes: list[Outcome] = []
@@ -96,7 +97,18 @@ class _Noting:
         job = call.job
         if ended.kind == NEWER_VERSION:
             return ended
-        if ended.failure is None:
+        if ended.kind == SNOOZED:  # put back for later: a later drain runs it when due
+            self.outcomes.append(
+                Outcome(
+                    job.id,
+                    job.queue,
+                    job.task,
+                    False,
+                    exception=ended.exception,
+                    snoozed_for=ended.snooze_seconds,
+                )
+            )
+        elif ended.failure is None:
             self.outcomes.append(Outcome(job.id, job.queue, job.task, True, value=ended.result))
         else:
             error, raised = ended.failure.error, ended.exception

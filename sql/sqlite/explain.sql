@@ -14,6 +14,7 @@ SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
        j.expires_at, (julianday(j.expires_at) - julianday('now')) * 86400.0 AS expires_in_seconds,
        COALESCE(q.paused = 1, 0) AS paused,
        j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff, j.parents_left,
+       j.snoozes, (j.snoozed_at IS NOT NULL AND (j.last_error_at IS NULL OR j.snoozed_at >= j.last_error_at)) AS snoozed_last,
        (SELECT COUNT(*) FROM batchq_job AS a
         WHERE a.concurrency_key = j.concurrency_key
           AND a.status IN ('ready', 'processing')) AS key_active

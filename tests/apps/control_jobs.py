@@ -44,12 +44,14 @@ def snooze_for(payload: dict[str, Any]) -> None:
 
 
 def snooze_once_then_signal(payload: dict[str, Any]) -> str:
-    """The first call marks ``started`` and snoozes (the acceptance test then kills the worker in
-    the snooze's finish); a later call succeeds."""
+    """The first call marks ``started``, waits for ``go`` (the test locks the job's row
+    meanwhile, so that the snooze's finish waits for it) and snoozes; a later call succeeds."""
     number = _call_number(payload["dir"])
     if number == 1:
         Path(payload["started"]).touch()
-        time.sleep(payload.get("pause", 0))
+        deadline = time.monotonic() + 60
+        while not Path(payload["go"]).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
         raise Snooze(0)
     return "done"
 

@@ -27,6 +27,7 @@ from .calls import (
     CallNext,
     CallOutcome,
     Control,
+    Failure,
     Metering,
     Middleware,
     NewerVersion,
@@ -539,10 +540,14 @@ class Worker:
             self.summary.snoozed += 1
             log.debug("job %s (%s) snoozed for %gs", job.id, job.task, outcome.snooze_seconds)
             return
-        # Snoozed too often, or taken back by a sweep: job_discard then matches nothing either.
+        # Snoozed too often, or taken back by a sweep: job_discard then matches nothing either. The
+        # outcome says so too, for middleware that reads it after the run (drain's).
         self.summary.errors += 1
-        error = snooze_limit_error(job.id, outcome.max_snoozes)
-        self._record_error(job, error, fingerprint_of("SnoozeLimit", "", job.task), None, None, for_good=True)
+        failure = Failure(
+            snooze_limit_error(job.id, outcome.max_snoozes), fingerprint_of("SnoozeLimit", "", job.task), None
+        )
+        outcome.kind, outcome.failure, outcome.for_good = CALLED, failure, True
+        self._record_error(job, *failure, None, for_good=True)
 
     # -- typed queues (batchq.typed) ----------------------------------------------------
 

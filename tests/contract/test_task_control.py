@@ -234,6 +234,14 @@ def test_drain_notes_snoozes_and_failures_for_good(q: Queue, calls: str) -> None
     assert [o.value for o in drain(q, with_scheduled=True)] == [2]
 
 
+def test_drain_tells_a_snooze_past_max_snoozes_as_the_failure_it_is(q: Queue) -> None:
+    job_id = q.enqueue(TASKS + ":snooze_forever")
+    outcomes = drain(q)
+    assert [(o.snoozed, o.failed) for o in outcomes] == [(True, False), (True, False), (False, True)]
+    assert (outcomes[2].error or "").startswith(f"SnoozeLimit: job {job_id} snoozed 2 times")
+    assert control(q, job_id)["status"] == "failed"
+
+
 def test_inline_notes_a_snooze_and_raises_a_discard(q: Queue, calls: str) -> None:
     from batchq import Discard
 

@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING, Any
 
+from .control import Discard, Snooze
 from .errors import (
     BackendError,
     BackendUnavailable,
@@ -59,6 +60,7 @@ __all__ = [
     "BatchqError",
     "ClaimLost",
     "ConfigError",
+    "Discard",
     "Enqueued",
     "Group",
     "JobError",
@@ -83,6 +85,7 @@ __all__ = [
     "QueueStats",
     "SchemaMissing",
     "Semaphore",
+    "Snooze",
     "SignatureError",
     "Subscription",
     "TaskError",

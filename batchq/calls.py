@@ -13,12 +13,14 @@ first (Worker.middleware):
   FinishInTransaction  a transactional task's job ends in the transaction its writes are in
   Metering          the try's figures: a failure's on the job row, a kept success's in the history
   Prepare           the task looked up, the payload read and upgraded to the task's version
+  Control           Snooze, Discard, @task(retry_on=, discard_on=): how the job goes on (batchq.control)
   Timeouts          the call under its timeout, watched by the runner's watchdog
   invoke            the task itself (the end of the chain)
 
 A new per-call feature is a new middleware in that list, not an edit of the loop. The worker
-records what the chain answers (Worker._record): a success, a failed try, a payload failed
-without a call, a job put back for a newer version, a job finished in its own transaction.
+records what the chain answers (Worker._record): a success, a failed try (for good, or to be
+retried), a payload failed without a call, a job put back for a newer version, a snoozed job, a
+job finished in its own transaction.
 
 JobTimeout never lands in this module's frames (timeouts.py), so the bookkeeping around the
 call always runs.
@@ -35,6 +37,7 @@ from functools import partial
 from typing import Any, NamedTuple, Protocol
 
 from .backends import Backend
+from .control import Discard, Snooze, TaskControl, snooze_seconds, task_control
 from .errors import BackendError, BackendUnavailable, ClaimLost, ConfigError
 from .failures import fingerprint, fingerprint_of, timeout_fingerprint
 from .heartbeat import Heartbeat
@@ -61,6 +64,7 @@ TIMEOUT_CLASS = f"{JobTimeout.__module__}.{JobTimeout.__qualname__}"  # a try st
 CALLED = "called"  # the task was called (or its lookup or payload failed): a try, counted
 INVALID = "invalid"  # the payload does not match its queue's type: failed without a call
 NEWER_VERSION = "newer_version"  # put back, uncounted, for a worker that knows its version
+SNOOZED = "snoozed"  # the task raised Snooze: put back for later, uncounted (batchq.control)
 
 # How a success finished in its job's transaction ended (CallOutcome.finish; FinishInTransaction).
 FINISHED = "finished"  # committed with the task's writes
@@ -84,6 +88,7 @@ class Task:
     func: Callable[..., Any]
     versioned: bool  # job versions apply to the call (Tasks.versioned)
     version: int  # task_version(func)
+    control: TaskControl  # retry_on, discard_on, max_snoozes (batchq.control)
     transactional: bool = False  # @task(transactional=True): it may ask for its job's transaction
 
 
@@ -100,7 +105,7 @@ class Call:
 class CallOutcome:
     """How a job's call ended, for the worker to record."""
 
-    kind: str = CALLED  # CALLED, INVALID or NEWER_VERSION
+    kind: str = CALLED  # CALLED, INVALID, NEWER_VERSION or SNOOZED
     result: Any = None  # what the task returned
     failure: Failure | None = None  # None: a success
     exception: BaseException | None = None  # what the task, or looking it up, raised
@@ -109,6 +114,9 @@ class CallOutcome:
     known_version: int = 0  # NEWER_VERSION: the task version this worker knows
     progress: tuple[Any, ...] = ()  # the task's progress reports (batchq.reporting.Report), for drain()
     finish: str | None = None  # ended in the job's own transaction: FINISHED, STALE or UNKNOWN
+    for_good: bool = False  # a failure not to be retried, whatever tries are left (Control)
+    snooze_seconds: float = 0.0  # SNOOZED: how long it waits
+    max_snoozes: int = 0  # SNOOZED: the most its task allows (past it, it fails for good)
 
 
 CallNext = Callable[[Call], CallOutcome]
@@ -146,7 +154,7 @@ def invoke(call: Call) -> CallOutcome:
     """The end of the chain: the task called with its arguments, as the current job."""
     assert call.task is not None, "Prepare looks the task up"
     try:
-        with calling(call.job):
+        with calling(call.job, call.args):
             result = call_task(call.task.func, call.args)
     except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a task too: the job's failure
         return CallOutcome(exception=exc)
@@ -172,7 +180,9 @@ class Tasks:
         task = self._tasks.get(name)
         if task is None:
             func = self._handler or self._resolve(name)
-            task = Task(func, self.versioned(func), task_version(func), task_transactional(func))
+            task = Task(
+                func, self.versioned(func), task_version(func), task_control(func), task_transactional(func)
+            )
             self._tasks[name] = task
         return task
 
@@ -236,7 +246,7 @@ class Prepare:
             return CallOutcome(failure=described(exc, job.task))
         call.task = task
         outcome = call_next(call)
-        if outcome.failure is None:
+        if outcome.failure is None and outcome.kind == CALLED:
             if outcome.exception is not None:
                 outcome.failure = described(outcome.exception, job.task)
             elif outcome.result is False:
@@ -253,6 +263,38 @@ class Prepare:
             payload = upgrade_payload(task.func, payload, version)
             present = payload is not None  # an upgrade may add a payload, or drop it
         return (payload,) if present else ()
+
+
+class Control:
+    """How the job goes on after what its task raised (batchq.control): a Snooze puts it back
+    for later, uncounted; a Discard, or an exception its task's retry_on/discard_on rules out,
+    fails it for good. A try stopped by its timeout is a timeout's failure whatever it raised."""
+
+    def __call__(self, call: Call, call_next: CallNext) -> CallOutcome:
+        outcome = call_next(call)
+        exc = outcome.exception
+        if exc is None or outcome.failure is not None:  # a success, or the timeout's failure
+            return outcome
+        assert call.task is not None, "Prepare looks the task up"
+        control = call.task.control
+        if isinstance(exc, Snooze):
+            return _snoozed(outcome, exc, control, call.job.task)
+        why = control.for_good(exc)
+        if why is not None:  # a Discard's own text says why
+            outcome.failure = described(exc, call.job.task, None if isinstance(exc, Discard) else why)
+            outcome.for_good = True
+        return outcome
+
+
+def _snoozed(outcome: CallOutcome, snooze: Snooze, control: TaskControl, task: str) -> CallOutcome:
+    try:
+        outcome.snooze_seconds = snooze_seconds(snooze)
+    except ConfigError as bad:  # a Snooze whose seconds were changed after it checked them
+        outcome.failure = described(bad, task)
+        return outcome
+    outcome.kind = SNOOZED
+    outcome.max_snoozes = control.max_snoozes
+    return outcome
 
 
 # -- payloads, heartbeat, measurements, timeouts ----------------------------------
@@ -328,7 +370,7 @@ class FinishInTransaction:
     def _end(self, tx: JobTransaction, job: Job, outcome: CallOutcome) -> None:
         """Commit the job's end with the task's writes, or roll both back; the worker records
         a failure in a transaction of its own, as any other."""
-        if outcome.failure is not None:
+        if outcome.failure is not None or outcome.kind == SNOOZED:  # the job goes on: no trace
             tx.rollback()
             return
         if tx.lost:  # ClaimLost, caught by the task: rolled back already
@@ -430,7 +472,7 @@ class Metering:
         job = call.job
         if outcome.failure is not None:
             outcome.usage = meter.stop()
-        elif self._keeps(job):
+        elif outcome.kind == CALLED and self._keeps(job):
             secret = self._secret if job.serializer == "pickle" else None
             outcome.kept = meter.kept(job.id, outcome.result, secret)
         return outcome
@@ -460,8 +502,14 @@ class Timeouts:
 # -- describing a failure -----------------------------------------------------------
 
 
-def described(exc: BaseException, task: str) -> Failure:
-    return Failure(describe_error(exc), error_fingerprint(exc, task), class_path(exc))
+def described(exc: BaseException, task: str, for_good: str | None = None) -> Failure:
+    """A failure of what ``exc`` says; ``for_good``: why it is not retried, on a line after its
+    first (batchq.control)."""
+    error = describe_error(exc)
+    if for_good is not None:
+        head, _, frames = error.partition("\n")
+        error = f"{head}\n(failed for good: {for_good})\n{frames}"[:LAST_ERROR_MAX_CHARS]
+    return Failure(error, error_fingerprint(exc, task), class_path(exc))
 
 
 def timed_out_error(watch: Watch, error: BaseException | None) -> str:

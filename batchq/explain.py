@@ -53,7 +53,8 @@ class Explanation:
     created_at: datetime | str | None = None  # aware UTC; a value that is not a time, as stored
     run_at: datetime | str | None = None
     due_in_seconds: float | None = None  # negative: due that long ago
-    # delayed: "delay" (at enqueue), "backoff" (after a failure), "version", "parents" (after=)
+    # delayed: "delay" (at enqueue), "backoff" (after a failure), "version", "parents" (after=),
+    # "snooze" (its task raised batchq.Snooze)
     delay_reason: str | None = None
     delay_seconds: float | None = None  # run_at - created_at: the delay asked at enqueue
     jobs_ahead: int | None = None  # waiting: due jobs of its queue a claim takes first
@@ -81,6 +82,7 @@ class Explanation:
     progress_at: datetime | str | None = None
     progress_age_seconds: float | None = None
     progress_this_try: bool | None = None
+    snoozes: int | None = None  # times its task raised batchq.Snooze (not counted as tries)
     notes: tuple[str, ...] = field(default=())  # what could not be read (a row written by hand)
 
     @property
@@ -181,6 +183,8 @@ class _Facts:
         this_try = row["progress_this_try"]
         running = self.status == "processing"
         self.progress_this_try = None if this_try is None or not running else bool(this_try)
+        self.snoozes = self._whole("snoozes", row["snoozes"])
+        self.snoozed_last = bool(row["snoozed_last"])  # its latest wait is a snooze's, not a backoff's
 
     def _fraction(self, value: Any) -> float | None:
         """The progress column as a fraction; None (and a note) when it is none."""
@@ -228,6 +232,7 @@ class _Facts:
             "backoff_seconds": self.backoff_seconds,
             "due_in_seconds": self.due_in_seconds,
             "expires_at": self.expires_at,
+            "snoozes": self.snoozes,
             "queue_paused": self.paused,
             "unique_key": self.unique_key,
             "progress": self.progress,
@@ -370,7 +375,11 @@ def _waiting_for_parents(backend: Backend, facts: _Facts) -> Explanation:
 
 def _delayed(facts: _Facts) -> Explanation:
     until = f"delayed until {format_time(facts.run_at)}{_in(facts.due_in_seconds)}"
-    if facts.error_count:  # job_error wrote run_at: a backoff after the latest failure
+    if facts.snoozed_last:  # job_snooze wrote run_at, after any failure
+        reason = "snooze"
+        times = counted(facts.snoozes or 0, "time")
+        why = f"its task snoozed it (batchq.Snooze), {times} so far, not counted as tries"
+    elif facts.error_count:  # job_error wrote run_at: a backoff after the latest failure
         reason = "backoff"
         why = f"retry backoff after failure {facts.tries()}; last error: {_first_line(facts)}"
     elif facts.error_count == 0:
@@ -492,9 +501,10 @@ def _unknown(job_id: int) -> Explanation:
 def _about(facts: _Facts) -> str:
     priority = "?" if facts.priority is None else str(facts.priority)
     version = f" (version {facts.task_version})" if facts.task_version not in (1, None) else ""
+    snoozed = f", snoozed {counted(facts.snoozes, 'time')}" if facts.snoozes else ""
     return (
         f"queue {facts.queue}, task {facts.task}{version}, priority {priority}, "
-        f"created {format_time(facts.created_at)}, {facts.tries()} used"
+        f"created {format_time(facts.created_at)}, {facts.tries()} used{snoozed}"
     )
 
 

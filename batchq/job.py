@@ -6,12 +6,16 @@ import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
 from .errors import ConfigError
 
 JOB_ID_RANGE = (1, 2**63 - 1)  # BIGINT / INTEGER ids on every backend
+# Keys every scheduled job's payload gets (batchq.schedules): the schedule's name and its slot.
+SCHEDULE_KEY = "batchq_schedule"
+SLOT_KEY = "batchq_slot"
 # A kept result's JSON text, and its note, as JSON strings in the claim's array (ASCII, as the
 # result's text already is).
 _KEPT_JSON = json.JSONEncoder(ensure_ascii=True)
@@ -41,6 +45,17 @@ class Job:
     task_version: Any = None  # the task's version at enqueue; NULL (before schema 013) is 1
     backoff: Any = None  # seconds given to enqueue(backoff=...); NULL: the task's, else the run's
     keep_result: Any = None  # seconds its result is kept (batchq.results); NULL: as its queue says
+    # A scheduled job's schedule and slot (its time, in the schedule's time zone), as its task sees
+    # them through current_job(); None for other jobs (set by calling(), from the payload).
+    schedule: str | None = None
+    slot: datetime | None = None
+
+    @property
+    def attempt(self) -> int:
+        """Which try this is: 1, then 2 after a failure (a snooze does not count). A count that
+        is no whole number (a row written by hand) reads as 0 tries so far."""
+        count = self.error_count
+        return (count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else 0) + 1
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...], claim_token: str) -> Job:
@@ -118,18 +133,35 @@ def _json_text(value: str | None) -> str:
     return "null" if value is None else _KEPT_JSON.encode(value)
 
 
+def _with_slot(job: Job, payload: dict[str, Any]) -> Job:
+    """The job with the schedule and slot its payload names; as it was when they cannot be read
+    (a payload written by hand with those keys)."""
+    schedule, slot = payload.get(SCHEDULE_KEY), payload[SLOT_KEY]
+    if not isinstance(schedule, str) or not isinstance(slot, str):
+        return job
+    try:
+        return replace(job, schedule=schedule, slot=datetime.fromisoformat(slot))
+    except ValueError:
+        return job
+
+
 # The job a worker is calling, in the thread (and the asyncio.run) that calls it.
 _current: ContextVar[Job | None] = ContextVar("batchq_current_job", default=None)
 
 
 def current_job() -> Job | None:
     """The job whose task is running here, or None outside a worker's call: for a task that
-    needs its job's id, or which try this is (``error_count`` + 1)."""
+    needs its job's id, its queue, which try this is (``attempt``: ``error_count`` + 1), or the
+    slot a scheduled job runs for (``schedule``, ``slot``)."""
     return _current.get()
 
 
 @contextmanager
-def calling(job: Job) -> Iterator[None]:
+def calling(job: Job, args: tuple[Any, ...] = ()) -> Iterator[None]:
+    """``job`` is the current job while the block runs; ``args``, the task's, tell a scheduled
+    job's slot."""
+    if args and type(args[0]) is dict and SLOT_KEY in args[0]:  # one test for most jobs
+        job = _with_slot(job, args[0])
     token = _current.set(job)
     try:
         yield

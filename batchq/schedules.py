@@ -26,14 +26,12 @@ from .backends import Backend, Row, stored_text
 from .bounds import fitting, full_reason, take_turn, trim
 from .cron import CATCH_UP_POLICIES, parse_cron, plan
 from .errors import BatchqError, ConfigError, PayloadError
+from .job import SCHEDULE_KEY, SLOT_KEY  # what every scheduled job's payload gets
 from .jobspec import MAX_ERRORS_RANGE, PRIORITY_RANGE, JobBuilder, Task
 from .serializers import loads
 
 log = logging.getLogger("batchq.schedules")
 
-# Keys every scheduled job's payload gets: the schedule's name and the slot it runs for.
-SCHEDULE_KEY = "batchq_schedule"
-SLOT_KEY = "batchq_slot"
 SCHEDULE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 CATCH_UP_LIMIT_RANGE = (1, 10_000)
 # Slots batchq can compute with (Python's datetimes: years 1 to 9999, a day inside either end).

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from .config import Duration, parse_duration, parse_timeout
+from .control import DEFAULT_MAX_SNOOZES, check_exceptions, check_max_snoozes
 from .errors import ConfigError, PayloadError, TaskError, TaskNotAllowed
 
 TASK_MODULES_ENV = "BATCHQ_TASK_MODULES"
@@ -50,6 +51,9 @@ def task(
     keep_result: bool | Duration | None = None,
     expires: Duration | None = None,
     transactional: bool = False,
+    retry_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
+    discard_on: type[BaseException] | tuple[type[BaseException], ...] | None = None,
+    max_snoozes: int = DEFAULT_MAX_SNOOZES,
 ) -> Any:
     """Register a function as a task: ``@task``, ``@task(name="send_mail")``, and its retry
     policy: ``max_errors`` for jobs enqueued without one, ``backoff`` (the first retry's delay,
@@ -70,6 +74,10 @@ def task(
     ``transactional=True``: the task may ask for the transaction that finishes its job
     (``batchq.job_transaction()``), so that its own writes and the job's end commit together
     or not at all; that job's finish then has a commit of its own (docs/guides/finish-in-transaction.md).
+    ``retry_on``/``discard_on`` (an exception class or a tuple of them): what the task raises
+    that matches ``discard_on`` fails its job for good; given ``retry_on``, so does what does not
+    match it. ``max_snoozes``: how often a job may ``raise batchq.Snooze`` before it fails for
+    good (batchq.control).
 
     A registered name is resolved by workers only when the function's module is one they
     import (listed in BATCHQ_TASK_MODULES, or a submodule of a listed 'package.*').
@@ -85,6 +93,9 @@ def task(
     expires_seconds = task_expiry_seconds(expires)
     if not isinstance(transactional, bool):
         raise ConfigError(f"bad transactional {transactional!r} for a task: use True or False")
+    retry_kinds = check_exceptions(retry_on, "retry_on")
+    discard_kinds = check_exceptions(discard_on, "discard_on") or ()
+    snoozes = check_max_snoozes(max_snoozes)
 
     def register(fn: F) -> F:
         path = task_path(fn)
@@ -99,6 +110,9 @@ def task(
         fn.batchq_keep_result = keep_seconds  # type: ignore[attr-defined]
         fn.batchq_expires = expires_seconds  # type: ignore[attr-defined]
         fn.batchq_transactional = transactional  # type: ignore[attr-defined]
+        fn.batchq_retry_on = retry_kinds  # type: ignore[attr-defined]
+        fn.batchq_discard_on = discard_kinds  # type: ignore[attr-defined]
+        fn.batchq_max_snoozes = snoozes  # type: ignore[attr-defined]
         return fn
 
     return register(func) if func is not None else register

@@ -21,12 +21,15 @@ from .calls import (
     INVALID,
     LAST_ERROR_MAX_CHARS,
     NEWER_VERSION,
+    SNOOZED,
     STALE,
     TIMEOUT_CLASS,
     Busy,
     Call,
     CallNext,
     CallOutcome,
+    Control,
+    Failure,
     FinishInTransaction,
     Metering,
     Middleware,
@@ -40,6 +43,7 @@ from .calls import (
 )
 from .calls import describe_error as _describe_error  # noqa: F401  (tests/unit/test_task_security.py)
 from .config import counted, parse_timeout
+from .control import snooze_limit_error
 from .dependencies import fail_for_good, finish_parents
 from .errors import BackendError, BackendUnavailable, ConfigError
 from .failures import fingerprint_of, timeout_fingerprint
@@ -122,13 +126,15 @@ class RunSummary:
     stale_finishes: int = 0  # finishes fenced off because a sweep had taken the job back
     timed_out: int = 0  # errors that were timeouts
     version_waits: int = 0  # jobs put back, uncounted: their task's version is newer than ours
+    snoozed: int = 0  # tries that raised batchq.Snooze: put back for later, uncounted as errors
     reconnects: int = 0
     # The most recent job ids, in the order run (bounded: a --wait worker may run for months).
     job_ids: deque[int] = field(default_factory=lambda: deque(maxlen=10_000))
 
     @property
     def processed(self) -> int:
-        return self.succeeded + self.errors
+        """Jobs called: a snooze too, so that --max-jobs bounds a worker whose job snoozes 0s."""
+        return self.succeeded + self.errors + self.snoozed
 
 
 class Worker:
@@ -243,6 +249,7 @@ class Worker:
             FinishInTransaction(self.backend, self._tasks, self._finish_in_transaction),
             Metering(self._keeps, self.queue.secret),
             Prepare(self._tasks, self.queue.secret),
+            Control(),
             Timeouts(runner.watchdog, self._timeout, self._count_timeout),
         ]
 
@@ -445,6 +452,10 @@ class Worker:
         if outcome.kind == NEWER_VERSION:
             self._wait_for_version(job, outcome.known_version)
             return
+        if outcome.kind == SNOOZED:
+            self.summary.job_ids.append(job.id)
+            self._snooze(job, outcome)
+            return
         assert outcome.kind == INVALID or outcome.kind == CALLED, outcome.kind
         self.summary.errors += outcome.failure is not None
         if outcome.kind == INVALID:
@@ -453,7 +464,7 @@ class Worker:
             return
         self.summary.job_ids.append(job.id)
         if outcome.failure is not None:
-            self._record_error(job, *outcome.failure, outcome.usage)
+            self._record_error(job, *outcome.failure, outcome.usage, for_good=outcome.for_good)
             return
         if outcome.finish is not None:
             self._finished_in_transaction(job, outcome.finish)
@@ -518,10 +529,17 @@ class Worker:
         return parents
 
     def _record_error(
-        self, job: Job, error: str, fingerprint: str, error_class: str | None, usage: Usage | None
+        self,
+        job: Job,
+        error: str,
+        fingerprint: str,
+        error_class: str | None,
+        usage: Usage | None,
+        for_good: bool = False,
     ) -> None:
         """Count the failure, with the try's measurements; if it was the last try of a job whose
-        history is kept, copy it into the history in the same transaction."""
+        history is kept, copy it into the history in the same transaction. ``for_good``: the last
+        try, whatever tries are left (batchq.control)."""
         delay = self._retry_delay(job)
         params = {
             "id": job.id,
@@ -534,13 +552,36 @@ class Worker:
         }
         log.info("job %s (%s) failed: %s", job.id, job.task, error.splitlines()[0])
         last_try = stored_count(job.error_count) + 1 >= stored_count(job.max_errors)
-        if last_try:  # with its history record and its dependants' failure (batchq.dependencies)
-            fail = partial(fail_for_good, self.backend, "job_error", params, self._keeps(job))
+        if last_try or for_good:  # with its history record and its dependants' failure (batchq.dependencies)
+            query = "job_discard" if for_good else "job_error"
+            fail = partial(fail_for_good, self.backend, query, params, self._keeps(job))
             matched = self._with_reconnect(fail, between_jobs=False)
         else:
             matched = self._finish("job_error", params)
         if matched == 0:
             self._stale(1, [job])
+
+    def _snooze(self, job: Job, outcome: CallOutcome) -> None:
+        """Put the job back for later, uncounted (batchq.control); once it has snoozed as often
+        as its task allows, fail it for good instead."""
+        params = {
+            "id": job.id,
+            "token": job.claim_token,
+            "delay": outcome.snooze_seconds,
+            "max_snoozes": outcome.max_snoozes,
+        }
+        if self._finish("job_snooze", params):
+            self.summary.snoozed += 1
+            log.debug("job %s (%s) snoozed for %gs", job.id, job.task, outcome.snooze_seconds)
+            return
+        # Snoozed too often, or taken back by a sweep: job_discard then matches nothing either. The
+        # outcome says so too, for middleware that reads it after the run (drain's).
+        self.summary.errors += 1
+        failure = Failure(
+            snooze_limit_error(job.id, outcome.max_snoozes), fingerprint_of("SnoozeLimit", "", job.task), None
+        )
+        outcome.kind, outcome.failure, outcome.for_good = CALLED, failure, True
+        self._record_error(job, *failure, None, for_good=True)
 
     # -- typed queues (batchq.typed) ----------------------------------------------------
 

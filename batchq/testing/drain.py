@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..calls import NEWER_VERSION, Call, CallNext, CallOutcome
+from ..calls import NEWER_VERSION, SNOOZED, Call, CallNext, CallOutcome
 from ..config import Duration, check_queue_name, parse_duration
 from ..errors import ConfigError
+from ..job import Job
 from ..queue import Queue
 from ..worker import RunOptions, Worker
 from .outcomes import Outcome, Outcomes
@@ -52,13 +53,13 @@ def drain(
         noting = _Noting()
         options = RunOptions(queues=serving, max_jobs=max_jobs - len(outcomes) + 1)
         Worker(q, options, middleware=[noting]).run()
-        outcomes.extend(noting.outcomes)
+        outcomes.extend(noting.outcomes())
         if len(outcomes) > max_jobs:
             raise DrainLimit(
                 f"drain ran {max_jobs} jobs and more were due (does a job enqueue itself?): "
                 "raise max_jobs if that many are expected"
             )
-        if not noting.outcomes or names is not None:
+        if not noting.calls or names is not None:
             break
     if raise_errors:
         outcomes.raise_errors()
@@ -85,25 +86,36 @@ def _make_due(queue: Queue, names: Iterable[str], within: bool | Duration) -> No
 
 
 class _Noting:
-    """Middleware (batchq.calls), outermost around each job's call: notes the job's outcome,
-    and what its task raised; a job put back for a newer version of its task is not run."""
+    """Middleware (batchq.calls), outermost around each job's call: keeps each job's outcome, and
+    what its task raised, read once the run is over (the worker may still change an outcome as it
+    records it: a snooze past its task's max_snoozes fails the job instead). A job put back for a
+    newer version of its task is not run."""
 
     def __init__(self) -> None:
-        self.outcomes: list[Outcome] = []
+        self.calls: list[tuple[Job, CallOutcome]] = []
 
     def __call__(self, call: Call, call_next: CallNext) -> CallOutcome:
         ended = call_next(call)
-        job = call.job
-        if ended.kind == NEWER_VERSION:
-            return ended
-        reports = ended.progress
-        if ended.failure is None:
-            self.outcomes.append(
-                Outcome(job.id, job.queue, job.task, True, value=ended.result, progress=reports)
-            )
-        else:
-            error, raised = ended.failure.error, ended.exception
-            self.outcomes.append(
-                Outcome(job.id, job.queue, job.task, False, error=error, exception=raised, progress=reports)
-            )
+        if ended.kind != NEWER_VERSION:
+            self.calls.append((call.job, ended))
         return ended
+
+    def outcomes(self) -> list[Outcome]:
+        return [_outcome(job, ended) for job, ended in self.calls]
+
+
+def _outcome(job: Job, ended: CallOutcome) -> Outcome:
+    if ended.kind == SNOOZED:  # put back for later: a later drain runs it when due
+        return Outcome(
+            job.id,
+            job.queue,
+            job.task,
+            False,
+            exception=ended.exception,
+            snoozed_for=ended.snooze_seconds,
+            progress=ended.progress,
+        )
+    if ended.failure is None:
+        return Outcome(job.id, job.queue, job.task, True, value=ended.result, progress=ended.progress)
+    error, raised = ended.failure.error, ended.exception
+    return Outcome(job.id, job.queue, job.task, False, error=error, exception=raised, progress=ended.progress)

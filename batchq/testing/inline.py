@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..calls import describe_error
+from ..control import Snooze
 from ..errors import ConfigError
 from ..jobspec import OPTIONS, check_unique_key, set_unique_keys
 from ..queue import Enqueued, Queue
@@ -74,6 +75,19 @@ class Inline:
             payload = loads(data, template["serializer"], queue.secret)  # the round trip
             with tracking(tracker):
                 value = call_task(func, () if data is None else (payload,))
+        except Snooze as snooze:  # no row to put back: noted, not run again
+            self.ran.append(
+                Outcome(
+                    job_id,
+                    queue_name,
+                    task_name,
+                    False,
+                    exception=snooze,
+                    snoozed_for=getattr(snooze, "seconds", 0.0),
+                    progress=tuple(tracker.reports),
+                )
+            )
+            return
         except BaseException as exc:
             error = describe_error(exc)
             reports = tuple(tracker.reports)
@@ -112,6 +126,8 @@ def inline(
 
     enqueue returns the job's number in the block (1, 2, ...): no row exists. Delays, priorities,
     unique and concurrency keys are checked and then have nothing to act on: the job runs now.
+    A task that raises batchq.Snooze is noted in ``ran`` as snoozed (neither succeeded nor
+    failed) and not run again; a Discard is a failure like any other.
     """
     if errors not in ERRORS:
         raise ConfigError(f"bad errors {errors!r}: use 'raise' or 'record'")

@@ -20,7 +20,8 @@ class JobFailed(AssertionError):
 @dataclass(frozen=True)
 class Outcome:
     """One run of one job. ``error`` is the text a worker stores in ``last_error`` (type, message
-    and the last frames); ``exception`` what the task raised, if it raised."""
+    and the last frames); ``exception`` what the task raised, if it raised. ``snoozed_for``: the
+    task raised batchq.Snooze (seconds), so the job was put back, neither succeeded nor failed."""
 
     job_id: int
     queue: str
@@ -31,17 +32,23 @@ class Outcome:
     exception: BaseException | None = None
     # What the task reported with batchq.progress(), in order, unthrottled (the latest 1000).
     progress: tuple[Report, ...] = ()
+    snoozed_for: float | None = None
 
     @property
     def failed(self) -> bool:
-        return not self.succeeded
+        return not self.succeeded and self.snoozed_for is None
+
+    @property
+    def snoozed(self) -> bool:
+        return self.snoozed_for is not None
 
     def label(self) -> str:
         return f"{self.job_id} ({self.task}, queue {self.queue!r})"
 
     def raise_error(self) -> None:
-        """Raise what the task raised (its own traceback), else JobFailed; nothing on success."""
-        if self.succeeded:
+        """Raise what the task raised (its own traceback), else JobFailed; nothing on success or
+        a snooze."""
+        if not self.failed:
             return
         if self.exception is not None:
             raise self.exception
@@ -58,6 +65,10 @@ class Outcomes(list[Outcome]):
     @property
     def failed(self) -> list[Outcome]:
         return [outcome for outcome in self if outcome.failed]
+
+    @property
+    def snoozed(self) -> list[Outcome]:
+        return [outcome for outcome in self if outcome.snoozed]
 
     def values(self) -> list[Any]:
         """What each succeeded job returned, in order."""

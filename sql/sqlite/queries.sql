@@ -341,14 +341,15 @@ ORDER BY id;
 
 -- name: job_requeue_failed
 -- Give a failed job a fresh set of tries, due now (a job with a concurrency key waits for a slot);
--- a job that still has unfinished parents (batchq.dependencies) waits for them again.
+-- a job that still has unfinished parents (batchq.dependencies) waits for them again. Its
+-- snoozes start again from 0 too (batchq.control: a job failed for snoozing too often).
 UPDATE batchq_job
 SET status = CASE WHEN EXISTS (SELECT 1 FROM batchq_dependency d WHERE d.child_id = batchq_job.id) THEN 'scheduled'
                   WHEN concurrency_key IS NULL THEN 'ready' ELSE 'blocked' END,
     run_at = CASE WHEN EXISTS (SELECT 1 FROM batchq_dependency d WHERE d.child_id = batchq_job.id) THEN '9999-12-31 00:00:00.000' ELSE strftime('%Y-%m-%d %H:%M:%f', 'now') END,
     parents_left = CASE WHEN parents_left IS NULL THEN NULL
                         ELSE (SELECT COUNT(*) FROM batchq_dependency d WHERE d.child_id = batchq_job.id) END,
-    error_count = 0
+    error_count = 0, snoozes = 0
 WHERE id = :id AND status = 'failed';
 
 -- name: job_delete_failed

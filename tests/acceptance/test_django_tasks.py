@@ -485,3 +485,26 @@ def test_django_backend_contract(backend_name: str, db_url: str, project: Django
     assert done.returncode == 0, done.stderr
     assert "\nOK" in done.stderr and "Ran 23 tests" in done.stderr, done.stderr
     assert "Destroying test database" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_task_snoozes_and_discards(project: DjangoProject) -> None:
+    """batchq.Snooze and batchq.Discard from a Django Task (batchq.control): a snooze leaves the
+    job READY with no try counted, a Discard fails it for good whatever MAX_ERRORS allows."""
+    project.extra_env["DJPROJ_MAX_ERRORS"] = "3"
+    snoozing, discarded = shell(
+        project, "out = [tasks.snooze_once.enqueue('nap').id, tasks.discard.enqueue('no such order').id]"
+    )
+    run_worker(project)
+    napping = shell(project, f"out = described(backend.get_result({snoozing!r}))")
+    assert (
+        napping["status"] == "READY" and napping["attempts"] == 0 and napping["errors"] == []
+    )  # none counted
+    failed = shell(project, f"out = described(backend.get_result({discarded!r}))")
+    assert failed["status"] == "FAILED" and failed["attempts"] == 1
+    [[exception, traceback]] = failed["errors"]
+    assert exception == "batchq.control.Discard" and "no such order" in traceback
+    _make_due(project)
+    run_worker(project)
+    woke = shell(project, f"out = described(backend.get_result({snoozing!r}))")
+    assert woke["status"] == "SUCCESSFUL" and woke["value"] == "woke" and woke["attempts"] == 1
+    assert project.ran() == ["nap", "discard", "nap"]

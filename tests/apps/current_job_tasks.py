@@ -26,3 +26,14 @@ def fails_first(payload: Any = None) -> int:
     if job.error_count == 0:
         raise RuntimeError("first try")
     return job.error_count + 1
+
+
+def my_slot(payload: Any = None) -> dict[str, Any]:
+    """A scheduled job's schedule and slot, and which try this is, as current_job() tells them."""
+    job = batchq.current_job()
+    assert job is not None
+    return {
+        "schedule": job.schedule,
+        "slot": None if job.slot is None else job.slot.isoformat(),
+        "attempt": job.attempt,
+    }

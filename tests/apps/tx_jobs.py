@@ -117,3 +117,11 @@ def record_and_follow(payload: dict[str, Any]) -> None:
         queue.close()
     if payload.get("fail"):
         raise ValueError("failed after enqueueing")
+
+
+@batchq.task(transactional=True)
+def record_then_snooze(payload: dict[str, Any]) -> Any:
+    """Report progress, write, then snooze for an hour: the write must not commit."""
+    batchq.progress(0.5, "half")
+    write(payload["n"])
+    raise batchq.Snooze(3600)

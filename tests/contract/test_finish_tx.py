@@ -241,3 +241,15 @@ def test_drain_runs_transactional_tasks_as_a_worker_does(tx_queue: Queue) -> Non
     outcomes = drain(tx_queue)
     assert [outcome.failed for outcome in outcomes] == [False, True]
     assert ledger(tx_queue) == [60]
+
+
+def test_a_snooze_after_the_write_rolls_the_write_back_and_puts_the_job_back(tx_queue: Queue) -> None:
+    """A Snooze is no success: the job is not ended in its transaction; the write goes with the
+    rollback, and the snooze is recorded as for any task (uncounted, due in an hour)."""
+    tx_queue.enqueue("tx_jobs:record_then_snooze", {"n": 7})
+    summary = run(tx_queue, max_jobs=1)
+    assert (summary.succeeded, summary.errors, summary.stale_finishes) == (0, 0, 0)
+    assert ledger(tx_queue) == []
+    [row] = job_rows(tx_queue)
+    assert (row["status"], row["error_count"]) == ("scheduled", 0)
+    assert tx_queue.explain(row["id"]).snoozes == 1

@@ -263,3 +263,8 @@ INSERT INTO test_stamp (n, started) VALUES (%(n)s, clock_timestamp());
 -- name: server_now
 -- The server's clock, as claims read it.
 SELECT statement_timestamp() AS now;
+
+-- name: job_control
+-- What a task's control (batchq.control) leaves on its job's row.
+SELECT status, error_count, snoozes, last_error, error_class, snoozed_at IS NOT NULL AS snoozed
+FROM batchq_job WHERE id = %(id)s;

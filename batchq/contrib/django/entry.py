@@ -17,6 +17,7 @@ from typing import Any
 from django.db import close_old_connections
 from django.utils import timezone
 
+from ...control import Snooze as _Snooze  # private: this module is on the allow-list
 from ...errors import PayloadError
 from ...job import current_job
 from .compat import (
@@ -55,6 +56,8 @@ class DjangoTask:
             else:
                 value = task.call(*args, **kwargs)
             value = normalize_json(value)  # a value JSON cannot carry fails the task, as Django's do
+        except _Snooze:
+            raise  # put back for later, not finished: the worker snoozes the job (batchq.control)
         except BaseException as exc:
             _finished(result, backend_type, TaskResultStatus.FAILED, exc)
             raise

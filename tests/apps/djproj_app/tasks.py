@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from batchq.contrib.django.compat import TaskContext, task  # django.tasks, or the backport
@@ -96,3 +97,24 @@ def hang_once(marker: str) -> str:
 
     time.sleep(300)
     return "slept"
+
+
+@task()
+def snooze_once(label: str) -> str:
+    """Snoozes an hour the first time it runs (batchq.Snooze), then succeeds."""
+    import batchq
+
+    ledger = Path(os.environ["DJPROJ_LEDGER"])
+    first = not ledger.exists() or label not in ledger.read_text().splitlines()
+    _record(label)
+    if first:
+        raise batchq.Snooze(3600)
+    return "woke"
+
+
+@task()
+def discard(reason: str) -> None:
+    import batchq
+
+    _record("discard")
+    raise batchq.Discard(reason)

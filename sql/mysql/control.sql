@@ -1,0 +1,29 @@
+-- Control from inside a task (batchq.control): the finishes of a job whose task raised
+-- batchq.Snooze or batchq.Discard, or an exception its @task(retry_on=, discard_on=) says is not
+-- worth another try. Each is fenced by the claim's token, as job_error is.
+
+-- name: job_snooze
+-- The task raised Snooze: the job goes back for delay seconds, its try not counted (error_count,
+-- last_error and the last try's figures untouched), its snoozes counted. Waiting, a job with a
+-- concurrency key gives its slot back, as after a failure. Matches nothing once the job has
+-- snoozed max_snoozes times (the worker then fails it for good with job_discard) or a sweep
+-- took it back. (MySQL evaluates SET left to right: nothing here reads a column it set.)
+UPDATE batchq_job
+SET status = CASE WHEN %(delay)s > 0 AND concurrency_key IS NOT NULL THEN 'blocked'
+                  WHEN %(delay)s > 0 THEN 'scheduled' ELSE 'ready' END,
+    snoozes = snoozes + 1, snoozed_at = UTC_TIMESTAMP(6),
+    run_at = UTC_TIMESTAMP(6) + INTERVAL ROUND(%(delay)s * 1000000) MICROSECOND,
+    processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = %(id)s AND claim_token = %(token)s AND snoozes < %(max_snoozes)s;
+
+-- name: job_discard
+-- The try failed and is not to be retried (Discard, discard_on, retry_on, too many snoozes):
+-- counted as job_error counts it, with its figures, and failed for good whatever tries are left.
+UPDATE batchq_job
+SET status = 'failed',
+    error_count = CASE WHEN error_count < 65535 THEN error_count + 1 ELSE error_count END,
+    last_error = %(error)s, error_class = %(error_class)s, error_fingerprint = %(fingerprint)s, last_error_at = UTC_TIMESTAMP(6),
+    last_worker = locked_by, last_started_at = processing_at, last_wall_seconds = %(wall)s,
+    last_cpu_seconds = %(cpu)s, last_memory_peak_bytes = %(peak)s, last_memory_growth_bytes = %(growth)s,
+    processing_at = NULL, locked_by = NULL, claim_token = NULL
+WHERE id = %(id)s AND claim_token = %(token)s;

@@ -4,12 +4,14 @@ database, on its clock."""
 
 from __future__ import annotations
 
+import signal
 from collections import defaultdict
 from pathlib import Path
 
 from batchq import Queue
-from tests.support.db import job_rows, run_query
-from tests.support.processes import start_batchq
+from batchq.sweeps import gc_processing
+from tests.support.db import job_rows, run_query, sql
+from tests.support.processes import start_batchq, wait_for
 
 WORKERS = 4
 TASK_MODULES = "jobs,flow_jobs,concurrency_jobs"
@@ -85,4 +87,32 @@ def test_four_workers_never_run_more_jobs_of_the_queue_than_max_running(db_url: 
     assert most[0] <= 2, most
     assert len(pids) > 1  # the limit held across processes, not by one worker running them all
     print(f"max_running 2, 40 jobs, {WORKERS} workers: most running at once {most[0]}")
+    queue.close()
+
+
+def test_a_sigkilled_workers_start_stays_counted_and_its_place_comes_back_by_gc(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The crash rules (docs/guides/flow-control.md): a worker SIGKILLed mid-job does not give
+    its start back; its running place is held until gc-processing puts the job back."""
+    queue = Queue(db_url, task_modules=TASK_MODULES)
+    queue.configure("crashy", rate="2/h", max_running=1)
+    started = tmp_path / "started"
+    first = queue.enqueue("jobs:slow", {"started": str(started), "seconds": 120}, queue="crashy")
+    second = queue.enqueue("jobs:noop", queue="crashy")
+    worker = start_batchq(db_url, "run", "--queue", "crashy", "--max-seconds", "120")
+    wait_for(started.exists, timeout=60)
+    assert queue.explain(second).held_by == "max_running"
+    worker.send_signal(signal.SIGKILL)
+    worker.wait(timeout=30)
+    assert queue.explain(second).held_by == "max_running"  # the dead worker's job holds its place
+    report = wait_for(lambda: gc_processing(queue).requeued, timeout=30)
+    assert [job.id for job in report] == [first]
+    flow = queue.backend.stores.flow
+    [again] = flow.claim("crashy", "host:1:00000000", "t" * 32, 10).jobs  # the place is back
+    [other] = {first, second} - {again.id}  # (put back, the first is due after the second)
+    sql(queue, f"DELETE FROM batchq_job WHERE id = {again.id}")  # it succeeded
+    held = queue.explain(other)
+    assert held.held_by == "rate" and held.next_start_at is not None  # 2 starts of 2/h: the killed one counts
+    assert not flow.claim("crashy", "host:1:00000000", "u" * 32, 10).jobs
     queue.close()

@@ -79,10 +79,12 @@ def parse_rate(value: object) -> Rate:
 
 
 def check_rate(limit: int, period: float, value: object) -> Rate:
-    if not 1 <= limit <= MAX_LIMIT:
+    if limit < 1:
         raise ConfigError(
             f"bad rate {value!r}: at least 1 job per period (to stop a queue, `batchq pause` it)"
         )
+    if limit > MAX_LIMIT:
+        raise ConfigError(f"bad rate {value!r}: at most {MAX_LIMIT} jobs per period")
     if not period > 0:
         raise ConfigError(f"bad rate {value!r}: the period must be longer than 0 s")
     return Rate(limit, float(period))

@@ -10,6 +10,7 @@ import pytest
 
 from batchq import ConfigError, Queue
 from batchq.flow import Rate, parse_rate
+from batchq.stores.flow import FlowStore
 from batchq.worker import RunOptions, Worker
 from tests.support.db import job_rows, sql
 
@@ -45,6 +46,8 @@ def test_rates_read_as_a_count_per_period(text: str, rate: Rate) -> None:
         {"rate": "-1/m"},
         {"rate": "5/xyz"},
         {"rate": "5/0s"},
+        {"rate": "99999999999/m"},
+        {"max_running": 2**31},
         {"rate": 100},
         {"max_running": -1},
         {"max_running": 0},
@@ -164,3 +167,25 @@ def test_explain_of_a_queue_without_limits_says_nothing_of_them(queue: Queue) ->
     job = queue.enqueue("jobs:noop")
     found = queue.explain(job)
     assert found.held_by is None and not any("flow limits" in line for line in found.details)
+
+
+def test_only_the_queues_with_limits_go_through_the_limited_claim(
+    queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Queues without limits pay nothing: the worker claims them with the plain claim."""
+    limited: list[str] = []
+    real_claim = FlowStore.claim
+
+    def noted(self: FlowStore, name: str, *args: Any) -> Any:
+        limited.append(name)
+        return real_claim(self, name, *args)
+
+    monkeypatch.setattr(FlowStore, "claim", noted)
+    queue.configure("capped", max_running=5)
+    queue.enqueue_many("jobs:noop", [{"i": i} for i in range(3)])
+    summary = Worker(queue, RunOptions(queues=("default",))).run()
+    assert summary.succeeded == 3 and limited == []
+    queue.enqueue_many("jobs:noop", [{"i": i} for i in range(2)], queue="capped")
+    queue.enqueue_many("jobs:noop", [{"i": i} for i in range(2)])
+    summary = Worker(queue, RunOptions(queues=("default", "capped"))).run()
+    assert summary.succeeded == 4 and set(limited) == {"capped"}

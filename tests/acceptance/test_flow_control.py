@@ -11,7 +11,7 @@ from pathlib import Path
 from batchq import Queue
 from batchq.sweeps import gc_processing
 from tests.support.db import job_rows, run_query, sql
-from tests.support.processes import start_batchq, wait_for
+from tests.support.processes import run_batchq, start_batchq, wait_for
 
 WORKERS = 4
 TASK_MODULES = "jobs,flow_jobs,concurrency_jobs"
@@ -116,3 +116,13 @@ def test_a_sigkilled_workers_start_stays_counted_and_its_place_comes_back_by_gc(
     assert held.held_by == "rate" and held.next_start_at is not None  # 2 starts of 2/h: the killed one counts
     assert not flow.claim("crashy", "host:1:00000000", "u" * 32, 10).jobs
     queue.close()
+
+
+def test_configure_refuses_bad_limits_in_one_line_and_writes_nothing(db_url: str) -> None:
+    for option in (["--rate", "abc"], ["--rate", "0/m"], ["--max-running", "-1"], ["--max-running", "x"]):
+        done = run_batchq(db_url, "configure", "q", "--rate", "10/s", *option)
+        assert done.returncode == 2, (option, done.stderr)
+        assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith("batchq: error: bad "), done.stderr
+    shown = run_batchq(db_url, "configure", "q")
+    assert "rate         off" in shown.stdout and "max_running  off" in shown.stdout, shown.stdout

@@ -12,8 +12,9 @@ the last period (batchq_queue_start) and the queue's running jobs, claims at mos
 limits allow, and records the starts, at the jobs' own processing_at. Queues without limits
 keep the plain claim statement, unchanged. The window slides: a start is allowed while fewer
 than N starts lie in the last period, so no window of that length, wherever it begins, holds
-more than N. A worker held back by a rate limit sleeps until the next start is allowed (or
-claims its other queues' jobs); held back by a running limit, it polls at its poll interval.
+more than N. A worker held back by a rate limit sleeps until the next start is allowed (in
+pieces of at most 5 s), or claims its other queues' jobs; held back by a running limit, it
+polls at its poll interval.
 
 Crash rules: a start counts once the claim commits, however the job ends; a worker SIGKILLed
 after its claim does not give the start back (the job is run again after gc-processing, and

@@ -71,6 +71,9 @@ PARTITION_TRIES = 3  # partitions a claim tries before the worker counts as idle
 # The shortest sleep of a worker held back by a rate limit: a start allowed "now" on the
 # database's clock (its times are rounded to the millisecond on SQLite) is never a busy loop.
 HELD_PAUSE_MIN_SECONDS = 0.005
+# Its longest: the sleep is cut into pieces so that the worker still ticks (`batchq stop`, due
+# scheduled jobs) and keeps to --max-seconds while a rate of, say, 100/h holds it back.
+HELD_PAUSE_MAX_SECONDS = 5.0
 # A job of a newer task version than this worker knows waits a tenth of its age, within these
 # bounds, times a random spread, before a worker claims it again (job_wait_for_version).
 VERSION_WAIT_MIN_SECONDS = 5.0
@@ -399,6 +402,9 @@ class Worker:
         pause = min(waits) if len(waits) == len(self._held) else self.options.poll_interval
         if len(self._held) < len(self._active_queues()):
             pause = min(pause, self.options.poll_interval)
+        pause = min(pause, HELD_PAUSE_MAX_SECONDS)
+        if self.options.max_seconds is not None:
+            pause = min(pause, self.options.max_seconds - self._runner.elapsed())
         return max(pause, HELD_PAUSE_MIN_SECONDS)
 
     def _partition_claim(self, queue_name: str, limit: int, done: list[Job], partition: int) -> Claim | None:

@@ -189,3 +189,12 @@ def test_only_the_queues_with_limits_go_through_the_limited_claim(
     queue.enqueue_many("jobs:noop", [{"i": i} for i in range(2)])
     summary = Worker(queue, RunOptions(queues=("default", "capped"))).run()
     assert summary.succeeded == 4 and set(limited) == {"capped"}
+
+
+def test_a_worker_held_back_by_a_long_period_keeps_to_its_max_seconds(queue: Queue) -> None:
+    queue.configure("q", rate="1/h")
+    queue.enqueue_many("jobs:noop", [{"i": i} for i in range(2)], queue="q")
+    began = time.monotonic()
+    summary = Worker(queue, RunOptions(queues=("q",), max_seconds=1.0)).run()
+    assert summary.succeeded == 1  # the second waits for the next hour
+    assert time.monotonic() - began < 5.0  # not an hour's sleep, nor a held pause's longest

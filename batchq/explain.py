@@ -83,6 +83,9 @@ class Explanation:
     progress_age_seconds: float | None = None
     progress_this_try: bool | None = None
     snoozes: int | None = None  # times its task raised batchq.Snooze (not counted as tries)
+    # waiting, held back by its queue's flow limits (batchq.flow): "rate" or "max_running"
+    held_by: str | None = None
+    next_start_at: datetime | str | None = None  # held by the rate: when a start is allowed again
     notes: tuple[str, ...] = field(default=())  # what could not be read (a row written by hand)
 
     @property
@@ -275,8 +278,11 @@ def _waiting(backend: Backend, facts: _Facts) -> Explanation:
     ahead_row = backend.fetchone("explain_jobs_ahead", {"id": facts.id})
     ahead = None if ahead_row is None else int(ahead_row["ahead"] or 0)  # None: gone meanwhile
     due = f"due since {format_time(facts.run_at)}{_ago(facts.due_in_seconds)}"
+    held = _held(backend, facts.queue)
     if facts.paused:
         summary = f"job {facts.id}: waiting, {due}, but not claimed: {facts.paused_line()}"
+    elif held.line is not None:
+        summary = f"job {facts.id}: waiting, {due}, but not claimed yet: {held.line}"
     else:
         summary = f"job {facts.id}: waiting, {due}"
     details = [_about(facts)]
@@ -292,9 +298,54 @@ def _waiting(backend: Backend, facts: _Facts) -> Explanation:
     expiry = facts.expiry_line()
     if expiry is not None:
         details.append(expiry)
+    if held.limits:
+        details.append(held.limits)
     return Explanation(
-        state="waiting", summary=summary, details=tuple(details), jobs_ahead=ahead, **facts.common()
+        state="waiting",
+        summary=summary,
+        details=tuple(details),
+        jobs_ahead=ahead,
+        held_by=held.by,
+        next_start_at=held.next_at,
+        **facts.common(),
     )
+
+
+@dataclass(frozen=True)
+class _Held:
+    by: str | None = None  # "rate", "max_running"
+    line: str | None = None  # why no job of the queue starts now, and when one may
+    limits: str | None = None  # the queue's limits and their use, for the details
+    next_at: datetime | str | None = None
+
+
+def _held(backend: Backend, queue: str) -> _Held:
+    """Whether the queue's flow limits let a job start now (batchq.flow), on the server's clock."""
+    flow = backend.stores.flow
+    limits = flow.limits(queue).get(queue)
+    if limits is None:
+        return _Held()
+    usage = flow.usage(queue, limits)
+    parts = []
+    if limits.rate is not None:
+        parts.append(
+            f"rate {limits.rate} ({usage.started} started in the last {format_duration(limits.rate.period)})"
+        )
+    if limits.max_running is not None:
+        parts.append(f"max_running {limits.max_running} ({usage.running} running)")
+    described = f"queue {queue}'s flow limits: {', '.join(parts)}"
+    by = usage.holder(limits)
+    if by == "rate":
+        when = f"{format_time(usage.next_at)}{_in(usage.next_in)}" if usage.next_at is not None else "soon"
+        line = f"queue {queue}'s rate limit {limits.rate} is reached: the next job may start at {when}"
+        return _Held(by, line, described, usage.next_at)
+    if by == "max_running":
+        line = (
+            f"queue {queue} runs {counted(usage.running, 'job')}, its max_running "
+            f"{limits.max_running}: the next starts when one of them ends"
+        )
+        return _Held(by, line, described)
+    return _Held(limits=described)
 
 
 def _blocked(backend: Backend, facts: _Facts) -> Explanation:

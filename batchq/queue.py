@@ -15,6 +15,7 @@ from .config import Duration, check_queue_name, existing_queue_name, parse_durat
 from .dependencies import check_after, enqueue_waiting, fail_dependants, in_transaction, write_waiting
 from .errors import BackendError, ConfigError
 from .explain import Explanation, explain
+from .flow import Rate, check_max_running, parse_rate
 from .history import HistoryEntry, prune, read_history
 from .job import JOB_ID_RANGE
 from .jobspec import (
@@ -416,6 +417,8 @@ class Queue(OnDatabase):
         keep_for: Duration | None | object = UNCHANGED,
         max_length: int | None | object = UNCHANGED,
         overflow: str | None = None,
+        rate: str | Rate | None | object = UNCHANGED,
+        max_running: int | None | object = UNCHANGED,
     ) -> int:
         """Set a job queue's settings; what is not passed stays as it is. Bad values raise before
         anything is written.
@@ -429,12 +432,24 @@ class Queue(OnDatabase):
         "drop_oldest"``, the default), or raises QueueFull having written nothing (``"reject"``).
         Other producer processes apply a new bound within a second.
 
+        ``rate``: at most N of the queue's jobs start in any window of a period, across every
+        worker and host (``"100/m"``, ``"10/s"``, ``"5/30s"``: batchq.flow); None lifts it.
+        ``max_running``: at most that many of its jobs run at once, across every worker; None
+        lifts it. Jobs over a limit wait, uncounted; workers apply a change within a second
+        (docs/guides/flow-control.md).
+
         Returns how many waiting jobs a drop_oldest bound failed at once to fit (else 0)."""
         check_queue_name(queue)
-        if keep_for is UNCHANGED and max_length is UNCHANGED:
-            raise ConfigError(f"nothing to configure for queue {queue!r}: pass keep_for=..., max_length=...")
+        given = (keep_for, max_length, rate, max_running)
+        if all(value is UNCHANGED for value in given):
+            raise ConfigError(
+                f"nothing to configure for queue {queue!r}: pass keep_for=..., max_length=..., "
+                "rate=..., max_running=..."
+            )
         if max_length is UNCHANGED and overflow is not None:
             raise ConfigError("overflow needs max_length: pass the bound it applies to")
+        new_rate = None if rate is UNCHANGED or rate is None else parse_rate(rate)
+        running = None if max_running is UNCHANGED or max_running is None else check_max_running(max_running)
         keep_seconds = None if keep_for is UNCHANGED else self._keep_for_seconds(keep_for)
         dropped = 0
         if max_length is not UNCHANGED:
@@ -442,6 +457,10 @@ class Queue(OnDatabase):
             self._bounds_known.clear()
         if keep_for is not UNCHANGED:
             self.backend.execute("queue_set_keep_for", {"queue": queue, "keep_for": keep_seconds})
+        if rate is not UNCHANGED:
+            self.backend.stores.flow.set_rate(queue, new_rate)
+        if max_running is not UNCHANGED:
+            self.backend.stores.flow.set_max_running(queue, running)
         return dropped
 
     def _keep_for_seconds(self, keep_for: Any) -> float | None:

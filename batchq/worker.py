@@ -47,6 +47,7 @@ from .control import snooze_limit_error
 from .dependencies import fail_for_good, finish_parents
 from .errors import BackendError, BackendUnavailable, ConfigError
 from .failures import fingerprint_of, timeout_fingerprint
+from .flow import QueueLimits
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from .history import KEPT_STATEMENT_BYTES, Usage
 from .job import Claim, Job, Kept
@@ -75,6 +76,12 @@ BACKOFF_BASE_SECONDS = 10.0
 BACKOFF_MAX_SECONDS = 3600.0
 TICK_SECONDS = 1.0  # how often a busy worker promotes due scheduled jobs and reads paused queues
 PARTITION_TRIES = 3  # partitions a claim tries before the worker counts as idle
+# The shortest sleep of a worker held back by a rate limit: a start allowed "now" on the
+# database's clock (its times are rounded to the millisecond on SQLite) is never a busy loop.
+HELD_PAUSE_MIN_SECONDS = 0.005
+# Its longest: the sleep is cut into pieces so that the worker still ticks (`batchq stop`, due
+# scheduled jobs) and keeps to --max-seconds while a rate of, say, 100/h holds it back.
+HELD_PAUSE_MAX_SECONDS = 5.0
 # A job of a newer task version than this worker knows waits a tenth of its age, within these
 # bounds, times a random spread, before a worker claims it again (job_wait_for_version).
 VERSION_WAIT_MIN_SECONDS = 5.0
@@ -153,6 +160,8 @@ class Worker:
         self._release_pending = False  # a connection was lost between jobs: an unseen claim may exist
         self._paused: set[str] = set()  # queues paused when last looked (_tick)
         self._keeping: set[str] = set()  # queues with a keep_for when last looked (_tick)
+        self._limited: dict[str, QueueLimits] = {}  # queues with flow limits when last looked (_tick)
+        self._held: dict[str, float | None] = {}  # queues whose limits held due jobs back: the wait
         self._kept: dict[int, Kept] = {}  # succeeded jobs to copy into the history as they go
         self._next_tick = 0.0  # monotonic time of the next _tick
         self._lease: PartitionLease | None = None  # with claim="partition"
@@ -220,14 +229,18 @@ class Worker:
                 idle_since = None
                 done = self._process(jobs)
                 continue
-            if self._waiting_for_partition:  # not idle: other workers lease the partitions with work
+            held = self._held_pause()
+            if self._waiting_for_partition or held is not None:
+                # not idle: other workers lease the partitions with work, or due jobs wait for
+                # their queue's flow limits (batchq.flow)
                 idle_since = None
             else:
                 idle_since = idle_since or time.monotonic()
                 if time.monotonic() - idle_since >= self.options.wait:
                     break
             # Never idle past a lease renewal: an idle worker's lease must not lapse either.
-            pause = min(self.options.poll_interval, self.backend.liveness.beat_seconds)
+            pause = self.options.poll_interval if held is None else held
+            pause = min(pause, self.backend.liveness.beat_seconds)
             self.backend.wait_for_jobs(self.options.queues, pause, self._runner.stopped)
         if done:
             matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
@@ -300,6 +313,7 @@ class Worker:
         many jobs became ready."""
         self._paused = {row["name"] for row in self.backend.fetchall("queues_paused")}
         self._keeping = {row["name"] for row in self.backend.fetchall("queues_keep_for")}
+        self._limited = self.backend.stores.flow.limits()
         self._next_tick = time.monotonic() + TICK_SECONDS
         self._runner.asked_to_stop(self.summary.succeeded, self.summary.errors)
         self.backend.vacuum_if_due()
@@ -324,6 +338,7 @@ class Worker:
         if self.options.max_jobs is not None:
             limit = min(limit, self.options.max_jobs - self.summary.processed)
         queues = self._active_queues()
+        self._held = {}
         if self._lease is not None:
             return self._claim_in_partitions(queues, limit, done)
         return self._claim_by_row(queues, limit, done)
@@ -332,6 +347,12 @@ class Worker:
         """The row claim (the default): the first of ``queues`` with a due job."""
         deleted = 0
         for queue_name in queues:
+            if queue_name in self._limited:
+                deleted, done = deleted + (self._delete_done(done) if done else 0), []
+                jobs = self._claim_limited(queue_name, limit)
+                if jobs:
+                    return deleted, jobs
+                continue
             kept = self._kept_of(done)
             claim = self.backend.claim(queue_name, self.name, os.urandom(16).hex(), limit, done, kept=kept)
             deleted, done = deleted + claim.deleted, []
@@ -354,6 +375,12 @@ class Worker:
             if partition is None:
                 break
             for queue_name in queues:
+                if queue_name in self._limited:  # by row, through the limited claim
+                    deleted, done = deleted + (self._delete_done(done) if done else 0), []
+                    jobs = self._claim_limited(queue_name, limit)
+                    if jobs:
+                        return deleted, jobs
+                    continue
                 claim = self._partition_claim(queue_name, limit, done, partition)
                 if claim is None:  # switched off: nothing of that claim happened, `done` included
                     return self._by_row_from_now(queues, limit, done, deleted)
@@ -368,6 +395,30 @@ class Worker:
             deleted += self._delete_done(done)
         self._waiting_for_partition = lease.work_elsewhere(queues)
         return deleted, []
+
+    def _claim_limited(self, queue_name: str, limit: int) -> list[Job]:
+        """The limited claim of a queue with flow limits (batchq.flow): the finished jobs went
+        first, in their own transaction, so that they no longer count as running."""
+        found = self.backend.stores.flow.claim(queue_name, self.name, os.urandom(16).hex(), limit)
+        if found.held:
+            self._held[queue_name] = found.wait
+        return found.jobs
+
+    def _held_pause(self) -> float | None:
+        """After a claim that found nothing: None if no flow limit held due jobs back; else how
+        long to wait before claiming again: until the rate allows a start, when rates hold
+        every queue of this worker; else the poll interval (a running limit frees a place when a
+        job ends, which no one can tell in advance; and other queues may get jobs)."""
+        if not self._held:
+            return None
+        waits = [wait for wait in self._held.values() if wait is not None]
+        pause = min(waits) if len(waits) == len(self._held) else self.options.poll_interval
+        if len(self._held) < len(self._active_queues()):
+            pause = min(pause, self.options.poll_interval)
+        pause = min(pause, HELD_PAUSE_MAX_SECONDS)
+        if self.options.max_seconds is not None:
+            pause = min(pause, self.options.max_seconds - self._runner.elapsed())
+        return max(pause, HELD_PAUSE_MIN_SECONDS)
 
     def _partition_claim(self, queue_name: str, limit: int, done: list[Job], partition: int) -> Claim | None:
         """One claim within ``partition``; None when it failed because `batchq partitions set 0`

@@ -13,6 +13,7 @@ import click
 
 from ..config import check_queue_name, counted, format_duration
 from ..errors import ConfigError
+from ..flow import RATE_HELP, check_max_running, parse_rate
 from ..queue_settings import JobQueueSettings
 from .common import common_options, open_queue, print_json, printable
 
@@ -38,6 +39,30 @@ force_option = click.option(
     "--force", is_flag=True, help="With --schema: change the type even if waiting payloads do not match it."
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
+
+
+def parse_rate_option(text: str) -> str | None:
+    """--rate as Queue.configure takes it, checked before anything is written; 'off': None."""
+    if text.strip().lower() == OFF:
+        return None
+    parse_rate(text)
+    return text
+
+
+def parse_max_running(text: str) -> int | None:
+    """--max-running as a whole number from 1, checked before anything is written; 'off': None."""
+    if text.strip().lower() == OFF:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(
+            f"bad --max-running {text!r}: use a whole number from 1 (to stop the queue, `batchq pause` it), "
+            "or 'off' (no limit)"
+        )
+    return check_max_running(value)
 
 
 def parse_max_length(text: str) -> int | None:
@@ -111,6 +136,16 @@ def print_settings(title: str, lines: list[tuple[str, str]]) -> None:
 @overflow_option
 @schema_option
 @force_option
+@click.option(
+    "--rate",
+    metavar="N/PERIOD|off",
+    help=f"Rate-limit the queue, across every worker: {RATE_HELP}; 'off' lifts the limit.",
+)
+@click.option(
+    "--max-running",
+    metavar="N|off",
+    help="Run at most N of the queue's jobs at once, across every worker; 'off' lifts the limit.",
+)
 @json_option
 @click.pass_context
 def configure(
@@ -121,14 +156,18 @@ def configure(
     overflow: str | None,
     schema: str | None,
     force: bool,
+    rate: str | None,
+    max_running: str | None,
     as_json: bool,
 ) -> None:
-    """Show a job queue's settings (paused, keep_for, max_length and overflow, type), or set those
-    given: quietly, but for what a change did to waiting jobs (--json prints the settings after).
-    Pause and resume with `batchq pause` / `resume`; a message queue's settings with `batchq mq
-    configure`."""
+    """Show a job queue's settings (paused, keep_for, max_length and overflow, type, rate,
+    max_running), or set those given: quietly, but for what a change did to waiting jobs (--json
+    prints the settings after). Pause and resume with `batchq pause` / `resume`; a message
+    queue's settings with `batchq mq configure`."""
     check_queue_name(queue_name)  # printing too: '' or a typo is no queue, not one with defaults
     bound = check_bound_options(max_length, overflow)
+    new_rate = NOT_GIVEN if rate is None else parse_rate_option(rate)
+    new_running = NOT_GIVEN if max_running is None else parse_max_running(max_running)
     new_schema = read_schema(schema) if schema is not None else None
     if force and schema is None:
         raise ConfigError("--force goes with --schema: it changes a type despite waiting jobs")
@@ -140,6 +179,10 @@ def configure(
         changes["max_length"] = bound
         before = queue.backend.stores.settings.job_queues(queue_name).get(queue_name)
         changes["overflow"] = kept_overflow(bound, overflow, before.overflow if before else None)
+    if new_rate is not NOT_GIVEN:
+        changes["rate"] = new_rate
+    if new_running is not NOT_GIVEN:
+        changes["max_running"] = new_running
     notes = []
     if changes:
         dropped = queue.configure(queue_name, **changes)
@@ -170,4 +213,6 @@ def job_queue_lines(settings: JobQueueSettings) -> list[tuple[str, str]]:
         ("max_length", OFF if settings.max_length is None else str(settings.max_length)),
         ("overflow", settings.overflow or "-"),
         ("type", describe_type(settings.type_name)),
+        ("rate", OFF if settings.rate is None else str(settings.rate)),
+        ("max_running", OFF if settings.max_running is None else str(settings.max_running)),
     ]

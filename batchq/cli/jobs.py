@@ -207,11 +207,11 @@ def run(
             return  # enough workers on this host already
         summary = Worker(queue, options).run()
     logging.getLogger("batchq").info(
-        "processed %s (%d ok, %s, %d snoozed), %d put back for a newer task version; %s retried, %s, %s",
+        "processed %s (%d ok, %s%s), %d put back for a newer task version; %s retried, %s, %s",
         n_jobs(summary.processed),
         summary.succeeded,
         counted(summary.errors, "error"),
-        summary.snoozed,
+        f", {summary.snoozed} snoozed" if summary.snoozed else "",  # only where a task snoozes
         summary.version_waits,
         counted(queue.backend.transient_retries, "lock conflict"),
         counted(summary.reconnects, "reconnect"),

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .bounds import BoundStore
+from .flow import FlowStore
 from .locks import LockStore
 from .partitions import PartitionStore
 from .schedules import ScheduleStore
@@ -48,6 +49,10 @@ class Stores:
     @cached_property
     def workers(self) -> WorkerStore:
         return WorkerStore.on(self._db)
+
+    @cached_property
+    def flow(self) -> FlowStore:
+        return FlowStore.on(self._db)
 
     @cached_property
     def settings(self) -> SettingsStore:

@@ -1,5 +1,5 @@
 """A job queue's settings as stored on its ``batchq_queue`` row (batchq.queue_settings): the
-pause flag, history retention, bound and type. Statements in ``sql/<dialect>/settings.sql``."""
+pause flag, history retention, bound, type and flow limits. Statements in ``sql/<dialect>/settings.sql``."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import format_duration
+from ..flow import Rate
 from ..stored import stored_seconds, stored_text
 from .base import Store
 from .bounds import stored_bound
+from .flow import stored_limits
 
 
 @dataclass
@@ -21,6 +23,8 @@ class JobQueueSettings:
     max_length: int | None = None  # None: unbounded
     overflow: str | None = None
     schema: dict[str, Any] | str | None = None  # the type; its text when it is no JSON object
+    rate: Rate | None = None  # None: no rate limit (batchq.flow)
+    max_running: int | None = None  # None: no running limit
 
     @property
     def type_name(self) -> str | None:
@@ -38,6 +42,10 @@ class JobQueueSettings:
             found["overflow"] = self.overflow
         if self.schema is not None:
             found["type"] = self.type_name
+        if self.rate is not None:
+            found["rate"] = str(self.rate)
+        if self.max_running is not None:
+            found["max_running"] = self.max_running
         return found
 
     def as_dict(self) -> dict[str, Any]:
@@ -49,6 +57,10 @@ class JobQueueSettings:
             "overflow": self.overflow,
             "type": self.type_name,
             "schema": self.schema,
+            "rate": None if self.rate is None else str(self.rate),
+            "rate_limit": None if self.rate is None else self.rate.limit,
+            "rate_period_seconds": None if self.rate is None else self.rate.period,
+            "max_running": self.max_running,
         }
 
 
@@ -63,6 +75,7 @@ class SettingsStore(Store):
             if row["name"] is None:
                 continue  # a row written by hand
             bound = stored_bound(row)
+            limits = stored_limits(row)
             name = stored_text(row["name"])
             found[name] = JobQueueSettings(
                 queue=name,
@@ -71,6 +84,8 @@ class SettingsStore(Store):
                 max_length=None if bound is None else bound.max_length,
                 overflow=None if bound is None else bound.overflow,
                 schema=stored_schema(row["payload_schema"]),
+                rate=limits.rate,
+                max_running=limits.max_running,
             )
         return found
 

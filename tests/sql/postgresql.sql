@@ -268,3 +268,22 @@ SELECT statement_timestamp() AS now;
 -- What a task's control (batchq.control) leaves on its job's row.
 SELECT status, error_count, snoozes, last_error, error_class, snoozed_at IS NOT NULL AS snoozed
 FROM batchq_job WHERE id = %(id)s;
+
+-- name: flow_ledger_create
+-- The ledger flow_jobs:record_start writes to (tests/acceptance/test_flow_control.py).
+CREATE TABLE IF NOT EXISTS test_flow_ledger (job BIGINT NOT NULL, started DOUBLE PRECISION NOT NULL,
+                                             recorded DOUBLE PRECISION NOT NULL, pid INTEGER NOT NULL);
+
+-- name: flow_ledger_clear
+-- An empty flow ledger.
+DELETE FROM test_flow_ledger;
+
+-- name: flow_ledger_insert
+-- A job's start: its row's processing_at and the server's now, as Unix seconds.
+INSERT INTO test_flow_ledger (job, started, recorded, pid)
+SELECT id, EXTRACT(EPOCH FROM processing_at)::float8, EXTRACT(EPOCH FROM clock_timestamp())::float8, %(pid)s
+FROM batchq_job WHERE id = %(id)s;
+
+-- name: flow_ledger_read
+-- The recorded starts, earliest first.
+SELECT job, started, recorded, pid FROM test_flow_ledger ORDER BY started;

@@ -215,3 +215,22 @@ SELECT strftime('%Y-%m-%d %H:%M:%f', 'now') AS now;
 -- What a task's control (batchq.control) leaves on its job's row.
 SELECT status, error_count, snoozes, last_error, error_class, snoozed_at IS NOT NULL AS snoozed
 FROM batchq_job WHERE id = :id;
+
+-- name: flow_ledger_create
+-- The ledger flow_jobs:record_start writes to (tests/acceptance/test_flow_control.py).
+CREATE TABLE IF NOT EXISTS test_flow_ledger (job INTEGER NOT NULL, started REAL NOT NULL,
+                                             recorded REAL NOT NULL, pid INTEGER NOT NULL);
+
+-- name: flow_ledger_clear
+-- An empty flow ledger.
+DELETE FROM test_flow_ledger;
+
+-- name: flow_ledger_insert
+-- A job's start: its row's processing_at and the server's now, as Unix seconds.
+INSERT INTO test_flow_ledger (job, started, recorded, pid)
+SELECT id, (julianday(processing_at) - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0, :pid
+FROM batchq_job WHERE id = :id;
+
+-- name: flow_ledger_read
+-- The recorded starts, earliest first.
+SELECT job, started, recorded, pid FROM test_flow_ledger ORDER BY started;

@@ -59,6 +59,7 @@ TABLES = (
     "batchq_lease",
     "batchq_history",
     "batchq_dependency",
+    "batchq_queue_start",
 )
 
 

@@ -56,6 +56,10 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
         "lock_taken",  # after lock_take: the slot and token it gave (no RETURNING)
         "partition_leased",  # after partition_lease: the partition it gave (no RETURNING)
         "jobs_claim_partition_waiting",  # jobs_claim_partition without SKIP LOCKED
+        # The limited claim (batchq.stores.flow) inside its transaction: SQLite and PostgreSQL
+        # run jobs_claim there; MySQL locks the jobs, then marks them, without jobs_claim's COMMIT.
+        "flow_claim_pick",
+        "flow_claim_mark",
         # History: the finished jobs copied in the claim's own round trip (SQLite: jobs_keep in
         # the claim's transaction).
         "jobs_claim_keep",

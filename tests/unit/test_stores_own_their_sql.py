@@ -14,7 +14,7 @@ from batchq.sqlfiles import parse_queries
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "batchq"
 # The sql/<dialect>/*.sql files whose queries belong to a store.
-STORE_FILES = ("locks", "partitions", "schedules", "bounds", "workers", "settings")
+STORE_FILES = ("locks", "partitions", "schedules", "bounds", "workers", "settings", "flow")
 DIALECTS = ("mysql", "postgresql", "sqlite")
 
 

@@ -1,0 +1,83 @@
+-- Flow control of job queues (batchq.flow, batchq.stores.flow), on MySQL/MariaDB: rate and
+-- running limits on a queue's batchq_queue row; the starts of rate-limited queues in
+-- batchq_queue_start, on the database's clock (UTC_TIMESTAMP(6)).
+
+-- name: flow_limits
+-- The job queues with a rate or running limit (or :queue's, if it has one): what workers read in
+-- their tick to know which of their queues to claim from through the limited claim.
+SELECT name, rate_limit, rate_period, max_running FROM batchq_queue
+WHERE (%(queue)s IS NULL OR name = %(queue)s) AND (rate_limit IS NOT NULL OR max_running IS NOT NULL)
+ORDER BY name;
+
+-- name: flow_set_rate
+-- Set or lift (NULL) a queue's rate limit; a queue without a row gets one.
+INSERT INTO batchq_queue (name, paused, rate_limit, rate_period)
+VALUES (%(queue)s, 0, %(rate_limit)s, %(rate_period)s)
+ON DUPLICATE KEY UPDATE rate_limit = VALUES(rate_limit), rate_period = VALUES(rate_period);
+
+-- name: flow_set_max_running
+-- Set or lift (NULL) a queue's running limit; a queue without a row gets one.
+INSERT INTO batchq_queue (name, paused, max_running) VALUES (%(queue)s, 0, %(max_running)s)
+ON DUPLICATE KEY UPDATE max_running = VALUES(max_running);
+
+-- name: flow_forget_starts
+-- A queue's recorded starts, once its rate limit is lifted.
+DELETE FROM batchq_queue_start WHERE queue = %(queue)s;
+
+-- name: flow_lock
+-- The limited claim's first statement, inside its transaction (the session's READ COMMITTED):
+-- lock the queue's row (limited claimers of one queue take turns) and read its limits as they
+-- stand. Each read after it takes a fresh snapshot, so it sees every start and every claim the
+-- claimer before committed.
+SELECT rate_limit, rate_period, max_running FROM batchq_queue WHERE name = %(queue)s FOR UPDATE;
+
+-- name: flow_prune
+-- Starts older than the rate's period count no more: gone, so the table holds about one window.
+DELETE FROM batchq_queue_start
+WHERE queue = %(queue)s AND started_at < UTC_TIMESTAMP(6) - INTERVAL ROUND(%(period)s * 1000000) MICROSECOND;
+
+-- name: flow_usage
+-- What the limits allow now: the starts of the last period (none without a rate), when the
+-- oldest of them leaves the window (and in how many seconds), the queue's running jobs, and
+-- whether a due job waits (a claim held back by a limit, not an empty queue). Read by the
+-- limited claim after flow_lock, and by `batchq explain` without it.
+SELECT (SELECT COUNT(*) FROM batchq_queue_start
+        WHERE queue = %(queue)s
+          AND started_at >= UTC_TIMESTAMP(6) - INTERVAL ROUND(%(period)s * 1000000) MICROSECOND) AS started,
+       (SELECT MIN(started_at) + INTERVAL ROUND(%(period)s * 1000000) MICROSECOND FROM batchq_queue_start
+        WHERE queue = %(queue)s
+          AND started_at >= UTC_TIMESTAMP(6) - INTERVAL ROUND(%(period)s * 1000000) MICROSECOND) AS next_at,
+       (SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), MIN(started_at)) / 1e6 + %(period)s
+        FROM batchq_queue_start
+        WHERE queue = %(queue)s
+          AND started_at >= UTC_TIMESTAMP(6) - INTERVAL ROUND(%(period)s * 1000000) MICROSECOND) AS next_in,
+       (SELECT COUNT(*) FROM batchq_job WHERE queue = %(queue)s AND status = 'processing') AS running,
+       EXISTS (SELECT 1 FROM batchq_job
+               WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)) AS due;
+
+-- name: flow_claim_pick
+-- The limited claim after flow_usage, in its transaction: lock the next due jobs of the queue, at
+-- most what the limits allow (jobs_claim's order and conditions). Plain FOR UPDATE, on every
+-- server: limited claimers of the queue already take turns on its row.
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+       task_version, backoff, keep_result
+FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
+ORDER BY priority DESC, run_at, id
+LIMIT %(limit)s
+FOR UPDATE;
+
+-- name: flow_claim_mark
+-- Mark the jobs flow_claim_pick locked as ours, with the claim's token (jobs_claim_mark without
+-- its COMMIT: the limited claim's transaction goes on).
+UPDATE batchq_job
+SET status = 'processing', processing_at = UTC_TIMESTAMP(6),
+    locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
+WHERE id IN %(ids)s;
+
+-- name: flow_record_starts
+-- After the claim, in its transaction: the claimed jobs' starts, at their processing_at.
+INSERT INTO batchq_queue_start (queue, started_at)
+SELECT queue, processing_at FROM batchq_job
+WHERE id IN %(ids)s AND claim_token = %(token)s;

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from .appconn import takes_app_conn
@@ -16,6 +17,7 @@ from .dependencies import check_after, enqueue_waiting, fail_dependants, in_tran
 from .errors import BackendError, ConfigError
 from .explain import Explanation, explain
 from .history import HistoryEntry, prune, read_history
+from .hooks import ENQUEUE_LAYERS, Enqueue, EnqueueMiddleware, checked_enqueue_middleware, run_enqueue
 from .job import JOB_ID_RANGE
 from .jobspec import (
     Delay,
@@ -102,6 +104,9 @@ class Queue(OnDatabase):
 
     ``Queue()`` uses ``$BATCHQ_URL`` or the SQLite default. Each thread gets its
     own connection, opened on first use.
+
+    ``enqueue_middleware``: layers around this queue's enqueues, after those registered for the
+    whole process (batchq.hooks: telemetry, such as batchq.contrib.otel's spans).
     """
 
     def __init__(
@@ -110,8 +115,10 @@ class Queue(OnDatabase):
         *,
         secret: str | bytes | None = None,
         task_modules: str | Iterable[str] | None = None,
+        enqueue_middleware: Iterable[EnqueueMiddleware] = (),
     ) -> None:
         super().__init__(url)
+        self.enqueue_middleware = checked_enqueue_middleware(enqueue_middleware)
         modules = modules_from_env() if task_modules is None else split_modules(task_modules)
         self._bounds_known: dict[str, tuple[float, bool]] = {}  # queue: (valid until, bounded)
         self._types = TypeCache()  # the job queues' types (batchq.typed), re-read every second
@@ -219,10 +226,24 @@ class Queue(OnDatabase):
             run_at=run_at,
             expires=expires,
         )
+        if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.hooks
+            write = partial(
+                self._enqueue_spec, payload=payload, unique_key=unique_key, parents=parents, conn=conn
+            )
+            return run_enqueue(self._enqueue_layers(), Enqueue(spec, 1, conn), write)  # type: ignore[no-any-return]
+        return self._enqueue_spec(spec, payload, unique_key, parents, conn)
+
+    def _enqueue_spec(
+        self, spec: JobSpec, payload: Any, unique_key: str | None, parents: list[int] | None, conn: Any
+    ) -> Enqueued:
         row = self._job(spec, payload, unique_key, conn)
         if parents is not None:
             return self._enqueued(enqueue_waiting(self.backend, row, parents, conn))
         return self._write_job(row, conn)
+
+    def _enqueue_layers(self) -> list[EnqueueMiddleware]:
+        """The process's enqueue middleware, then this queue's own (outermost first)."""
+        return [*ENQUEUE_LAYERS, *self.enqueue_middleware]
 
     def _enqueued(self, job_id: int) -> Enqueued:
         enqueued = Enqueued(job_id)
@@ -296,7 +317,15 @@ class Queue(OnDatabase):
                 "commits: pass that transaction's connection or Session as its first argument, no conn="
             )
         unique_key = options.pop("unique_key", None)
-        row = self._job(self.builder.spec(task, **options), payload, unique_key, None)
+        spec = self.builder.spec(task, **options)
+        write = partial(self._on_commit, app=app, payload=payload, unique_key=unique_key)
+        if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.hooks: around the build, not the write
+            run_enqueue(self._enqueue_layers(), Enqueue(spec, 1, on_commit=True), write)
+        else:
+            write(spec)
+
+    def _on_commit(self, spec: JobSpec, app: Any, payload: Any, unique_key: str | None) -> None:
+        row = self._job(spec, payload, unique_key, None)
         what = f"enqueueing {row['task']} into queue {row['queue']!r}"
         after_commit(app, lambda: self._write_job(row, None), what)
 
@@ -385,6 +414,16 @@ class Queue(OnDatabase):
             run_at=run_at,
             expires=expires,
         )
+        write = partial(self._enqueue_many_spec, payloads=payloads, unique_keys=unique_keys, conn=conn)
+        if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.hooks
+            count = len(payloads) if isinstance(payloads, Sized) else None
+            return run_enqueue(self._enqueue_layers(), Enqueue(spec, count, conn), write)  # type: ignore[no-any-return]
+        return write(spec)
+
+    def _enqueue_many_spec(
+        self, spec: JobSpec, payloads: Iterable[Any], unique_keys: Iterable[str | None] | None, conn: Any
+    ) -> int:
+        queue = spec.queue
         template = self.builder.template(spec, conn)
         stored = self.builder.payloads(template, payloads)
         backend = self.backend

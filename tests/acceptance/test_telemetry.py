@@ -109,3 +109,34 @@ def test_a_middleware_that_cannot_be_used_stops_run_before_any_job(
     assert_one_line_error(done, says, status=2)  # a ConfigError: a usage error
     assert [row["status"] for row in job_rows(queue)] == ["ready"]
     queue.close()
+
+
+def test_a_django_task_enqueued_in_a_request_span_runs_in_its_trace(db_url: str, tmp_path: Path) -> None:
+    """The Django Tasks backend enqueues through Queue.enqueue: otel.install() traces it."""
+    from tests.support.django_project import DjangoProject
+
+    project = DjangoProject(db_url, tmp_path)
+    out = project.shell(
+        """
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from batchq.contrib import otel
+from djproj_app import tasks
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+otel.install(provider)
+with provider.get_tracer("django").start_as_current_span("POST /add"):
+    result = tasks.add.enqueue(2, 3)
+[send] = [s for s in exporter.get_finished_spans() if s.name.startswith("send ")]
+out = {"id": result.id, "trace": f"{send.context.trace_id:032x}", "span": f"{send.context.span_id:016x}"}
+"""
+    )
+    file = tmp_path / "spans.jsonl"
+    done = project.batchq("run", "--middleware", "otel_app:job_spans", OTEL_SPANS_FILE=str(file))
+    assert done.returncode == 0, done.stderr
+    [job] = [span for span in worker_spans(file) if span["name"].startswith("process ")]
+    assert job["attributes"]["messaging.message.id"] == out["id"]
+    assert (job["trace_id"], job["parent_id"], job["status"]) == (out["trace"], out["span"], "UNSET")

@@ -314,3 +314,56 @@ def test_a_bad_tracestate_written_by_sql_is_dropped_and_the_traceparent_kept(
     [span] = by_name(exporter, "process default")
     assert span.parent is not None and f"{span.parent.span_id:016x}" == TRACEPARENT.split("-")[2]
     assert span.context is not None and not span.context.trace_state
+
+
+# -- the other enqueue paths --------------------------------------------------------
+
+
+def test_enqueue_on_commit_is_traced_when_built_and_written_with_the_trace_when_the_app_commits(
+    queue: Queue, db_url: str, tmp_path: Any, spans: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    import sqlalchemy as sa
+    from sqlalchemy.orm import Session
+
+    provider, exporter = spans
+    traced = Queue(db_url, task_modules=["jobs"], enqueue_middleware=[EnqueueSpans(provider)])
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'app.db'}")
+    with (
+        provider.get_tracer("test").start_as_current_span("POST /notes") as request,
+        Session(engine) as session,
+    ):
+        session.execute(sa.text("SELECT 1"))
+        traced.enqueue_on_commit(session, "jobs:noop", {"n": 1})
+        assert job_rows(queue) == []
+        session.commit()
+    engine.dispose()
+    [send] = by_name(exporter, "send default")
+    [(stored,)] = sql(queue, "SELECT trace_context FROM batchq_job")
+    trace_id = request.get_span_context().trace_id
+    assert stored.startswith(f"00-{trace_id:032x}-{send.context.span_id:016x}-")  # type: ignore[union-attr]
+    assert send.attributes is not None and "messaging.message.id" not in send.attributes  # not yet written
+    traced.close()
+
+
+def test_async_enqueues_carry_the_callers_trace(
+    db_url: str, queue: Queue, spans: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    import asyncio
+
+    from batchq.aio import AsyncQueue
+
+    provider, exporter = spans
+
+    async def request() -> tuple[int, int]:
+        aq = AsyncQueue(db_url, task_modules=["jobs"], enqueue_middleware=[EnqueueSpans(provider)])
+        try:
+            with provider.get_tracer("test").start_as_current_span("GET /async") as span:
+                job_id = await aq.enqueue("jobs:noop")
+            return span.get_span_context().trace_id, job_id
+        finally:
+            await aq.close()
+
+    trace_id, job_id = asyncio.run(request())
+    [send] = by_name(exporter, "send default")
+    assert send.context is not None and send.context.trace_id == trace_id  # the greenlet kept the context
+    assert stored_context(queue, job_id).startswith(f"00-{trace_id:032x}-{send.context.span_id:016x}-")

@@ -8,8 +8,9 @@ worker's chain already is (batchq.calls):
   ``BATCHQ_MIDDLEWARE=PATH[,PATH...]`` (``pkg.mod:name``; a class is created with no arguments).
   Those paths come from the operator, as ``--hook`` does, not from job rows: they are imported
   as given, without BATCHQ_TASK_MODULES' allow-list (which stops a row naming os:system).
-- Enqueue middleware (``EnqueueMiddleware``) wraps ``Queue.enqueue``, ``enqueue_many`` and
-  ``enqueue_on_commit`` (so batchq.aio's and the Django backend's enqueues too): for one queue
+- Enqueue middleware (``EnqueueMiddleware``) wraps ``Queue.enqueue``, ``enqueue_many``,
+  ``enqueue_on_commit``, ``chain`` and ``group`` (one call each, seen as its first step; so
+  batchq.aio's and the Django backend's enqueues too; not schedules' jobs): for one queue
   ``Queue(enqueue_middleware=[...])``, for every queue of the process ``add_enqueue_middleware``.
   A layer may set ``enqueue.trace_context`` before calling on: it is stored on each job's row
   (checked: printable ASCII, at most 512 characters) and a worker's middleware reads it back with

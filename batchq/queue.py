@@ -254,7 +254,8 @@ class Queue(OnDatabase):
         """Enqueue ``steps`` (each ``(task, payload)`` or ``(task, payload, {enqueue options})``)
         so that each waits for the one before it to succeed; all in one transaction. A step that
         fails for good fails the rest (batchq.dependencies)."""
-        rows = [self._step_row(step) for step in _check_steps(steps, "chain")]
+        specs = [self._step_spec(step) for step in _check_steps(steps, "chain")]
+        rows = [self._job(spec, payload, None, None) for spec, payload in specs]
 
         def write() -> list[int]:
             ids = [self.backend.insert_job(rows[0])]
@@ -262,7 +263,11 @@ class Queue(OnDatabase):
                 ids.append(write_waiting(self.backend, row, [ids[-1]]))
             return ids
 
-        return [self._enqueued(job_id) for job_id in in_transaction(self.backend, write)]
+        def enqueue_all(spec: JobSpec) -> list[Enqueued]:
+            _with_trace(rows, spec.trace_context)
+            return [self._enqueued(job_id) for job_id in in_transaction(self.backend, write)]
+
+        return self._steps_through_hooks(specs[0][0], len(rows), enqueue_all)  # type: ignore[no-any-return]
 
     def group(self, members: Sequence[Step], then: Step | None = None) -> Group:
         """Enqueue ``members`` (steps as for chain) and, with ``then``, a callback job that waits
@@ -270,8 +275,10 @@ class Queue(OnDatabase):
         ``"members"`` (their ids, in order) added to its payload (a dict, or None). Members keep
         their results (keep_result=True unless a step says otherwise), for the callback to read
         with ``Queue.result``. One transaction; a member that fails for good fails the callback."""
-        rows = [self._step_row(step, keep_result=True) for step in _check_steps(members, "group")]
+        specs = [self._step_spec(step, keep_result=True) for step in _check_steps(members, "group")]
+        rows = [self._job(spec, payload, None, None) for spec, payload in specs]
         callback = None if then is None else _check_steps([then], "then")[0]
+        trace: list[str | None] = [None]  # the layers' trace context, for the callback's row too
 
         def write() -> tuple[list[int], int | None]:
             ids = [self.backend.insert_job(row) for row in rows]
@@ -283,22 +290,38 @@ class Queue(OnDatabase):
                     "group(then=...): the callback's payload must be a dict (or None): "
                     'its member ids are added to it as "members"'
                 )
-            row = self._step_row((task, {**(payload or {}), "members": ids}, options))
+            spec, payload = self._step_spec((task, {**(payload or {}), "members": ids}, options))
+            row = self._job(spec, payload, None, None)
+            _with_trace([row], trace[0])
             return ids, write_waiting(self.backend, row, sorted(set(ids)))
 
-        ids, callback_id = in_transaction(self.backend, write)
-        return Group(
-            [self._enqueued(job_id) for job_id in ids],
-            None if callback_id is None else self._enqueued(callback_id),
-        )
+        def enqueue_all(spec: JobSpec) -> Group:
+            trace[0] = spec.trace_context
+            _with_trace(rows, trace[0])
+            ids, callback_id = in_transaction(self.backend, write)
+            return Group(
+                [self._enqueued(job_id) for job_id in ids],
+                None if callback_id is None else self._enqueued(callback_id),
+            )
 
-    def _step_row(self, step: tuple[Task, Any, dict[str, Any]], **defaults: Any) -> dict[str, Any]:
+        count = len(rows) + (callback is not None)
+        return self._steps_through_hooks(specs[0][0], count, enqueue_all)  # type: ignore[no-any-return]
+
+    def _step_spec(self, step: tuple[Task, Any, dict[str, Any]], **defaults: Any) -> tuple[JobSpec, Any]:
+        """A chain's or a group's step as (its checked spec, its payload)."""
         task, payload, options = step
         options = {**defaults, **options}
         for refused in ("conn", "after", "unique_key", "delay"):
             if refused in options:
                 raise ConfigError(f"{refused}= is not an option of a chain's or a group's step")
-        return self._job(self.builder.spec(task, **options), payload, None, None)
+        return self.builder.spec(task, **options), payload
+
+    def _steps_through_hooks(self, first: JobSpec, count: int, write: Callable[[JobSpec], Any]) -> Any:
+        """A chain or a group as one enqueue for the middleware (batchq.hooks), seen as its first
+        step; the trace context the layers set goes on every job of it."""
+        if ENQUEUE_LAYERS or self.enqueue_middleware:
+            return run_enqueue(self._enqueue_layers(), Enqueue(first, count), write)
+        return write(first)
 
     def enqueue_on_commit(self, app: Any, task: Task, payload: Any = None, **options: Any) -> None:
         """Write the job once the transaction ``app`` is in commits, on the queue's own
@@ -865,6 +888,13 @@ def payload_mismatch(known: QueueType, payload: Any, serializer: str) -> str | N
         ConfigError
     ) as exc:  # the type's own row, written around batchq: this queue's jobs fail, others run
         return f"the queue's type cannot be used ({exc}): set it again with create_queue or alter_queue"
+
+
+def _with_trace(rows: list[dict[str, Any]], trace_context: str | None) -> None:
+    """Set the trace context the enqueue middleware chose on rows built before it ran."""
+    if trace_context is not None:
+        for row in rows:
+            row["trace_context"] = trace_context
 
 
 def _check_waiting_options(delay: Any, run_at: Any, unique_key: str | None) -> None:

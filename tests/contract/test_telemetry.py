@@ -367,3 +367,36 @@ def test_async_enqueues_carry_the_callers_trace(
     [send] = by_name(exporter, "send default")
     assert send.context is not None and send.context.trace_id == trace_id  # the greenlet kept the context
     assert stored_context(queue, job_id).startswith(f"00-{trace_id:032x}-{send.context.span_id:016x}-")
+
+
+def test_a_chain_and_a_group_are_one_enqueue_whose_trace_every_job_carries(
+    queue: Queue, db_url: str, spans: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    provider, exporter = spans
+    seen: list[tuple[str, int | None]] = []
+    noted = around_enqueue(before=lambda e: seen.append((e.task, e.count)))
+    traced = Queue(db_url, task_modules=["jobs"], enqueue_middleware=[noted, EnqueueSpans(provider)])
+    with provider.get_tracer("test").start_as_current_span("POST /batch"):
+        chain = traced.chain([("jobs:noop", {"n": 1}), ("jobs:echo", {"n": 2})])
+        group = traced.group([("jobs:noop", {"n": 3}), ("jobs:noop", {"n": 4})], then=("jobs:echo", None))
+    assert group.callback is not None
+    assert seen == [("jobs:noop", 2), ("jobs:noop", 3)]
+    chain_send, group_send = by_name(exporter, "send default")
+    assert chain_send.attributes is not None and chain_send.attributes["messaging.batch.message_count"] == 2
+    for send, ids in ((chain_send, chain), (group_send, [*group.members, group.callback])):
+        for job_id in ids:
+            assert stored_context(queue, job_id).split("-")[2] == f"{send.context.span_id:016x}"  # type: ignore[union-attr]
+    Worker(queue, RunOptions(), middleware=[JobSpans(provider)]).run()
+    parents = {span.attributes["messaging.message.id"]: span.parent.span_id  # type: ignore[index,union-attr]
+               for span in by_name(exporter, "process default")}  # fmt: skip
+    assert parents == {
+        **{str(job_id): chain_send.context.span_id for job_id in chain},  # type: ignore[union-attr]
+        **{str(job_id): group_send.context.span_id for job_id in [*group.members, group.callback]},  # type: ignore[union-attr]
+    }
+    traced.close()
+
+
+def test_untraced_chains_and_groups_store_no_trace_context(queue: Queue) -> None:
+    queue.chain([("jobs:noop", None), ("jobs:noop", None)])
+    queue.group([("jobs:noop", None)], then=("jobs:noop", None))
+    assert [row[0] for row in sql(queue, "SELECT trace_context FROM batchq_job")] == [None] * 4

@@ -254,8 +254,8 @@ class Queue(OnDatabase):
         """Enqueue ``steps`` (each ``(task, payload)`` or ``(task, payload, {enqueue options})``)
         so that each waits for the one before it to succeed; all in one transaction. A step that
         fails for good fails the rest (batchq.dependencies)."""
-        specs = [self._step_spec(step) for step in _check_steps(steps, "chain")]
-        rows = [self._job(spec, payload, None, None) for spec, payload in specs]
+        built = [self._step(step) for step in _check_steps(steps, "chain")]
+        rows = [row for _, row in built]
 
         def write() -> list[int]:
             ids = [self.backend.insert_job(rows[0])]
@@ -267,7 +267,7 @@ class Queue(OnDatabase):
             _with_trace(rows, spec.trace_context)
             return [self._enqueued(job_id) for job_id in in_transaction(self.backend, write)]
 
-        return self._steps_through_hooks(specs[0][0], len(rows), enqueue_all)  # type: ignore[no-any-return]
+        return self._steps_through_hooks(built[0][0], len(rows), enqueue_all)  # type: ignore[no-any-return]
 
     def group(self, members: Sequence[Step], then: Step | None = None) -> Group:
         """Enqueue ``members`` (steps as for chain) and, with ``then``, a callback job that waits
@@ -275,8 +275,8 @@ class Queue(OnDatabase):
         ``"members"`` (their ids, in order) added to its payload (a dict, or None). Members keep
         their results (keep_result=True unless a step says otherwise), for the callback to read
         with ``Queue.result``. One transaction; a member that fails for good fails the callback."""
-        specs = [self._step_spec(step, keep_result=True) for step in _check_steps(members, "group")]
-        rows = [self._job(spec, payload, None, None) for spec, payload in specs]
+        built = [self._step(step, keep_result=True) for step in _check_steps(members, "group")]
+        rows = [row for _, row in built]
         callback = None if then is None else _check_steps([then], "then")[0]
         trace: list[str | None] = [None]  # the layers' trace context, for the callback's row too
 
@@ -290,8 +290,7 @@ class Queue(OnDatabase):
                     "group(then=...): the callback's payload must be a dict (or None): "
                     'its member ids are added to it as "members"'
                 )
-            spec, payload = self._step_spec((task, {**(payload or {}), "members": ids}, options))
-            row = self._job(spec, payload, None, None)
+            row = self._step((task, {**(payload or {}), "members": ids}, options))[1]
             _with_trace([row], trace[0])
             return ids, write_waiting(self.backend, row, sorted(set(ids)))
 
@@ -305,16 +304,19 @@ class Queue(OnDatabase):
             )
 
         count = len(rows) + (callback is not None)
-        return self._steps_through_hooks(specs[0][0], count, enqueue_all)  # type: ignore[no-any-return]
+        return self._steps_through_hooks(built[0][0], count, enqueue_all)  # type: ignore[no-any-return]
 
-    def _step_spec(self, step: tuple[Task, Any, dict[str, Any]], **defaults: Any) -> tuple[JobSpec, Any]:
-        """A chain's or a group's step as (its checked spec, its payload)."""
+    def _step(
+        self, step: tuple[Task, Any, dict[str, Any]], **defaults: Any
+    ) -> tuple[JobSpec, dict[str, Any]]:
+        """A chain's or a group's step as (its checked spec, its job row)."""
         task, payload, options = step
         options = {**defaults, **options}
         for refused in ("conn", "after", "unique_key", "delay"):
             if refused in options:
                 raise ConfigError(f"{refused}= is not an option of a chain's or a group's step")
-        return self.builder.spec(task, **options), payload
+        spec = self.builder.spec(task, **options)
+        return spec, self._job(spec, payload, None, None)
 
     def _steps_through_hooks(self, first: JobSpec, count: int, write: Callable[[JobSpec], Any]) -> Any:
         """A chain or a group as one enqueue for the middleware (batchq.hooks), seen as its first

@@ -97,8 +97,16 @@ class Call:
     """A job on its way to its task; Prepare fills in the task and its arguments."""
 
     job: Job
+    # The worker's reader of a job's stored trace context (batchq.hooks): None outside a worker.
+    read_context: Callable[[int], str | None] | None = None
     task: Task | None = None
     args: tuple[Any, ...] = ()
+
+    def trace_context(self) -> str | None:
+        """The W3C trace context the job's enqueue stored ('traceparent' or 'traceparent
+        tracestate'; batchq.contrib.otel), read from its row by id on each call (the claim does
+        not carry it); None when it has none, or it cannot be read or is not a trace context."""
+        return None if self.read_context is None else self.read_context(self.job.id)
 
 
 @dataclass(slots=True)

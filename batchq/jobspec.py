@@ -47,6 +47,7 @@ DEFAULT_MAX_ERRORS = 10
 CONCURRENCY_LIMIT_RANGE = (1, 65535)
 CONCURRENCY_KEY_MAX_CHARS = 255
 UNIQUE_KEY_MAX_CHARS = 255
+TRACE_CONTEXT_MAX_CHARS = 512  # the trace_context column (migration 027)
 # JobSpec.of's options: enqueue's keywords but unique_key (per row) and conn (where it is written).
 OPTIONS = (
     "queue",
@@ -85,6 +86,8 @@ class JobSpec(NamedTuple):
     keep_result: float | None  # NULL keeps nothing (batchq.results)
     expires: float | None  # seconds from now (the server's clock) after which it never starts
     expires_at: float | None  # or that instant (Unix seconds), given as an aware datetime
+    # The W3C trace context an enqueue middleware set (batchq.hooks): None for most jobs.
+    trace_context: str | None = None
 
     @classmethod
     def of(
@@ -158,6 +161,7 @@ class JobSpec(NamedTuple):
             "keep_result": self.keep_result,
             "expires": self.expires,
             "expires_at": self.expires_at,
+            "trace_context": self.trace_context,
             "partitions": partitions,
         }
 
@@ -325,6 +329,25 @@ def check_key(name: str, key: Any, max_chars: int, example: str) -> str:
     except UnicodeEncodeError:
         raise ConfigError(f"bad {name} {key!r}: it is not valid UTF-8 text") from None
     return key
+
+
+def check_trace_context(value: Any) -> str | None:
+    """A trace context as stored: None, or printable ASCII (what W3C traceparent and tracestate
+    headers are made of) of 1-TRACE_CONTEXT_MAX_CHARS characters. Set by a middleware, not a
+    user: a bad one is that middleware's bug, refused before anything is written."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, str)
+        or not 0 < len(value) <= TRACE_CONTEXT_MAX_CHARS
+        or not value.isascii()
+        or not value.isprintable()
+    ):
+        raise ConfigError(
+            f"bad trace_context {value!r:.80}: use printable ASCII of 1-{TRACE_CONTEXT_MAX_CHARS} "
+            "characters, such as a W3C traceparent ('00-<trace id>-<span id>-01')"
+        )
+    return value
 
 
 def check_unique_key(key: Any) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from .appconn import takes_app_conn
@@ -17,6 +18,7 @@ from .errors import BackendError, ConfigError
 from .explain import Explanation, explain
 from .flow import Rate, check_max_running, parse_rate
 from .history import HistoryEntry, prune, read_history
+from .hooks import ENQUEUE_LAYERS, Enqueue, EnqueueMiddleware, checked_enqueue_middleware, run_enqueue
 from .job import JOB_ID_RANGE
 from .jobspec import (
     Delay,
@@ -103,6 +105,9 @@ class Queue(OnDatabase):
 
     ``Queue()`` uses ``$BATCHQ_URL`` or the SQLite default. Each thread gets its
     own connection, opened on first use.
+
+    ``enqueue_middleware``: layers around this queue's enqueues, after those registered for the
+    whole process (batchq.hooks: telemetry, such as batchq.contrib.otel's spans).
     """
 
     def __init__(
@@ -111,8 +116,10 @@ class Queue(OnDatabase):
         *,
         secret: str | bytes | None = None,
         task_modules: str | Iterable[str] | None = None,
+        enqueue_middleware: Iterable[EnqueueMiddleware] = (),
     ) -> None:
         super().__init__(url)
+        self.enqueue_middleware = checked_enqueue_middleware(enqueue_middleware)
         modules = modules_from_env() if task_modules is None else split_modules(task_modules)
         self._bounds_known: dict[str, tuple[float, bool]] = {}  # queue: (valid until, bounded)
         self._types = TypeCache()  # the job queues' types (batchq.typed), re-read every second
@@ -220,10 +227,24 @@ class Queue(OnDatabase):
             run_at=run_at,
             expires=expires,
         )
+        if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.hooks
+            write = partial(
+                self._enqueue_spec, payload=payload, unique_key=unique_key, parents=parents, conn=conn
+            )
+            return run_enqueue(self._enqueue_layers(), Enqueue(spec, 1, conn), write)  # type: ignore[no-any-return]
+        return self._enqueue_spec(spec, payload, unique_key, parents, conn)
+
+    def _enqueue_spec(
+        self, spec: JobSpec, payload: Any, unique_key: str | None, parents: list[int] | None, conn: Any
+    ) -> Enqueued:
         row = self._job(spec, payload, unique_key, conn)
         if parents is not None:
             return self._enqueued(enqueue_waiting(self.backend, row, parents, conn))
         return self._write_job(row, conn)
+
+    def _enqueue_layers(self) -> list[EnqueueMiddleware]:
+        """The process's enqueue middleware, then this queue's own (outermost first)."""
+        return [*ENQUEUE_LAYERS, *self.enqueue_middleware]
 
     def _enqueued(self, job_id: int) -> Enqueued:
         enqueued = Enqueued(job_id)
@@ -234,7 +255,8 @@ class Queue(OnDatabase):
         """Enqueue ``steps`` (each ``(task, payload)`` or ``(task, payload, {enqueue options})``)
         so that each waits for the one before it to succeed; all in one transaction. A step that
         fails for good fails the rest (batchq.dependencies)."""
-        rows = [self._step_row(step) for step in _check_steps(steps, "chain")]
+        built = [self._step(step) for step in _check_steps(steps, "chain")]
+        rows = [row for _, row in built]
 
         def write() -> list[int]:
             ids = [self.backend.insert_job(rows[0])]
@@ -242,7 +264,11 @@ class Queue(OnDatabase):
                 ids.append(write_waiting(self.backend, row, [ids[-1]]))
             return ids
 
-        return [self._enqueued(job_id) for job_id in in_transaction(self.backend, write)]
+        def enqueue_all(spec: JobSpec) -> list[Enqueued]:
+            _with_trace(rows, spec.trace_context)
+            return [self._enqueued(job_id) for job_id in in_transaction(self.backend, write)]
+
+        return self._steps_through_hooks(built[0][0], len(rows), enqueue_all)  # type: ignore[no-any-return]
 
     def group(self, members: Sequence[Step], then: Step | None = None) -> Group:
         """Enqueue ``members`` (steps as for chain) and, with ``then``, a callback job that waits
@@ -250,8 +276,10 @@ class Queue(OnDatabase):
         ``"members"`` (their ids, in order) added to its payload (a dict, or None). Members keep
         their results (keep_result=True unless a step says otherwise), for the callback to read
         with ``Queue.result``. One transaction; a member that fails for good fails the callback."""
-        rows = [self._step_row(step, keep_result=True) for step in _check_steps(members, "group")]
+        built = [self._step(step, keep_result=True) for step in _check_steps(members, "group")]
+        rows = [row for _, row in built]
         callback = None if then is None else _check_steps([then], "then")[0]
+        trace: list[str | None] = [None]  # the layers' trace context, for the callback's row too
 
         def write() -> tuple[list[int], int | None]:
             ids = [self.backend.insert_job(row) for row in rows]
@@ -263,22 +291,40 @@ class Queue(OnDatabase):
                     "group(then=...): the callback's payload must be a dict (or None): "
                     'its member ids are added to it as "members"'
                 )
-            row = self._step_row((task, {**(payload or {}), "members": ids}, options))
+            row = self._step((task, {**(payload or {}), "members": ids}, options))[1]
+            _with_trace([row], trace[0])
             return ids, write_waiting(self.backend, row, sorted(set(ids)))
 
-        ids, callback_id = in_transaction(self.backend, write)
-        return Group(
-            [self._enqueued(job_id) for job_id in ids],
-            None if callback_id is None else self._enqueued(callback_id),
-        )
+        def enqueue_all(spec: JobSpec) -> Group:
+            trace[0] = spec.trace_context
+            _with_trace(rows, trace[0])
+            ids, callback_id = in_transaction(self.backend, write)
+            return Group(
+                [self._enqueued(job_id) for job_id in ids],
+                None if callback_id is None else self._enqueued(callback_id),
+            )
 
-    def _step_row(self, step: tuple[Task, Any, dict[str, Any]], **defaults: Any) -> dict[str, Any]:
+        count = len(rows) + (callback is not None)
+        return self._steps_through_hooks(built[0][0], count, enqueue_all)  # type: ignore[no-any-return]
+
+    def _step(
+        self, step: tuple[Task, Any, dict[str, Any]], **defaults: Any
+    ) -> tuple[JobSpec, dict[str, Any]]:
+        """A chain's or a group's step as (its checked spec, its job row)."""
         task, payload, options = step
         options = {**defaults, **options}
         for refused in ("conn", "after", "unique_key", "delay"):
             if refused in options:
                 raise ConfigError(f"{refused}= is not an option of a chain's or a group's step")
-        return self._job(self.builder.spec(task, **options), payload, None, None)
+        spec = self.builder.spec(task, **options)
+        return spec, self._job(spec, payload, None, None)
+
+    def _steps_through_hooks(self, first: JobSpec, count: int, write: Callable[[JobSpec], Any]) -> Any:
+        """A chain or a group as one enqueue for the middleware (batchq.hooks), seen as its first
+        step; the trace context the layers set goes on every job of it."""
+        if ENQUEUE_LAYERS or self.enqueue_middleware:
+            return run_enqueue(self._enqueue_layers(), Enqueue(first, count), write)
+        return write(first)
 
     def enqueue_on_commit(self, app: Any, task: Task, payload: Any = None, **options: Any) -> None:
         """Write the job once the transaction ``app`` is in commits, on the queue's own
@@ -297,7 +343,15 @@ class Queue(OnDatabase):
                 "commits: pass that transaction's connection or Session as its first argument, no conn="
             )
         unique_key = options.pop("unique_key", None)
-        row = self._job(self.builder.spec(task, **options), payload, unique_key, None)
+        spec = self.builder.spec(task, **options)
+        write = partial(self._on_commit, app=app, payload=payload, unique_key=unique_key)
+        if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.hooks: around the build, not the write
+            run_enqueue(self._enqueue_layers(), Enqueue(spec, 1, on_commit=True), write)
+        else:
+            write(spec)
+
+    def _on_commit(self, spec: JobSpec, app: Any, payload: Any, unique_key: str | None) -> None:
+        row = self._job(spec, payload, unique_key, None)
         what = f"enqueueing {row['task']} into queue {row['queue']!r}"
         after_commit(app, lambda: self._write_job(row, None), what)
 
@@ -386,6 +440,16 @@ class Queue(OnDatabase):
             run_at=run_at,
             expires=expires,
         )
+        write = partial(self._enqueue_many_spec, payloads=payloads, unique_keys=unique_keys, conn=conn)
+        if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.hooks
+            count = len(payloads) if isinstance(payloads, Sized) else None
+            return run_enqueue(self._enqueue_layers(), Enqueue(spec, count, conn), write)  # type: ignore[no-any-return]
+        return write(spec)
+
+    def _enqueue_many_spec(
+        self, spec: JobSpec, payloads: Iterable[Any], unique_keys: Iterable[str | None] | None, conn: Any
+    ) -> int:
+        queue = spec.queue
         template = self.builder.template(spec, conn)
         stored = self.builder.payloads(template, payloads)
         backend = self.backend
@@ -845,6 +909,13 @@ def payload_mismatch(known: QueueType, payload: Any, serializer: str) -> str | N
         ConfigError
     ) as exc:  # the type's own row, written around batchq: this queue's jobs fail, others run
         return f"the queue's type cannot be used ({exc}): set it again with create_queue or alter_queue"
+
+
+def _with_trace(rows: list[dict[str, Any]], trace_context: str | None) -> None:
+    """Set the trace context the enqueue middleware chose on rows built before it ran."""
+    if trace_context is not None:
+        for row in rows:
+            row["trace_context"] = trace_context
 
 
 def _check_waiting_options(delay: Any, run_at: Any, unique_key: str | None) -> None:

@@ -51,6 +51,7 @@ from .flow import QueueLimits
 from .heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from .history import KEPT_STATEMENT_BYTES, Usage
 from .job import Claim, Job, Kept
+from .jobspec import check_trace_context
 from .partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
 from .queue import Queue
 from .registry import Registration
@@ -565,8 +566,24 @@ class Worker:
                 self._with_reconnect(partial(self.backend.release_jobs, jobs[index:]), between_jobs=False)
                 break
             self._in_hand = (jobs, index + 1, done)
-            self._record(job, call_job(Call(job)), done, debug)
+            self._record(job, call_job(Call(job, self._read_trace_context)), done, debug)
         return done
+
+    def _read_trace_context(self, job_id: int) -> str | None:
+        """Call.trace_context: the job's stored trace context, by id. Telemetry never fails a job:
+        a lost connection (the finish reconnects) or a value that is no trace context (a row
+        written by hand) reads as None."""
+        try:
+            row = self.backend.fetchone("job_trace_context", {"id": job_id})
+        except BackendError as exc:
+            log.warning("job %s: its trace context could not be read: %s", job_id, exc)
+            return None
+        value = None if row is None else row["trace_context"]
+        try:
+            return check_trace_context(value)
+        except ConfigError:
+            log.debug("job %s: its stored trace context is not one; ignored", job_id)
+            return None
 
     def _check_done(self, done: list[Job], matched: int) -> int:
         """Warn of finishes a sweep fenced off; returns how many jobs others wait for were

@@ -81,6 +81,9 @@ class Floor:
             "task_version": 1,
             "backoff": None,
             "keep_result": None,
+            "expires": None,
+            "expires_at": None,
+            "trace_context": None,
             "partitions": 1,
         }
 

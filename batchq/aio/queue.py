@@ -12,6 +12,7 @@ from ..backends import Backend, Database
 from ..config import DatabaseURL, parse_duration
 from ..errors import ConfigError
 from ..explain import Explanation
+from ..hooks import EnqueueMiddleware
 from ..mq import MessageQueue, TopicBinding
 from ..mq.records import Message, QueueMetrics
 from ..queue import Enqueued, Queue, QueueStats, Task
@@ -163,8 +164,10 @@ class AsyncQueue(_Async[Queue]):
         task_modules: str | Iterable[str] | None = None,
         pool_size: int | None = None,
         mysql_driver: str = "asyncmy",
+        enqueue_middleware: Iterable[EnqueueMiddleware] = (),
     ) -> None:
-        self._setup(Queue(url, secret=secret, task_modules=task_modules), url, pool_size, mysql_driver)
+        sync = Queue(url, secret=secret, task_modules=task_modules, enqueue_middleware=enqueue_middleware)
+        self._setup(sync, url, pool_size, mysql_driver)
 
     async def enqueue(self, task: Task, payload: Any = None, *, conn: Any = None, **options: Any) -> Enqueued:
         """``Queue.enqueue``; with ``conn=`` in the caller's transaction (never committed here)."""

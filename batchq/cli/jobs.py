@@ -14,6 +14,7 @@ from ..config import check_queue_name, counted
 from ..errors import TaskError
 from ..explain import why_not_cancelled
 from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
+from ..hooks import MIDDLEWARE_ENV, load_middleware, middleware_paths
 from ..partitions import DEFAULT_JOBS_PER_LEASE
 from ..queue import Queue
 from ..slots import host_slot
@@ -86,6 +87,16 @@ def init_db(ctx: click.Context) -> None:
     help="How often an idle worker looks for new jobs while waiting.",
 )
 @click.option("--handler", metavar="PATH", help="Call this for every job (pkg.mod:func), whatever its task.")
+@click.option(
+    "--middleware",
+    multiple=True,
+    envvar=MIDDLEWARE_ENV,
+    show_envvar=True,
+    metavar="PATH",
+    help="Run this middleware around each job (pkg.mod:name, a (call, call_next) callable or a "
+    "class made with no arguments; e.g. batchq.contrib.otel:JobSpans); repeat for several, "
+    "outermost first. The environment variable takes paths separated by commas.",
+)
 @click.option(
     "--max-procs-per-host",
     type=click.IntRange(min=1),
@@ -161,6 +172,7 @@ def run(
     wait: float,
     poll_interval: float,
     handler: str | None,
+    middleware: tuple[str, ...],
     max_procs_per_host: int,
     task_modules: str | None,
     backoff: float,
@@ -198,6 +210,7 @@ def run(
         jobs_per_lease=jobs_per_lease,
         keep=keep,
     )
+    layers = [load_middleware(path) for path in middleware_paths(middleware)]  # before any job
     if tick_first:
         from .schedules import tick_once  # croniter: loaded only when run ticks schedules first
 
@@ -205,7 +218,7 @@ def run(
     with host_slot(queue.url, max_procs_per_host) as slot:
         if slot is None:
             return  # enough workers on this host already
-        summary = Worker(queue, options).run()
+        summary = Worker(queue, options, middleware=layers).run()
     logging.getLogger("batchq").info(
         "processed %s (%d ok, %s%s), %d put back for a newer task version; %s retried, %s, %s",
         n_jobs(summary.processed),

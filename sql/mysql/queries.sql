@@ -48,7 +48,7 @@ SELECT @@max_allowed_packet AS max_allowed_packet;
 -- Its expiry: %(expires)s seconds from now, or the instant %(expires_at)s (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff, keep_result, expires_at)
+                        backoff, keep_result, expires_at, trace_context)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 OR TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND
@@ -58,7 +58,7 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
                           UTC_TIMESTAMP(6))), %(max_errors)s,
         UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s, %(keep_result)s,
         COALESCE(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(expires_at)s * 1000000) MICROSECOND,
-                 UTC_TIMESTAMP(6) + INTERVAL ROUND(%(expires)s * 1000000) MICROSECOND));
+                 UTC_TIMESTAMP(6) + INTERVAL ROUND(%(expires)s * 1000000) MICROSECOND), %(trace_context)s);
 
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (0 rows, no error) while a job of that key is waiting
@@ -66,7 +66,7 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
 -- its column through as a warning: every value is checked before it is sent (Queue.job_template).
 INSERT IGNORE INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors,
                                created_at, concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff, keep_result, expires_at)
+                        task_version, backoff, keep_result, expires_at, trace_context)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 OR TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND
@@ -77,7 +77,7 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, %(unique_key)s,
         FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s, %(keep_result)s,
         COALESCE(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(expires_at)s * 1000000) MICROSECOND,
-                 UTC_TIMESTAMP(6) + INTERVAL ROUND(%(expires)s * 1000000) MICROSECOND));
+                 UTC_TIMESTAMP(6) + INTERVAL ROUND(%(expires)s * 1000000) MICROSECOND), %(trace_context)s);
 
 -- name: job_unique_holder
 -- The job holding a unique key (waiting or running), if any. A locking read: it sees the latest

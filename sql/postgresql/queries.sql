@@ -33,7 +33,7 @@ ON CONFLICT (version) DO NOTHING;
 -- Its expiry: %(expires)s seconds from now, or the instant %(expires_at)s (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff, keep_result, expires_at)
+                        backoff, keep_result, expires_at, trace_context)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -44,14 +44,14 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8,
         %(keep_result)s::float8,
         COALESCE(to_timestamp(%(expires_at)s::float8),
-                 statement_timestamp() + %(expires)s::float8 * interval '1 second'))
+                 statement_timestamp() + %(expires)s::float8 * interval '1 second'), %(trace_context)s::text)
 RETURNING id;
 
 -- name: enqueue_many
 -- Many jobs of one task, queue and delay in one statement, their payloads as one array, in order.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff, keep_result, expires_at)
+                        backoff, keep_result, expires_at, trace_context)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -61,7 +61,8 @@ SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        statement_timestamp(), %(concurrency_key)s::text, %(concurrency_limit)s::int,
        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8,
        %(keep_result)s::float8, COALESCE(to_timestamp(%(expires_at)s::float8),
-                 statement_timestamp() + %(expires)s::float8 * interval '1 second')
+                 statement_timestamp() + %(expires)s::float8 * interval '1 second'),
+       %(trace_context)s::text
 FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
 ORDER BY batch.n;
 
@@ -71,7 +72,7 @@ ORDER BY batch.n;
 -- waited for. Any other conflict (an id written by hand) still raises.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff, keep_result, expires_at)
+                        task_version, backoff, keep_result, expires_at, trace_context)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -82,7 +83,7 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int,
         %(backoff)s::float8, %(keep_result)s::float8,
         COALESCE(to_timestamp(%(expires_at)s::float8),
-                 statement_timestamp() + %(expires)s::float8 * interval '1 second'))
+                 statement_timestamp() + %(expires)s::float8 * interval '1 second'), %(trace_context)s::text)
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
 DO NOTHING
 RETURNING id;
@@ -92,7 +93,7 @@ RETURNING id;
 -- a key taken, or given twice in the batch (the first is written), writes nothing.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff, keep_result, expires_at)
+                        task_version, backoff, keep_result, expires_at, trace_context)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -103,7 +104,8 @@ SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int,
        %(backoff)s::float8, %(keep_result)s::float8,
        COALESCE(to_timestamp(%(expires_at)s::float8),
-                 statement_timestamp() + %(expires)s::float8 * interval '1 second')
+                 statement_timestamp() + %(expires)s::float8 * interval '1 second'),
+       %(trace_context)s::text
 FROM unnest(%(payloads)s::bytea[], %(unique_keys)s::text[]) WITH ORDINALITY AS batch(payload, unique_key, n)
 ORDER BY batch.n
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')

@@ -30,7 +30,7 @@ VALUES (:version, strftime('%Y-%m-%d %H:%M:%f', 'now'));
 -- Its expiry: :expires seconds from now, or the instant :expires_at (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff, keep_result, expires_at)
+                        backoff, keep_result, expires_at, trace_context)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 OR strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch') > strftime('%Y-%m-%d %H:%M:%f', 'now')
@@ -42,14 +42,14 @@ VALUES (:queue, :task, :payload, :serializer, :priority,
         abs(random() % :partitions), :timeout, :task_version, :backoff, :keep_result,
         coalesce(strftime('%Y-%m-%d %H:%M:%f', :expires_at, 'unixepoch'),
                  CASE WHEN :expires IS NOT NULL
-                      THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :expires)) END));
+                      THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :expires)) END), :trace_context);
 
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (no change) while a job of that key is waiting or
 -- running (the partial unique index batchq_job_unique). Any other conflict still raises.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff, keep_result, expires_at)
+                        task_version, backoff, keep_result, expires_at, trace_context)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 OR strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch') > strftime('%Y-%m-%d %H:%M:%f', 'now')
@@ -61,7 +61,7 @@ VALUES (:queue, :task, :payload, :serializer, :priority,
         abs(random() % :partitions), :timeout, :task_version, :backoff, :keep_result,
         coalesce(strftime('%Y-%m-%d %H:%M:%f', :expires_at, 'unixepoch'),
                  CASE WHEN :expires IS NOT NULL
-                      THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :expires)) END))
+                      THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :expires)) END), :trace_context)
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
 DO NOTHING;
 

@@ -44,6 +44,7 @@ TABLES = (
     "batchq_lease",
     "batchq_history",
     "batchq_dependency",
+    "batchq_chart_minute",
 )
 
 

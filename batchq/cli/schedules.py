@@ -68,7 +68,8 @@ def tick(ctx: click.Context, task_modules: str | None) -> None:
 
     Quiet and exit 0 when all is well; a schedule whose job cannot be written is reported on
     stderr (exit 1) and tried again at the next tick; slots a full bounded queue refuses
-    (overflow reject) are reported too (exit 1), and not tried again.
+    (overflow reject) are reported too (exit 1), and not tried again. Once a minute (on one
+    host) a tick also samples the queues for the dashboard's charts.
     """
     report = tick_once(open_queue(ctx, task_modules))
     if report.failed:  # each logged above with its reason

@@ -17,7 +17,7 @@ from ..charts import Charts, Series
 from ..config import format_duration
 
 WIDTH, HEIGHT = 640, 180
-LEFT, RIGHT, TOP, BOTTOM = 64, 12, 10, 24  # room for the axes' labels
+LEFT, RIGHT, TOP, BOTTOM = 64, 24, 10, 24  # room for the axes' labels
 X_TICKS = 5
 # Colour-blind-safe (Okabe-Ito), one per top queue; "other" is grey.
 COLOURS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#d55e00", "#56b4e9", "#000000")

@@ -50,7 +50,7 @@ def charts() -> str:
         size=(drawing.WIDTH, drawing.HEIGHT, drawing.LEFT, drawing.RIGHT, drawing.TOP, drawing.BOTTOM),
         age_label=drawing.age_label,
         count_label=drawing.count_label,
-        top=rollup.TOP_QUEUES,
+        top_queues=rollup.TOP_QUEUES,
     )
 
 

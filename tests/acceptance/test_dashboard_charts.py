@@ -64,7 +64,7 @@ def test_hostile_names_are_text_and_many_queues_fold_into_other(queue: Queue, db
     assert "<script>alert" not in page and "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
     assert wide in page and "later" not in page
     assert page.count('<g class="series"') == 4 * 7  # six queues and "other", per chart
-    assert "other (5 queues)" in page
+    assert "other (5 queues)" in page and "The 6 busiest queues get a line each" in page
     assert not re.search(r'(src|href)="(https?:)?//', page)  # nothing loaded from elsewhere
 
 

@@ -5,8 +5,8 @@
 minute is already sampled (an index probe): one tick per minute does the work, the others stop
 there. The one that samples:
 
-- counts the jobs that finished and failed in each minute since the last sample (at most
-  ``BACKFILL_MINUTES``): finished ones from job history (only queues that keep history, or
+- counts the jobs that finished and failed in each minute since the one before the last sample
+  (at most ``BACKFILL_MINUTES``): finished ones from job history (only queues that keep history, or
   workers run with ``--keep``: elsewhere a finished job leaves no row to count), failed ones from
   history and from the failed job rows (``last_error_at``), each job once;
 - reads each queue's depth (due jobs waiting: ready and blocked) and oldest due age with the
@@ -62,7 +62,9 @@ def sample(backend: Backend, at: int | None = None) -> Sampled:
     last = _last_sample(backend, row, at)
     if last is not None and last >= now:
         return Sampled(now, 0, 0, 0, skipped=True)
-    first = now - BACKFILL_MINUTES if last is None else max(last, now - BACKFILL_MINUTES)
+    # From the minute before the last sample: a job that finished in it may have committed
+    # after that sample counted it.
+    first = now - BACKFILL_MINUTES if last is None else max(last - 1, now - BACKFILL_MINUTES)
     counts = _counts(backend, first, now - 1)
     snapshot = read_queues(backend)
     recent = {stored_text(r["queue"]) for r in backend.fetchall("chart_queues", {"since": now - 60})}

@@ -69,7 +69,7 @@ def test_one_sample_a_minute_does_the_work(queue: Queue) -> None:
     again = sample(queue.backend, at=now)
     assert again.skipped and rows(queue) == written
     later = sample(queue.backend, at=now + 3)
-    assert later.counted == 3  # the minutes since the last sample, that one included
+    assert later.counted == 4  # since the minute before the last sample (a late commit's)
     assert [r[1] for r in rows(queue)][-4:] == [now, now + 1, now + 2, now + 3]
 
 

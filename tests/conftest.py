@@ -155,9 +155,9 @@ def _private_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
 
 @pytest.fixture(autouse=True)
 def _no_worker_outlives_its_test() -> Iterator[None]:
-    """A `batchq` process the test started and left running (an assertion failed before its
-    wait) is killed when the test ends, so it cannot claim the next test's jobs. Processes of
-    wider fixtures (a module's dashboard) were started before this and are left alone."""
+    """A `batchq` process the test started with start_batchq and left running (an assertion
+    failed before its wait) is killed when the test ends, so it cannot claim the next test's
+    jobs. What a caller stops itself (a module's dashboards) is started with spawn_batchq."""
     first = len(STARTED)
     yield
     for proc in STARTED[first:]:

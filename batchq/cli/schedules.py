@@ -13,8 +13,10 @@ from typing import Any
 
 import click
 
+from .. import charts
 from ..config import counted
 from ..cron import CATCH_UP_POLICIES
+from ..errors import BackendError
 from ..queue import Queue
 from ..schedules import Schedule, TickReport
 from ..tasks import TASK_MODULES_ENV
@@ -32,13 +34,29 @@ _task_modules = click.option(
 
 
 def tick_once(queue: Queue) -> TickReport:
-    """Enqueue the due schedules' jobs; log each with -v. Failures are logged as warnings."""
+    """Enqueue the due schedules' jobs; log each with -v. Failures are logged as warnings. Then
+    sample the dashboard's charts for this minute (batchq.charts), after the jobs are written."""
     report = queue.tick()
     for job in report.enqueued:
         log.info("schedule %s: job #%d for %s", job.schedule, job.job_id, job.slot.isoformat())
     for name in report.skipped:
         log.info("schedule %s: slot missed, skipped (catch_up none)", name)
+    sample_charts(queue)
     return report
+
+
+def sample_charts(queue: Queue) -> None:
+    """One tick a minute samples the charts; a failure is a warning, never a failed tick: the
+    next tick counts the minutes this one missed (up to charts.BACKFILL_MINUTES)."""
+    try:
+        done = charts.sample(queue.backend)
+    except BackendError as exc:
+        log.warning("charts: this minute was not sampled (%s); the next tick tries again", exc)
+        return
+    if not done.skipped:
+        log.info(
+            "charts: minute %d sampled, %d queues, %d rows pruned", done.minute, done.queues, done.pruned
+        )
 
 
 @click.command()
@@ -50,7 +68,8 @@ def tick(ctx: click.Context, task_modules: str | None) -> None:
 
     Quiet and exit 0 when all is well; a schedule whose job cannot be written is reported on
     stderr (exit 1) and tried again at the next tick; slots a full bounded queue refuses
-    (overflow reject) are reported too (exit 1), and not tried again.
+    (overflow reject) are reported too (exit 1), and not tried again. Once a minute (on one
+    host) a tick also samples the queues for the dashboard's charts.
     """
     report = tick_once(open_queue(ctx, task_modules))
     if report.failed:  # each logged above with its reason

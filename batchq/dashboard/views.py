@@ -7,6 +7,7 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, abort, render_template, request
 
+from .. import charts as rollup
 from ..backends import Backend
 from ..errors import BackendError, BackendUnavailable, ConfigError
 from ..job import JOB_ID_RANGE
@@ -14,7 +15,7 @@ from ..locks import list_locks
 from ..metrics import read_queues, render
 from ..registry import list_workers
 from ..sweeps import failure_groups
-from . import reads, search
+from . import drawing, reads, search
 from .context import current
 
 # What `batchq metrics` prints: the Prometheus text format every Prometheus version scrapes.
@@ -32,6 +33,24 @@ def queues() -> str:
         queues=read_queues(board.backend),
         settings=board.backend.stores.settings.job_queues(),
         partitions=board.queue.partitions(),
+    )
+
+
+@blueprint.get("/charts")
+def charts() -> str:
+    chosen = rollup.check_range(request.args.get("range"))
+    read = rollup.read(current().backend, chosen)
+    return render_template(
+        "charts.html",
+        title="Charts",
+        charts=read,
+        panels=drawing.panels(read),
+        ranges=list(rollup.RANGES),
+        colour=drawing.colour,
+        size=(drawing.WIDTH, drawing.HEIGHT, drawing.LEFT, drawing.RIGHT, drawing.TOP, drawing.BOTTOM),
+        age_label=drawing.age_label,
+        count_label=drawing.count_label,
+        top_queues=rollup.TOP_QUEUES,
     )
 
 

@@ -419,3 +419,51 @@ def test_hostile_message_text_is_shown_and_never_runs(db_url: str, browser: Any)
             assert XSS.replace('"', '\\"') in browser.find_element(By.ID, "headers").text
     finally:
         m.close()
+
+
+def seed_charts(queue: Queue) -> None:
+    """An hour of samples as `batchq tick` would have written them (a steady queue, a busier one
+    with failures and a backlog that drains, a gap of ten minutes nobody sampled), and a queue
+    whose name is hostile text (cut to MySQL's 64 characters)."""
+    now = int(queue.backend.fetchone("chart_now")["now"])  # type: ignore[index]
+    mark = "?" if queue.backend.dialect == "sqlite" else "%s"
+    insert = (
+        "INSERT INTO batchq_chart_minute (queue, minute, finished, failed, depth, oldest_age_seconds) "
+        f"VALUES ({', '.join([mark] * 6)})"
+    )
+    for ago in range(60, 0, -1):
+        if 20 <= ago < 30:
+            continue  # no tick ran
+        wave = (60 - ago) % 20
+        rows = [
+            ("default", 30 + wave, 0, max(0, 40 - ago), float(ago % 7)),
+            ("mail", 12 + (ago % 5), 1 if ago % 9 == 0 else 0, 5, 20.0 + ago),
+            (XSS[:64], 3, 2 if ago % 15 == 0 else 0, 1, 2.0),
+        ]
+        for name, finished, failed, depth, oldest in rows:
+            sql(queue, insert, (name, now - ago, finished, failed, depth, oldest))
+
+
+def test_the_charts_draw_on_the_server_and_run_nothing(
+    queue: Queue, db_url: str, browser: Any, shots: Callable[[Any, str], None]
+) -> None:
+    seed_charts(queue)
+    with dashboard(db_url) as board:
+        browser.get(board.base + "/")
+        browser.find_element(By.LINK_TEXT, "Charts").click()
+        wait_for_text(browser, "#legend", "mail")
+        for key in ("finished", "failed", "depth", "oldest"):
+            chart = browser.find_element(By.ID, f"chart-{key}")
+            assert chart.get_attribute("role") == "img" and chart.size["width"] > 500
+            assert browser.find_element(By.ID, f"svg-desc-{key}").get_attribute("textContent")
+        lines = browser.find_elements(By.CSS_SELECTOR, "#chart-finished g.series polyline")
+        assert len(lines) == 3 * 2  # three queues, each broken once by the gap
+        assert browser.execute_script("return window.__xss") is None
+        names = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#legend td a")]
+        assert XSS[:64] in names
+        resources = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+        assert all(url.startswith(board.base) for url in resources), resources
+        shots(browser, "charts")
+        browser.find_element(By.ID, "range-24h").click()
+        wait_for_text(browser, "#ranges", "15 minutes")
+        assert browser.execute_script("return window.__xss") is None

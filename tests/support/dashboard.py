@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support.processes import start_batchq
+from tests.support.processes import spawn_batchq
 from tests.support.servers import free_port
 
 TOKEN = "dashboard-test-token"
@@ -94,7 +94,7 @@ def dashboard(
     port = free_port()
     if token is not None:
         env["BATCHQ_DASHBOARD_TOKEN"] = token
-    proc = start_batchq(url, "dashboard", "--port", str(port), *args, **env)
+    proc = spawn_batchq(url, "dashboard", "--port", str(port), *args, **env)  # stopped below
     board = Dashboard(proc, port, address=address)
     try:
         _wait_until_up(board)

@@ -60,6 +60,7 @@ TABLES = (
     "batchq_history",
     "batchq_dependency",
     "batchq_queue_start",
+    "batchq_chart_minute",
 )
 
 

@@ -46,15 +46,22 @@ STARTED: list[subprocess.Popen[str]] = []
 
 
 def start_batchq(url: str, *args: str, **env: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
+    """`batchq ARGS` started, killed when the test ends if it still runs."""
+    proc = spawn_batchq(url, *args, **env)
+    STARTED.append(proc)
+    return proc
+
+
+def spawn_batchq(url: str, *args: str, **env: str) -> subprocess.Popen[str]:
+    """`batchq ARGS` started, for a caller that stops it itself (a dashboard a module's tests
+    share, started by the first test that asks for it)."""
+    return subprocess.Popen(
         batchq_cmd(*args),
         env=batchq_env(url, **env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    STARTED.append(proc)
-    return proc
 
 
 def wait_for_worker(backend: Any, count: int = 1, timeout: float = 60.0) -> None:

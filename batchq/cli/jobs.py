@@ -308,6 +308,13 @@ def _allowed_handler(queue: Queue, path: str) -> Callable[..., Any]:
     callback=duration_or_when_value,
     help="Never start the job after this (a duration from now, or an ISO 8601 time): failed as expired.",
 )
+@click.option(
+    "--after",
+    metavar="ID",
+    type=int,
+    multiple=True,
+    help="Wait until job ID has succeeded (repeat for several parents); see docs/guides/dependencies.md.",
+)
 @click.option("--task-modules", envvar=TASK_MODULES_ENV, show_envvar=True, metavar="M1,M2")
 @click.pass_context
 def enqueue(
@@ -326,6 +333,7 @@ def enqueue(
     keep_result: float | None,
     run_at: datetime | None,
     expires: float | datetime | None,
+    after: tuple[int, ...],
     task_modules: str | None,
 ) -> None:
     """Enqueue TASK with a JSON PAYLOAD; prints the job id."""
@@ -350,6 +358,7 @@ def enqueue(
         keep_result=keep_result,
         run_at=run_at,
         expires=expires,
+        after=list(after) if after else None,
     )
     click.echo(job_id)
     if not job_id.created:

@@ -86,6 +86,22 @@ def test_enqueue_refuses_bad_input(db_url: str, queue: Queue) -> None:
     assert job_rows(queue) == []
 
 
+def test_enqueue_after_waits_for_its_parents_and_refuses_what_it_cannot_wait_for(
+    db_url: str, queue: Queue
+) -> None:
+    first, second = queue.enqueue("jobs:noop"), queue.enqueue("jobs:noop")
+    made = invoke_batchq(db_url, "enqueue", "jobs:noop", "--after", str(first), "--after", str(second))
+    assert made.returncode == 0, made.stderr
+    child = int(made.stdout)
+    assert queue.explain(child).waiting_for == (first, second)
+    unknown = invoke_batchq(db_url, "enqueue", "jobs:noop", "--after", "424242")
+    assert_one_line_error(unknown, "424242", status=2)
+    refused = invoke_batchq(db_url, "enqueue", "jobs:noop", "--after", str(first), "--delay", "1m")
+    assert_one_line_error(refused, "after", status=2)
+    assert invoke_batchq(db_url, "enqueue", "jobs:noop", "--after", "x").returncode == 2
+    assert [row["id"] for row in job_rows(queue)] == [first, second, child]
+
+
 def test_gc_error_report_json_hook_and_requeue(queue: Queue, db_url: str, tmp_path: Path) -> None:
     job_id = queue.enqueue("jobs:fail", "x", max_errors=1)
     assert run_batchq(db_url, "run").returncode == 0

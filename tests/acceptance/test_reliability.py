@@ -351,8 +351,22 @@ def server_queue(server_url: str) -> Iterator[Queue]:
 # job just finished (MySQL shows the statement of its multi-statement query that is running), and
 # the promotion of due scheduled jobs.
 CLAIM_STATEMENT = {"mysql": "DELETE FROM batchq_job WHERE claim_token", "postgresql": "WITH done AS"}
-# The idle poll's other statements on the job table: jobs_promote, jobs_unblockable.
-POLL_STATEMENTS = ("UPDATE batchq_job SET status = 'ready'", "SELECT waiting.id FROM")
+
+
+def _kill_session_waiting_for_table_lock(dialect: str) -> None:
+    """Wait for a session of this test database to block on jobs_table_lock, in whichever of
+    its statements on the job table (a claim, a promotion, an expiry check, ...), and kill it."""
+    monitor = autocommit_connection(SERVER_URLS[dialect])
+
+    def blocked_session() -> Any:
+        cur = run_query_on(monitor, dialect, "sessions_waiting_for_table_lock")
+        row = cur.fetchone()
+        cur.close()
+        return row[0] if row else None
+
+    session = wait_for(blocked_session, timeout=30)
+    run_query_on(monitor, dialect, "session_end", {"session": session}).close()
+    monitor.close()
 
 
 def _kill_session_running(dialect: str, *statement_prefixes: str) -> None:
@@ -378,9 +392,9 @@ def test_connection_killed_during_claim(
     server_queue: Queue, server_url: str, server_name: str, admin: Any
 ) -> None:
     queue = server_queue
-    # An idle worker polls: a claim, then (finding nothing) a promotion and a look for blocked
-    # jobs to admit, every 50 ms. The jobs arrive under a table lock, so its next claim (or one
-    # of the others) waits for the lock.
+    # An idle worker polls every 50 ms: a claim, then (finding nothing) its other statements on
+    # the job table (promotion, blocked jobs to admit, expiry). The jobs arrive under a table
+    # lock, so the next of them waits for the lock, and its connection is killed there.
     worker = start_batchq(
         server_url, "-v", "run", "--wait", "60", "--max-jobs", "20", "--poll-interval", "0.05"
     )
@@ -388,7 +402,7 @@ def test_connection_killed_during_claim(
     run_query_on(admin, server_name, "jobs_table_lock")
     for n in range(20):
         run_query_on(admin, server_name, "job_insert_due", {"payload": json.dumps({"n": n}).encode()})
-    _kill_session_running(server_name, CLAIM_STATEMENT[server_name], *POLL_STATEMENTS)
+    _kill_session_waiting_for_table_lock(server_name)
     run_query_on(admin, server_name, "jobs_table_unlock")
     out, err = worker.communicate(timeout=60)
     assert worker.returncode == 0, err

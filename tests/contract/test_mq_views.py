@@ -145,6 +145,8 @@ def test_configure_shows_and_sets_every_setting(queue: Queue, db_url: str, tmp_p
         "  max_length   off",
         "  overflow     -",
         "  type         none (untyped)",
+        "  rate         off",
+        "  max_running  off",
     ]
     schema = tmp_path / "order.json"
     schema.write_text(json.dumps(ORDER))

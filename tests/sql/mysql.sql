@@ -95,6 +95,12 @@ WHERE id <> CONNECTION_ID() AND db = DATABASE() AND info LIKE %(statement)s;
 SELECT ID FROM information_schema.PROCESSLIST
 WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND COMMAND = 'Sleep';
 
+-- name: sessions_waiting_for_table_lock
+-- Other sessions of this test database waiting for a table lock (jobs_table_lock's), whatever
+-- statement they wait in.
+SELECT id FROM information_schema.processlist
+WHERE id <> CONNECTION_ID() AND db = DATABASE() AND state LIKE 'Waiting for table%%lock';
+
 -- name: session_end
 -- End a session, as a crash of its host would.
 KILL CONNECTION %(session)s;

@@ -97,6 +97,12 @@ WHERE pid <> pg_backend_pid() AND state = 'active' AND datname = current_databas
 SELECT pid FROM pg_stat_activity
 WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle';
 
+-- name: sessions_waiting_for_table_lock
+-- Other sessions of this test database waiting for a lock (jobs_table_lock's), whatever
+-- statement they wait in.
+SELECT pid FROM pg_stat_activity
+WHERE pid <> pg_backend_pid() AND datname = current_database() AND wait_event_type = 'Lock';
+
 -- name: session_end
 -- End a session, as a crash of its host would.
 SELECT pg_terminate_backend(%(session)s);

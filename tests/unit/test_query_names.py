@@ -97,6 +97,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
 TEST_SERVER_ONLY = {
     "lock_wait_short",
     "sessions_running",
+    "sessions_waiting_for_table_lock",
     "sessions_idle",
     "session_end",
     "jobs_table_lock",

@@ -20,12 +20,9 @@ from tests.support.messages import Q
 from tests.support.processes import APPS_DIR, STARTED
 from tests.support.tasks import ALLOWED
 
-# scripts/test runs the suite in several processes (pytest-xdist, `--dist loadgroup`), each with
-# databases of its own (tests/support/db.py). A module marked xdist_group(NAME) runs whole in one
-# of them: "servers" holds the scenarios that start clusters and servers or drive many workers
-# through tens of thousands of jobs (galera, pg_failover, pgbouncer, reliability), one at a time,
-# so that two never share the CPU and their timings hold; "browser" keeps one Chromium, and
-# "packaging" one build of the wheel. Everything else goes to whichever process is free.
+# scripts/test runs the suite in several processes (pytest-xdist, `--dist loadfile`), each with
+# databases of its own (tests/support/db.py). A test module runs whole in one of them, so that a
+# module's servers (a Galera cluster, a PgBouncer), browser or wheel build are made once.
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -33,7 +33,7 @@ from tests.support.dashboard import TOKEN, chromium, dashboard
 from tests.support.db import job_rows, sql
 from tests.support.rows import dead_worker, processing, write_row
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]  # tests/conftest.py says why
+pytestmark = pytest.mark.slow
 
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 

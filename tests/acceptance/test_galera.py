@@ -24,7 +24,7 @@ from tests.support.galera import PROVIDER, GaleraCluster, GaleraNode
 from tests.support.harness import Figures, WorkerPool, account, unfinished
 from tests.support.processes import assert_one_line_error, run_batchq, wait_for
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("servers")]  # tests/conftest.py says why
+pytestmark = pytest.mark.slow
 
 DATABASE = "batchq_galera"
 ENSURE_SERVERS = Path(__file__).resolve().parents[2] / "scripts" / "ensure-servers"

@@ -24,10 +24,7 @@ else:  # pragma: no cover
 from tests.acceptance.test_quickstart import quickstart
 from tests.support.processes import ROOT
 
-pytestmark = [
-    pytest.mark.slow,  # a build, a virtualenv and an install: tens of seconds
-    pytest.mark.xdist_group("packaging"),  # tests/conftest.py says why
-]
+pytestmark = pytest.mark.slow  # a build, a virtualenv and an install: tens of seconds
 
 
 def version() -> str:

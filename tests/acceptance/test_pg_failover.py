@@ -21,7 +21,7 @@ from tests.support.harness import Figures, WorkerPool, account, unfinished
 from tests.support.pgha import STANDBY_NAME, PrimaryStandby
 from tests.support.processes import run_batchq, wait_for
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("servers")]  # tests/conftest.py says why
+pytestmark = pytest.mark.slow
 
 JOBS, WORKERS = 3000, 4
 

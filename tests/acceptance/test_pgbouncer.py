@@ -26,7 +26,7 @@ from tests.support.harness import Figures, WorkerPool, account
 from tests.support.pgha import PrivatePgBouncer
 from tests.support.processes import assert_one_line_error, run_batchq
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("servers")]  # tests/conftest.py says why
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -43,7 +43,7 @@ from tests.support.harness import (
 from tests.support.processes import APPS_DIR, batchq_env, run_batchq, start_batchq, wait_for, wait_for_worker
 from tests.support.servers import PrivateMariaDB, PrivatePostgreSQL
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("servers")]  # tests/conftest.py says why
+pytestmark = pytest.mark.slow
 
 
 def test_drain_8_workers_20000_jobs(queue: Queue, db_url: str, backend_name: str) -> None:

@@ -28,7 +28,6 @@ call always runs.
 
 from __future__ import annotations
 
-import inspect
 import traceback
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -42,6 +41,7 @@ from .errors import BackendError, BackendUnavailable, ClaimLost, ConfigError
 from .failures import fingerprint, fingerprint_of, timeout_fingerprint
 from .heartbeat import Heartbeat
 from .history import Meter, Usage
+from .hooks import check_signature
 from .job import Job, Kept, calling, transaction_for_call
 from .queue import payload_mismatch
 from .serializers import loads
@@ -143,19 +143,10 @@ def chain(middleware: Sequence[Middleware], innermost: CallNext) -> CallNext:
     Python frame of its own per layer and job."""
     call_next = innermost
     for layer in reversed(middleware):
-        _check_signature(layer)
+        check_signature(layer, "middleware", "(call, call_next)")
         call_next = partial(layer, call_next=call_next)
     return call_next
 
-
-def _check_signature(layer: Middleware) -> None:
-    """A clear error now, rather than a TypeError at the first job."""
-    try:
-        inspect.signature(layer).bind(None, call_next=None)
-    except TypeError:
-        raise ConfigError(f"middleware {layer!r} must take (call, call_next)") from None
-    except ValueError:  # no signature to read (a builtin): it is called as is
-        pass
 
 
 def invoke(call: Call) -> CallOutcome:

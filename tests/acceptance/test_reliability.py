@@ -398,7 +398,7 @@ def test_connection_killed_during_claim(
     worker = start_batchq(
         server_url, "-v", "run", "--wait", "60", "--max-jobs", "20", "--poll-interval", "0.05"
     )
-    wait_for_worker(queue.backend)  # started, connected; next it polls
+    wait_for_worker(queue.backend, worker)  # started, connected; next it polls
     run_query_on(admin, server_name, "jobs_table_lock")
     for n in range(20):
         run_query_on(admin, server_name, "job_insert_due", {"payload": json.dumps({"n": n}).encode()})

@@ -208,7 +208,7 @@ def test_waiting_worker_survives_a_terminated_session(pg_queue: Queue, tmp_path:
 @pytest.mark.slow
 def test_sigterm_while_waiting_exits_0_promptly(pg_queue: Queue) -> None:
     proc = start_batchq(URL, "run", "--wait", "60", "--poll-interval", "30")
-    wait_for_worker(pg_queue.backend)
+    wait_for_worker(pg_queue.backend, proc)
     time.sleep(0.5)  # into its idle wait
     assert proc.poll() is None
     sent = time.monotonic()

@@ -148,7 +148,6 @@ def chain(middleware: Sequence[Middleware], innermost: CallNext) -> CallNext:
     return call_next
 
 
-
 def invoke(call: Call) -> CallOutcome:
     """The end of the chain: the task called with its arguments, as the current job."""
     assert call.task is not None, "Prepare looks the task up"

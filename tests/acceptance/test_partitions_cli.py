@@ -10,7 +10,7 @@ import pytest
 from batchq import Queue
 from tests.support.cli import invoke_batchq
 from tests.support.db import job_rows, ledger, run_query
-from tests.support.processes import assert_one_line_error, run_batchq, start_batchq, wait_for
+from tests.support.processes import assert_one_line_error, run_batchq, start_batchq, wait_for, wait_for_worker
 
 
 def test_set_list_and_switch_off(queue: Queue, db_url: str) -> None:
@@ -100,6 +100,8 @@ def test_partitions_set_while_partition_workers_run(
         for _ in range(2)
     ]
     try:
+        for worker in workers:  # both past their start-up check of the partitions, before a change
+            wait_for_worker(queue.backend, worker)
         for step, count in enumerate(counts):
             wait_for(lambda step=step: len(ledger(queue)) >= 10 + 25 * step, timeout=60)
             result = invoke_batchq(db_url, "partitions", "set", count)

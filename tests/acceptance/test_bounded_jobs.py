@@ -34,7 +34,9 @@ def test_bound_holds_under_concurrent_producers_and_workers(
     queue.configure(Q, max_length=BOUND, overflow=overflow)
     stop = tmp_path / "stop"
     checker = _start("checker", db_url, str(stop))
-    producers = [_start("producer", db_url, f"{p * 1000} {PER_PRODUCER}") for p in range(PRODUCERS)]
+    producers = [
+        _start("producer", db_url, f"{p * 1000} {PER_PRODUCER} {tmp_path}") for p in range(PRODUCERS)
+    ]
     for process in [checker, *producers]:
         assert process.stdout is not None and process.stdout.readline().strip() == "ready"
     queue.enqueue("jobs:record", {"n": -1}, queue=Q)  # run once the workers are up
@@ -48,6 +50,11 @@ def test_bound_holds_under_concurrent_producers_and_workers(
             assert process.stdin is not None
             process.stdin.write("go\n")
             process.stdin.close()
+        # The producers' jobs hold at a gate until the queue has overflowed (a job dropped, or an
+        # enqueue refused), so that neither a fast drain on a quiet machine nor slow producers on a
+        # busy one keep the queue below its bound; then the workers drain while producers go on.
+        wait_for(lambda: _overflowed(queue, tmp_path, overflow), timeout=120)
+        (tmp_path / "gate").touch()
         produced = [_result(process) for process in producers]
         # Every job is enqueued: once none is left to run (the dropped ones stay, failed), SIGTERM
         # the workers rather than wait for them to idle out a --wait.
@@ -83,6 +90,12 @@ def test_bound_holds_under_concurrent_producers_and_workers(
         f"{overflow}: {len(enqueued)} enqueued, {len(ran)} ran, {len(dropped)} dropped, {rejected} rejected "
         f"enqueues retried; checker max {sampled['max']} of {BOUND} over {sampled['samples']} samples"
     )
+
+
+def _overflowed(queue: Queue, folder: Path, overflow: str) -> bool:
+    if overflow == "reject":
+        return (folder / "rejected").exists()
+    return bool(sql(queue, "SELECT id FROM batchq_job WHERE status = 'failed'"))
 
 
 def _start(role: str, url: str, arg: str) -> subprocess.Popen[str]:

@@ -1,9 +1,10 @@
 """Processes for the bounded job queue test: producers and a checker on one queue.
 
 Usage: python bounded_jobs.py ROLE URL QUEUE ARG
-  producer URL QUEUE "FIRST COUNT"  enqueue jobs:record {"n": FIRST..FIRST+COUNT-1, "sleep": ...}
-                                    one by one; on QueueFull (overflow="reject") wait a little and
-                                    enqueue it again. Prints {"rejected": k}.
+  producer URL QUEUE "FIRST COUNT DIR"  enqueue jobs:record {"n": FIRST..FIRST+COUNT-1, "sleep": ...,
+                                    "gate": DIR/gate} one by one; on QueueFull (overflow="reject")
+                                    touch DIR/rejected, wait a little and enqueue it again.
+                                    Prints {"rejected": k}.
   checker  URL QUEUE STOPFILE       sample the queue's waiting jobs (one statement: stats())
                                     until STOPFILE exists. Prints {"max": m, "samples": s}.
 Each prints "ready" once connected and waits for a line on stdin, so that all start at once.
@@ -20,15 +21,17 @@ from batchq import Queue, QueueFull
 
 
 def produce(queue: Queue, name: str, arg: str) -> object:
-    first, count = (int(part) for part in arg.split())
+    first, count, folder = arg.split()
+    gate = os.path.join(folder, "gate")
     rejected = 0
-    for n in range(first, first + count):
+    for n in range(int(first), int(first) + int(count)):
         while True:
             try:
-                queue.enqueue("jobs:record", {"n": n, "sleep": 0.005}, queue=name)
+                queue.enqueue("jobs:record", {"n": n, "sleep": 0.005, "gate": gate}, queue=name)
                 break
             except QueueFull:
                 rejected += 1
+                open(os.path.join(folder, "rejected"), "a").close()
                 time.sleep(0.005)
     return {"rejected": rejected}
 

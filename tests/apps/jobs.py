@@ -15,7 +15,8 @@ _ledger_backend = None
 
 
 def record(payload: dict[str, Any]) -> None:
-    """Write the job's number into test_ledger, on a connection of its own (autocommit)."""
+    """Write the job's number into test_ledger, on a connection of its own (autocommit); then, if
+    the payload names a gate file, hold until it exists, and sleep for its "sleep" seconds."""
     global _ledger_backend
     if _ledger_backend is None:
         _ledger_backend = create_backend(os.environ["BATCHQ_URL"])
@@ -24,6 +25,9 @@ def record(payload: dict[str, Any]) -> None:
         cur = backend.conn.cursor()
         cur.execute(query(backend.dialect, "ledger_insert"), {"n": payload["n"], "pid": os.getpid()})
         cur.close()
+    gate = payload.get("gate")
+    while gate and not os.path.exists(gate):
+        time.sleep(0.01)
     pause = payload.get("sleep")
     if pause:
         time.sleep(pause)

@@ -28,6 +28,7 @@ call always runs.
 
 from __future__ import annotations
 
+import inspect
 import traceback
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -41,9 +42,7 @@ from .errors import BackendError, BackendUnavailable, ClaimLost, ConfigError
 from .failures import fingerprint, fingerprint_of, timeout_fingerprint
 from .heartbeat import Heartbeat
 from .history import Meter, Usage
-from .hooks import check_signature
 from .job import Job, Kept, calling, transaction_for_call
-from .queue import payload_mismatch
 from .serializers import loads
 from .tasks import (
     UpgradeFailed,
@@ -146,6 +145,18 @@ def chain(middleware: Sequence[Middleware], innermost: CallNext) -> CallNext:
         check_signature(layer, "middleware", "(call, call_next)")
         call_next = partial(layer, call_next=call_next)
     return call_next
+
+
+def check_signature(layer: Any, what: str, takes: str) -> None:
+    """A clear error now, rather than a TypeError at the first job or enqueue."""
+    if not callable(layer):
+        raise ConfigError(f"{what} {layer!r} is not callable")
+    try:
+        inspect.signature(layer).bind(None, call_next=None)
+    except TypeError:
+        raise ConfigError(f"{what} {layer!r} must take {takes}") from None
+    except ValueError:  # no signature to read (a builtin): it is called as is
+        pass
 
 
 def invoke(call: Call) -> CallOutcome:
@@ -307,7 +318,7 @@ class PayloadCheck:
 
     def __call__(self, call: Call, call_next: CallNext) -> CallOutcome:
         job = call.job
-        mismatch = payload_mismatch(self._queue_type(job.queue), job.payload, job.serializer)
+        mismatch = self._queue_type(job.queue).stored_mismatch(job.payload, job.serializer)
         if mismatch is not None:
             fingerprint = fingerprint_of("PayloadInvalid", "", job.task)
             return CallOutcome(kind=INVALID, failure=Failure(mismatch, fingerprint, None))

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from .backends import Row, stored_count, stored_seconds, stored_text, stored_time
+from .stored import Row, stored_count, stored_seconds, stored_text, stored_time
 
 FINGERPRINT_CHARS = 16
 # The last_error of a job failed by its expiry (enqueue(expires=...)); its error class is

@@ -30,13 +30,11 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from .calls import Call, CallNext, CallOutcome, Middleware, check_signature
 from .errors import ConfigError
 from .jobspec import JobSpec, check_trace_context
-
-if TYPE_CHECKING:  # batchq.calls imports batchq.queue, which imports this module
-    from .calls import Call, CallNext, CallOutcome, Middleware
 
 MIDDLEWARE_ENV = "BATCHQ_MIDDLEWARE"
 _PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
@@ -165,18 +163,6 @@ def around_enqueue(
         return result
 
     return hooks
-
-
-def check_signature(layer: Any, what: str, takes: str) -> None:
-    """A clear error now, rather than a TypeError at the first job or enqueue."""
-    if not callable(layer):
-        raise ConfigError(f"{what} {layer!r} is not callable")
-    try:
-        inspect.signature(layer).bind(None, call_next=None)
-    except TypeError:
-        raise ConfigError(f"{what} {layer!r} must take {takes}") from None
-    except ValueError:  # no signature to read (a builtin): it is called as is
-        pass
 
 
 def _quietly(hook: Callable[..., Any], which: str, *args: Any) -> None:

@@ -770,7 +770,7 @@ class Queue(OnDatabase):
             "queue_waiting_payloads",
             queue,
             "id",
-            lambda row: payload_mismatch(new, row["payload"], row["serializer"]),
+            lambda row: new.stored_mismatch(row["payload"], row["serializer"]),
             lambda row, reason: (
                 f"job {row['id']} waiting in queue {queue!r} does not match the new type "
                 f"({reason}): type not changed; wait until such jobs have run, or pass "
@@ -895,20 +895,6 @@ class Queue(OnDatabase):
 
 class _Claimed(Exception):
     """Rolls back a cancel whose job a worker claimed between its copy and its DELETE."""
-
-
-def payload_mismatch(known: QueueType, payload: Any, serializer: str) -> str | None:
-    """Why a stored job payload does not match its queue's type; None if it does (or untyped)."""
-    if known.text is None:
-        return None
-    if serializer != "json":
-        return f"payload is {serializer!r}, and the queue is typed (a JSON Schema describes JSON)"
-    try:
-        return known.reason(None if payload is None else bytes(payload))
-    except (
-        ConfigError
-    ) as exc:  # the type's own row, written around batchq: this queue's jobs fail, others run
-        return f"the queue's type cannot be used ({exc}): set it again with create_queue or alter_queue"
 
 
 def _with_trace(rows: list[dict[str, Any]], trace_context: str | None) -> None:

@@ -154,6 +154,18 @@ class QueueType:
         if found is not None:
             raise PayloadInvalid(*found, where=where)
 
+    def stored_mismatch(self, payload: Any, serializer: str) -> str | None:
+        """Why a stored job payload (as read, with its serializer) does not match this type; None
+        if it does, or the queue is untyped."""
+        if self.text is None:
+            return None
+        if serializer != "json":
+            return f"payload is {serializer!r}, and the queue is typed (a JSON Schema describes JSON)"
+        try:
+            return self.reason(None if payload is None else bytes(payload))
+        except ConfigError as exc:  # the type's own row, written around batchq: this queue's jobs fail
+            return f"the queue's type cannot be used ({exc}): set it again with create_queue or alter_queue"
+
     def reason(self, data: str | bytes | None) -> str | None:
         """Why a stored payload does not fit (for a row written around batchq); None if it does."""
         if self.text is None:

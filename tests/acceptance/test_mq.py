@@ -17,7 +17,7 @@ from batchq import MessageQueue, Queue
 from tests.support.cli import invoke_batchq
 from tests.support.db import ledger, run_query
 from tests.support.messages import Q
-from tests.support.processes import APPS_DIR, assert_one_line_error, batchq_env
+from tests.support.processes import APPS_DIR, assert_one_line_error, batchq_env, wait_for
 
 # -- several processes ---------------------------------------------------------------
 
@@ -75,7 +75,7 @@ def test_bound_holds_under_concurrent_producers_and_consumers(
     stop = tmp_path / "stop"
     checker = _start("checker", db_url, ring, str(stop))
     consumers = [_start("consumer", db_url, ring, str(stop)) for _ in range(CONSUMERS)]
-    producers = [_start("producer", db_url, ring, f"{p} {PER_PRODUCER}") for p in range(PRODUCERS)]
+    producers = [_start("producer", db_url, ring, f"{p} {PER_PRODUCER} {tmp_path}") for p in range(PRODUCERS)]
     everyone = [checker, *consumers, *producers]
     for process in everyone:
         assert process.stdout is not None and process.stdout.readline().strip() == "ready"
@@ -83,7 +83,10 @@ def test_bound_holds_under_concurrent_producers_and_consumers(
         assert process.stdin is not None
         process.stdin.write("go\n")
         process.stdin.close()
-
+    # The consumers read once the queue has overflowed (a message dropped, or a send refused):
+    # neither fast consumers nor producers slowed by a busy machine keep it below its bound.
+    wait_for(lambda: _overflowed(mq, ring, tmp_path, overflow), timeout=120)
+    (tmp_path / "gate").touch()
     produced = [_result(process) for process in producers]
     stop.touch()
     received = [tuple(pair) for process in consumers for pair in _result(process)]
@@ -110,6 +113,12 @@ def test_bound_holds_under_concurrent_producers_and_consumers(
         f"{sum(result['rejected'] for result in produced)} rejected sends retried; "
         f"checker max {sampled['max']} of {BOUND} over {sampled['samples']} samples"
     )
+
+
+def _overflowed(mq: MessageQueue, queue: str, folder: Path, overflow: str) -> bool:
+    if overflow == "reject":
+        return (folder / "rejected").exists()
+    return bool(_archive(mq, queue, "overflow"))
 
 
 def _start(role: str, url: str, queue: str, arg: str) -> subprocess.Popen[str]:

@@ -1,11 +1,13 @@
 """Processes for the bounded-queue test: producers, consumers and a checker on one queue.
 
 Usage: python mq_bounded.py ROLE URL QUEUE ARG
-  producer URL QUEUE "P COUNT"  send COUNT messages {"p": P, "n": 0..COUNT-1}, one at a time; on
-                                QueueFull (overflow="reject") wait a little and send it again.
-                                Prints {"sent": [[p, n], ...], "rejected": k}.
-  consumer URL QUEUE STOPFILE   read, record, delete, until STOPFILE exists and the queue is dry.
-                                Prints [[p, n], ...] as read.
+  producer URL QUEUE "P COUNT DIR"  send COUNT messages {"p": P, "n": 0..COUNT-1}, one at a
+                                time; on QueueFull (overflow="reject") touch DIR/rejected, wait
+                                a little and send it again. Prints {"sent": [[p, n], ...],
+                                "rejected": k}.
+  consumer URL QUEUE STOPFILE   once a file "gate" exists beside STOPFILE: read, record, delete,
+                                until STOPFILE exists and the queue is dry. Prints [[p, n], ...]
+                                as read.
   checker  URL QUEUE STOPFILE   sample the queue's length (one COUNT(*)) until STOPFILE exists.
                                 Prints {"max": m, "samples": s}.
 Each prints "ready" once connected and waits for a line on stdin, so that all start at once.
@@ -22,7 +24,8 @@ from batchq import MessageQueue, QueueFull
 
 
 def produce(mq: MessageQueue, queue: str, arg: str) -> object:
-    producer, count = (int(part) for part in arg.split())
+    first, second, folder = arg.split()
+    producer, count = int(first), int(second)
     sent, rejected = [], 0
     for n in range(count):
         while True:
@@ -31,6 +34,7 @@ def produce(mq: MessageQueue, queue: str, arg: str) -> object:
                 break
             except QueueFull:
                 rejected += 1
+                open(os.path.join(folder, "rejected"), "a").close()
                 time.sleep(0.005)
         sent.append([producer, n])
     return {"sent": sent, "rejected": rejected}
@@ -38,6 +42,9 @@ def produce(mq: MessageQueue, queue: str, arg: str) -> object:
 
 def consume(mq: MessageQueue, queue: str, stopfile: str) -> object:
     received = []
+    gate = os.path.join(os.path.dirname(stopfile), "gate")
+    while not os.path.exists(gate):
+        time.sleep(0.01)
     while True:
         stopping = os.path.exists(stopfile)  # looked at before the read: a dry read after it ends
         messages = mq.read(queue, vt=60, qty=3)

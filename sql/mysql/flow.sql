@@ -59,22 +59,13 @@ SELECT (SELECT COUNT(*) FROM batchq_queue_start
 -- The limited claim after flow_usage, in its transaction: lock the next due jobs of the queue, at
 -- most what the limits allow (jobs_claim's order and conditions). Plain FOR UPDATE, on every
 -- server: limited claimers of the queue already take turns on its row.
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff, keep_result
-FROM batchq_job
-WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
-  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
-ORDER BY priority DESC, run_at, id
-LIMIT %(limit)s
+{{claim_pick}}
 FOR UPDATE;
 
 -- name: flow_claim_mark
 -- Mark the jobs flow_claim_pick locked as ours, with the claim's token (jobs_claim_mark without
 -- its COMMIT: the limited claim's transaction goes on).
-UPDATE batchq_job
-SET status = 'processing', processing_at = UTC_TIMESTAMP(6),
-    locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
-WHERE id IN %(ids)s;
+{{claim_mark}}
 
 -- name: flow_record_starts
 -- After the claim, in its transaction: the claimed jobs' starts, at their processing_at.

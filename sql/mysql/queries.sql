@@ -193,14 +193,8 @@ SELECT RELEASE_LOCK(CONCAT('batchq unblock ', DATABASE())) AS released;
 -- enqueue into the locked stretch wait for this short transaction.
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff, keep_result
-FROM batchq_job
-WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
-  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
-ORDER BY priority DESC, run_at, id
-LIMIT %(limit)s
+{{finished_delete}}
+{{claim_pick}}
 FOR UPDATE SKIP LOCKED;
 
 -- name: jobs_claim_keep
@@ -213,26 +207,9 @@ FOR UPDATE SKIP LOCKED;
 -- JSON_TABLE (MySQL >= 8.0.4, MariaDB >= 10.6).
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
-REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                            memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
-SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
-       j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall_ns / 1e9, k.cpu_us / 1e6, k.peak, k.growth,
-       k.result, k.note, UTC_TIMESTAMP(6) + INTERVAL ROUND(j.keep_result * 1000000) MICROSECOND
-FROM batchq_job j
-JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
-    id BIGINT UNSIGNED PATH '$[0]', wall_ns DOUBLE PATH '$[1]', cpu_us DOUBLE PATH '$[2]',
-    peak BIGINT UNSIGNED PATH '$[3]', growth BIGINT UNSIGNED PATH '$[4]',
-    result MEDIUMTEXT PATH '$[5]', note VARCHAR(255) PATH '$[6]')) AS k ON k.id = j.id
-WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff, keep_result
-FROM batchq_job
-WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
-  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
-ORDER BY priority DESC, run_at, id
-LIMIT %(limit)s
+{{keep_from_json}}
+{{finished_delete}}
+{{claim_pick}}
 FOR UPDATE SKIP LOCKED;
 
 -- name: jobs_claim_keep_one
@@ -241,22 +218,14 @@ FOR UPDATE SKIP LOCKED;
 -- primary-key INSERT ... SELECT, with no JSON_TABLE to parse, plan and join.
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
-REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                            memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
+{{history_replace_succeeded}}
 SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
        j.created_at, j.processing_at, UTC_TIMESTAMP(6), %(wall_ns)s / 1e9, %(cpu_us)s / 1e6, %(peak)s,
        %(growth)s, %(result)s, %(note)s, UTC_TIMESTAMP(6) + INTERVAL ROUND(j.keep_result * 1000000) MICROSECOND
 FROM batchq_job j
 WHERE j.id = %(kept_id)s AND j.claim_token = %(done_token)s;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff, keep_result
-FROM batchq_job
-WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
-  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
-ORDER BY priority DESC, run_at, id
-LIMIT %(limit)s
+{{finished_delete}}
+{{claim_pick}}
 FOR UPDATE SKIP LOCKED;
 
 -- name: jobs_claim_waiting
@@ -264,14 +233,8 @@ FOR UPDATE SKIP LOCKED;
 -- claimers wait for each other.
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff, keep_result
-FROM batchq_job
-WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
-  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
-ORDER BY priority DESC, run_at, id
-LIMIT %(limit)s
+{{finished_delete}}
+{{claim_pick}}
 FOR UPDATE;
 
 -- name: jobs_claim_partition
@@ -281,15 +244,12 @@ FOR UPDATE;
 -- past it, which is another partition's. jobs_claim_mark follows, as after jobs_claim.
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff, keep_result
+{{finished_delete}}
+{{claimed_columns}}
 FROM batchq_job FORCE INDEX (batchq_job_partition)
 WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
   AND run_at <= UTC_TIMESTAMP(6)
-  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
-ORDER BY priority DESC, run_at, id
-LIMIT %(limit)s
+{{claim_pick_rest}}
 FOR UPDATE SKIP LOCKED;
 
 -- name: jobs_claim_partition_waiting
@@ -297,24 +257,18 @@ FOR UPDATE SKIP LOCKED;
 -- waits only for claimers of its own partition (a lease that ran out, a row claimer).
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
-SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff, keep_result
+{{finished_delete}}
+{{claimed_columns}}
 FROM batchq_job FORCE INDEX (batchq_job_partition)
 WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
   AND run_at <= UTC_TIMESTAMP(6)
-  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
-ORDER BY priority DESC, run_at, id
-LIMIT %(limit)s
+{{claim_pick_rest}}
 FOR UPDATE;
 
 -- name: jobs_claim_mark
 -- The second half of jobs_claim: mark the locked jobs ours, with a fresh token that fences every
 -- later write, and commit (ids (NULL) when nothing was claimed: the deletes still commit).
-UPDATE batchq_job
-SET status = 'processing', processing_at = UTC_TIMESTAMP(6),
-    locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
-WHERE id IN %(ids)s;
+{{claim_mark}}
 COMMIT;
 
 -- name: jobs_claim_mark_checked
@@ -324,10 +278,7 @@ COMMIT;
 -- aborted between its UPDATE and its COMMIT was answered with success although nothing of it
 -- had committed; the worker then ran a job another node's worker had claimed (4 in 10,000).
 -- The claim checks both counts and, if the transaction is not there, retries it.
-UPDATE batchq_job
-SET status = 'processing', processing_at = UTC_TIMESTAMP(6),
-    locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
-WHERE id IN %(ids)s;
+{{claim_mark}}
 COMMIT;
 SELECT (SELECT COUNT(*) FROM batchq_job WHERE claim_token = %(token)s) AS marked,
        (SELECT COUNT(*) FROM batchq_job
@@ -347,37 +298,15 @@ DELETE FROM batchq_job WHERE claim_token = %(token)s AND id IN %(ids)s AND depen
 -- The finished jobs to keep, copied into batchq_history as jobs_delete_keep copies them, inside a
 -- transaction already open (a job finished in its own: batchq.calls.FinishInTransaction);
 -- jobs_delete follows in it.
-REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                            memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
-SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
-       j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall_ns / 1e9, k.cpu_us / 1e6, k.peak, k.growth,
-       k.result, k.note, UTC_TIMESTAMP(6) + INTERVAL ROUND(j.keep_result * 1000000) MICROSECOND
-FROM batchq_job j
-JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
-    id BIGINT UNSIGNED PATH '$[0]', wall_ns DOUBLE PATH '$[1]', cpu_us DOUBLE PATH '$[2]',
-    peak BIGINT UNSIGNED PATH '$[3]', growth BIGINT UNSIGNED PATH '$[4]',
-    result MEDIUMTEXT PATH '$[5]', note VARCHAR(255) PATH '$[6]')) AS k ON k.id = j.id
-WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
+{{keep_from_json}}
 
 -- name: jobs_delete_keep
 -- jobs_delete when the finished jobs are to be kept: copied into batchq_history (as in
 -- jobs_claim_keep), then deleted, in one transaction, one round trip.
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
 START TRANSACTION;
-REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                            memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
-SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
-       j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall_ns / 1e9, k.cpu_us / 1e6, k.peak, k.growth,
-       k.result, k.note, UTC_TIMESTAMP(6) + INTERVAL ROUND(j.keep_result * 1000000) MICROSECOND
-FROM batchq_job j
-JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
-    id BIGINT UNSIGNED PATH '$[0]', wall_ns DOUBLE PATH '$[1]', cpu_us DOUBLE PATH '$[2]',
-    peak BIGINT UNSIGNED PATH '$[3]', growth BIGINT UNSIGNED PATH '$[4]',
-    result MEDIUMTEXT PATH '$[5]', note VARCHAR(255) PATH '$[6]')) AS k ON k.id = j.id
-WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
-DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
+{{keep_from_json}}
+{{finished_delete}}
 COMMIT;
 
 -- name: jobs_release
@@ -639,3 +568,56 @@ SET status = 'failed',
     last_worker = locked_by, last_started_at = processing_at,
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = %(id)s AND claim_token = %(token)s;
+
+-- part: finished_delete
+-- The jobs a worker finished, fenced by their claim's token; a parent whose dependants are not
+-- yet released stays (batchq.dependencies releases them, then deletes it).
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
+
+-- part: claimed_columns
+-- What a claim returns of each job it takes.
+SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+       task_version, backoff, keep_result
+
+-- part: claim_pick_rest
+-- The end of every claim's pick: never an expired job, the claim index's order, the limit (the
+-- locking clause follows).
+  AND (expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))
+ORDER BY priority DESC, run_at, id
+LIMIT %(limit)s
+
+-- part: claim_pick
+-- The next due jobs of a queue, in the claim index's order (the locking clause follows).
+{{claimed_columns}}
+FROM batchq_job
+WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+{{claim_pick_rest}}
+
+-- part: claim_mark
+-- Mark the locked jobs ours, with a fresh token that fences every later write.
+UPDATE batchq_job
+SET status = 'processing', processing_at = UTC_TIMESTAMP(6),
+    locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
+WHERE id IN %(ids)s;
+
+-- part: history_replace_succeeded
+-- A succeeded job's copy into the history: the columns (the rows follow). REPLACE: a job id used
+-- again (a TRUNCATE of batchq_job restarts the ids) replaces the older record.
+REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                            memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
+
+-- part: keep_from_json
+-- The finished jobs (%(done_ids)s, fenced by %(done_token)s) copied into the history with their
+-- measurements from %(kept)s, a JSON array of arrays [id, wall ns, CPU us, peak, growth(, result,
+-- note)] (batchq.history.kept_entry). Needs JSON_TABLE (MySQL >= 8.0.4, MariaDB >= 10.6).
+{{history_replace_succeeded}}
+SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
+       j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall_ns / 1e9, k.cpu_us / 1e6, k.peak, k.growth,
+       k.result, k.note, UTC_TIMESTAMP(6) + INTERVAL ROUND(j.keep_result * 1000000) MICROSECOND
+FROM batchq_job j
+JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
+    id BIGINT UNSIGNED PATH '$[0]', wall_ns DOUBLE PATH '$[1]', cpu_us DOUBLE PATH '$[2]',
+    peak BIGINT UNSIGNED PATH '$[3]', growth BIGINT UNSIGNED PATH '$[4]',
+    result MEDIUMTEXT PATH '$[5]', note VARCHAR(255) PATH '$[6]')) AS k ON k.id = j.id
+WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;

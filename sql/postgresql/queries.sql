@@ -222,126 +222,57 @@ SELECT true AS released;
 -- expiry (expires_at, NULL for most) is never handed out: a claim before it has started the
 -- job; the workers' tick fails it (jobs_expiring, jobs_expire). Every claim below does the same.
 WITH done AS (
-    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[]) AND dependants = 0
+    {{finished_delete}}
     RETURNING 1
 ), picked AS MATERIALIZED (
     SELECT id FROM batchq_job
     WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
-      AND (expires_at IS NULL OR expires_at > statement_timestamp())
-    ORDER BY priority DESC, run_at, id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-), claimed AS (
-    UPDATE batchq_job
-    SET status = 'processing', processing_at = statement_timestamp(),
-        locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
-    -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
-    -- with picked may hash the whole table in a generic plan).
-    WHERE id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-              task_version, backoff, keep_result, run_at
-)
-SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
-       claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
-       claimed.task_version, claimed.backoff, claimed.keep_result, (SELECT count(*) FROM done) AS deleted
-FROM (SELECT 1) AS one LEFT JOIN claimed ON true
-ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
+    {{claim_pick_rest}}
+),
+{{claim_mark}}
 
 -- name: jobs_claim_partition
 -- jobs_claim within one partition that the worker leases (run --claim partition): the same
 -- statement, walking batchq_job_partition (partial, 'ready' rows only) instead.
 WITH done AS (
-    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[]) AND dependants = 0
+    {{finished_delete}}
     RETURNING 1
 ), picked AS MATERIALIZED (
     SELECT id FROM batchq_job
     WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
       AND run_at <= statement_timestamp()
-      AND (expires_at IS NULL OR expires_at > statement_timestamp())
-    ORDER BY priority DESC, run_at, id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-), claimed AS (
-    UPDATE batchq_job
-    SET status = 'processing', processing_at = statement_timestamp(),
-        locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
-    -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
-    -- with picked may hash the whole table in a generic plan).
-    WHERE id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-              task_version, backoff, keep_result, run_at
-)
-SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
-       claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
-       claimed.task_version, claimed.backoff, claimed.keep_result, (SELECT count(*) FROM done) AS deleted
-FROM (SELECT 1) AS one LEFT JOIN claimed ON true
-ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
+    {{claim_pick_rest}}
+),
+{{claim_mark}}
 
 -- name: jobs_claim_keep
 -- jobs_claim when finished jobs are to be kept (history): the DELETE of the finished jobs returns
 -- them, and they go into batchq_history with their measurements (one JSON array %(kept)s of
 -- arrays [id, wall ns, CPU us, peak, growth(, result, note)]: batchq.history.kept_entry), in
--- the same statement: only what was deleted, fenced
--- by its token, is kept. ON CONFLICT: a job id used again (a TRUNCATE ... RESTART IDENTITY of
--- batchq_job) replaces the older record rather than failing the claim.
+-- the same statement: only what was deleted, fenced by its token, is kept.
 WITH done AS (
-    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[]) AND dependants = 0
-    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at,
-              keep_result
+    {{finished_delete}}
+    {{finished_returning}}
 ), kept AS (
-    INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                                enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                                memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
-    SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
-           done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
-           statement_timestamp(), (k.e->>1)::float8 / 1e9::float8, (k.e->>2)::float8 / 1e6::float8,
-           (k.e->>3)::bigint, (k.e->>4)::bigint, k.e->>5, k.e->>6,
-           statement_timestamp() + done.keep_result * interval '1 second'
-    FROM done JOIN jsonb_array_elements(%(kept)s::jsonb) AS k(e) ON (k.e->>0)::bigint = done.id
-    ON CONFLICT (id) DO UPDATE SET
-        queue = excluded.queue, task = excluded.task, payload = excluded.payload,
-        serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
-        worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
-        finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
-        cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
-        memory_growth_bytes = excluded.memory_growth_bytes, result = excluded.result,
-        result_note = excluded.result_note, error = excluded.error, expires_at = excluded.expires_at,
-        error_class = excluded.error_class
+    {{history_insert_succeeded}}
+    {{history_values_from_json}}
+    {{history_replace}}
 ), picked AS MATERIALIZED (
     SELECT id FROM batchq_job
     WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
-      AND (expires_at IS NULL OR expires_at > statement_timestamp())
-    ORDER BY priority DESC, run_at, id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-), claimed AS (
-    UPDATE batchq_job
-    SET status = 'processing', processing_at = statement_timestamp(),
-        locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
-    -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
-    -- with picked may hash the whole table in a generic plan).
-    WHERE id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-              task_version, backoff, keep_result, run_at
-)
-SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
-       claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
-       claimed.task_version, claimed.backoff, claimed.keep_result, (SELECT count(*) FROM done) AS deleted
-FROM (SELECT 1) AS one LEFT JOIN claimed ON true
-ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
+    {{claim_pick_rest}}
+),
+{{claim_mark}}
 
 -- name: jobs_claim_keep_one
 -- jobs_claim_keep when one finished job is kept, as in every single-job claim that keeps history:
 -- its figures come as plain parameters (wall time in ns, CPU time in us) instead of a JSON array
 -- to parse and join.
 WITH done AS (
-    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[]) AND dependants = 0
-    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at,
-              keep_result
+    {{finished_delete}}
+    {{finished_returning}}
 ), kept AS (
-    INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                                enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                                memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
+    {{history_insert_succeeded}}
     SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
            done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
            statement_timestamp(), %(wall_ns)s::float8 / 1e9::float8, %(cpu_us)s::float8 / 1e6::float8,
@@ -349,37 +280,13 @@ WITH done AS (
            statement_timestamp() + done.keep_result * interval '1 second'
     FROM done
     WHERE done.id = %(kept_id)s::bigint
-    ON CONFLICT (id) DO UPDATE SET
-        queue = excluded.queue, task = excluded.task, payload = excluded.payload,
-        serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
-        worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
-        finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
-        cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
-        memory_growth_bytes = excluded.memory_growth_bytes, result = excluded.result,
-        result_note = excluded.result_note, error = excluded.error, expires_at = excluded.expires_at,
-        error_class = excluded.error_class
+    {{history_replace}}
 ), picked AS MATERIALIZED (
     SELECT id FROM batchq_job
     WHERE queue = %(queue)s AND status = 'ready' AND run_at <= statement_timestamp()
-      AND (expires_at IS NULL OR expires_at > statement_timestamp())
-    ORDER BY priority DESC, run_at, id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-), claimed AS (
-    UPDATE batchq_job
-    SET status = 'processing', processing_at = statement_timestamp(),
-        locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
-    -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
-    -- with picked may hash the whole table in a generic plan).
-    WHERE id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-              task_version, backoff, keep_result, run_at
-)
-SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
-       claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
-       claimed.task_version, claimed.backoff, claimed.keep_result, (SELECT count(*) FROM done) AS deleted
-FROM (SELECT 1) AS one LEFT JOIN claimed ON true
-ORDER BY claimed.priority DESC, claimed.run_at, claimed.id;
+    {{claim_pick_rest}}
+),
+{{claim_mark}}
 
 -- name: jobs_delete
 -- Success, when no claim follows (the worker's last jobs): delete them, fenced by their token.
@@ -389,30 +296,80 @@ DELETE FROM batchq_job WHERE claim_token = %(token)s AND id = ANY(%(ids)s::bigin
 -- jobs_delete when the finished jobs are to be kept: deleted and copied into batchq_history (as
 -- in jobs_claim_keep) in one statement.
 WITH done AS (
-    DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[]) AND dependants = 0
-    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at,
-              keep_result
+    {{finished_delete}}
+    {{finished_returning}}
 ), kept AS (
-    INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                                enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                                memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
-    SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
-           done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
-           statement_timestamp(), (k.e->>1)::float8 / 1e9::float8, (k.e->>2)::float8 / 1e6::float8,
-           (k.e->>3)::bigint, (k.e->>4)::bigint, k.e->>5, k.e->>6,
-           statement_timestamp() + done.keep_result * interval '1 second'
-    FROM done JOIN jsonb_array_elements(%(kept)s::jsonb) AS k(e) ON (k.e->>0)::bigint = done.id
-    ON CONFLICT (id) DO UPDATE SET
-        queue = excluded.queue, task = excluded.task, payload = excluded.payload,
-        serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
-        worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
-        finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
-        cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
-        memory_growth_bytes = excluded.memory_growth_bytes, result = excluded.result,
-        result_note = excluded.result_note, error = excluded.error, expires_at = excluded.expires_at,
-        error_class = excluded.error_class
+    {{history_insert_succeeded}}
+    {{history_values_from_json}}
+    {{history_replace}}
 )
 SELECT count(*) AS deleted FROM done;
+
+-- part: finished_delete
+-- The jobs a worker finished, fenced by their claim's token; a parent whose dependants are not
+-- yet released stays (batchq.dependencies releases them, then deletes it).
+DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[]) AND dependants = 0
+
+-- part: finished_returning
+-- What the history keeps of a finished job, returned by finished_delete.
+RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at,
+          keep_result
+
+-- part: claim_pick_rest
+-- The end of every claim's pick: never an expired job, the claim index's order, the limit, and
+-- rows no other claimer holds.
+  AND (expires_at IS NULL OR expires_at > statement_timestamp())
+ORDER BY priority DESC, run_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- part: claim_mark
+-- Every claim's end: mark the picked jobs ours with a fresh token, and return them in the order
+-- they are to run, with the count finished_delete deleted (one row even when none was claimed).
+claimed AS (
+    UPDATE batchq_job
+    SET status = 'processing', processing_at = statement_timestamp(),
+        locked_by = %(worker)s, claim_token = %(token)s, version_wait = NULL
+    -- = ANY(ARRAY(...)): primary-key lookups whatever the planner guesses of the limit (a join
+    -- with picked may hash the whole table in a generic plan).
+    WHERE id = ANY(ARRAY(SELECT id FROM picked))
+    RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
+              task_version, backoff, keep_result, run_at
+)
+SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
+       claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
+       claimed.task_version, claimed.backoff, claimed.keep_result, (SELECT count(*) FROM done) AS deleted
+FROM (SELECT 1) AS one LEFT JOIN claimed ON true
+ORDER BY claimed.priority DESC, claimed.run_at, claimed.id
+
+-- part: history_insert_succeeded
+-- A succeeded job's copy into the history: the columns (the rows follow, from done).
+INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                            memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
+
+-- part: history_values_from_json
+-- The finished jobs deleted (done) with their measurements from %(kept)s, a JSON array of arrays
+-- [id, wall ns, CPU us, peak, growth(, result, note)] (batchq.history.kept_entry).
+SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
+       done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
+       statement_timestamp(), (k.e->>1)::float8 / 1e9::float8, (k.e->>2)::float8 / 1e6::float8,
+       (k.e->>3)::bigint, (k.e->>4)::bigint, k.e->>5, k.e->>6,
+       statement_timestamp() + done.keep_result * interval '1 second'
+FROM done JOIN jsonb_array_elements(%(kept)s::jsonb) AS k(e) ON (k.e->>0)::bigint = done.id
+
+-- part: history_replace
+-- A job id used again (a TRUNCATE ... RESTART IDENTITY of batchq_job) replaces the older record
+-- rather than failing the statement.
+ON CONFLICT (id) DO UPDATE SET
+    queue = excluded.queue, task = excluded.task, payload = excluded.payload,
+    serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
+    worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
+    finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
+    cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
+    memory_growth_bytes = excluded.memory_growth_bytes, result = excluded.result,
+    result_note = excluded.result_note, error = excluded.error, expires_at = excluded.expires_at,
+    error_class = excluded.error_class
 
 -- name: jobs_release
 -- Claimed jobs the worker will not run (it was told to stop mid-batch) go back, uncounted.

@@ -160,38 +160,28 @@ SELECT 1 AS released;
 -- fresh token that fences every later write: the first rows of batchq_job_claim, every 'ready'
 -- row being due (run_at <= now only turns away a ready row written by hand with a future time).
 -- A row past its expiry (expires_at, NULL for most) is never handed out; the workers' tick
--- fails it (jobs_expiring, jobs_expire). The payload comes back as bytes whatever its storage class: a TEXT payload that is not UTF-8
--- (written by hand) would fail the whole claim when decoded. RETURNING gives no order: the
--- backend sorts a batch by priority, run_at and id.
+-- fails it (jobs_expiring, jobs_expire).
 UPDATE batchq_job
-SET status = 'processing', processing_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
-    locked_by = :worker, claim_token = :token, version_wait = NULL
+{{claim_mark_set}}
 WHERE id IN (
     SELECT id FROM batchq_job INDEXED BY batchq_job_claim
     WHERE queue = :queue AND status = 'ready' AND run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
-      AND (expires_at IS NULL OR expires_at > strftime('%Y-%m-%d %H:%M:%f', 'now'))
-    ORDER BY priority DESC, run_at, id
-    LIMIT :limit
+    {{claim_pick_rest}}
 )
-RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
-          max_errors, timeout_seconds, task_version, backoff, keep_result, run_at;
+{{claimed_returning}}
 
 -- name: jobs_claim_partition
 -- jobs_claim within one partition that the worker leases (run --claim partition), through
 -- batchq_job_partition (partial, 'ready' rows only).
 UPDATE batchq_job
-SET status = 'processing', processing_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
-    locked_by = :worker, claim_token = :token, version_wait = NULL
+{{claim_mark_set}}
 WHERE id IN (
     SELECT id FROM batchq_job INDEXED BY batchq_job_partition
     WHERE queue = :queue AND status = 'ready' AND claim_partition = :partition
       AND run_at <= strftime('%Y-%m-%d %H:%M:%f', 'now')
-      AND (expires_at IS NULL OR expires_at > strftime('%Y-%m-%d %H:%M:%f', 'now'))
-    ORDER BY priority DESC, run_at, id
-    LIMIT :limit
+    {{claim_pick_rest}}
 )
-RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
-          max_errors, timeout_seconds, task_version, backoff, keep_result, run_at;
+{{claimed_returning}}
 
 -- name: jobs_keep
 -- Before jobs_delete, in the claim's BEGIN IMMEDIATE, when finished jobs are to be kept: copy
@@ -408,3 +398,21 @@ SET status = 'failed',
     last_worker = locked_by, last_started_at = processing_at,
     processing_at = NULL, locked_by = NULL, claim_token = NULL
 WHERE id = :id AND claim_token = :token;
+
+-- part: claim_mark_set
+-- Every claim's marking: the jobs ours, with a fresh token that fences every later write.
+SET status = 'processing', processing_at = strftime('%Y-%m-%d %H:%M:%f', 'now'),
+    locked_by = :worker, claim_token = :token, version_wait = NULL
+
+-- part: claim_pick_rest
+-- The end of every claim's pick: never an expired job, the claim index's order, the limit.
+  AND (expires_at IS NULL OR expires_at > strftime('%Y-%m-%d %H:%M:%f', 'now'))
+ORDER BY priority DESC, run_at, id
+LIMIT :limit
+
+-- part: claimed_returning
+-- What a claim returns of each job it takes. The payload comes back as bytes whatever its
+-- storage class: a TEXT payload that is not UTF-8 (written by hand) would fail the whole claim
+-- when decoded. RETURNING gives no order: the backend sorts a batch by priority, run_at and id.
+RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
+          max_errors, timeout_seconds, task_version, backoff, keep_result, run_at;

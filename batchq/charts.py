@@ -29,9 +29,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .backends import Backend, Row, stored_count, stored_seconds, stored_text
+from .backends import Backend
 from .errors import ConfigError
 from .metrics import read_queues
+from .stores.charts import ChartBucket, MinuteCount, MinuteSample
 
 BACKFILL_MINUTES = 60  # after a gap, the minutes counted again from history (older: a gap)
 RETAIN_MINUTES = 8 * 24 * 60  # the 7d range, and a day to spare
@@ -57,58 +58,31 @@ class Sampled:
 def sample(backend: Backend, at: int | None = None) -> Sampled:
     """Count the minutes since the last sample, sample this one, prune (module docstring).
     ``at``: the minute to sample as (tests); by default the database's minute now."""
-    row = backend.fetchone("chart_now") or {}
-    now = stored_count(row.get("now")) if at is None else at
-    last = _last_sample(backend, row, at)
+    store = backend.stores.charts
+    clock = store.clock()
+    now = clock.now if at is None else at
+    last = clock.sampled if at is None else store.last_sample(at)
     if last is not None and last >= now:
         return Sampled(now, 0, 0, 0, skipped=True)
     # From the minute before the last sample: a job that finished in it may have committed
     # after that sample counted it.
     first = now - BACKFILL_MINUTES if last is None else max(last - 1, now - BACKFILL_MINUTES)
-    counts = _counts(backend, first, now - 1)
+    counts = store.counts(first, now - 1)
     snapshot = read_queues(backend)
-    recent = {stored_text(r["queue"]) for r in backend.fetchall("chart_queues", {"since": now - 60})}
+    recent = store.queues_since(now - 60)
     names = sorted({q.queue for q in snapshot} | {name for name, _ in counts} | recent)
     count_rows = [
-        {"queue": name, "minute": minute, "finished": done, "failed": failed}
+        MinuteCount(name, minute, done, failed)
         for name in names
         for minute in range(first, now)
         for done, failed in [counts.get((name, minute), (0, 0))]
     ]
-    sample_rows = [
-        {"queue": q.queue, "minute": now, "depth": q.ready + q.blocked, "oldest": q.oldest_due_seconds}
-        for q in snapshot
-    ]
+    sample_rows = [MinuteSample(q.queue, now, q.ready + q.blocked, q.oldest_due_seconds) for q in snapshot]
     sampled = {q.queue for q in snapshot}
-    sample_rows += [{"queue": n, "minute": now, "depth": 0, "oldest": 0.0} for n in names if n not in sampled]
-    with backend.transaction():  # one statement a row: upserts (a queue or two dozen a minute)
-        for count in count_rows:
-            backend.execute("chart_count", count)
-        for taken in sample_rows:
-            backend.execute("chart_sample", taken)
-    pruned = backend.execute("chart_prune", {"before": now - RETAIN_MINUTES, "limit": PRUNE_BATCH})
+    sample_rows += [MinuteSample(n, now, 0, 0.0) for n in names if n not in sampled]
+    store.write(count_rows, sample_rows)  # one statement a row: upserts (a queue or two dozen a minute)
+    pruned = store.prune(now - RETAIN_MINUTES, PRUNE_BATCH)
     return Sampled(now, len(names), now - first, pruned)
-
-
-def _last_sample(backend: Backend, now_row: Row, at: int | None) -> int | None:
-    """The latest minute sampled up to now (or up to ``at``)."""
-    if at is not None:
-        now_row = backend.fetchone("chart_last_sample", {"at": at}) or {}
-    return None if now_row.get("sampled") is None else stored_count(now_row["sampled"])
-
-
-def _counts(backend: Backend, first: int, last: int) -> dict[tuple[str, int], tuple[int, int]]:
-    """(queue, minute): (finished, failed) for minutes ``first`` to ``last``, where not both 0."""
-    counts: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])
-    if last < first:
-        return {}
-    span = {"first": first, "last": last}
-    for row in backend.fetchall("chart_finished", span):
-        slot = 0 if stored_text(row["outcome"]) == "succeeded" else 1
-        counts[(stored_text(row["queue"]), stored_count(row["minute"]))][slot] += stored_count(row["jobs"])
-    for row in backend.fetchall("chart_failed_jobs", span):
-        counts[(stored_text(row["queue"]), stored_count(row["minute"]))][1] += stored_count(row["jobs"])
-    return {key: (done, failed) for key, (done, failed) in counts.items()}
 
 
 @dataclass
@@ -152,38 +126,31 @@ def read(
     """The range's points per queue, the ``top`` busiest queues apart and the others summed,
     up to the minute ``at`` (by default the database's minute now)."""
     minutes, step = RANGES[check_range(range_name)]
-    now = stored_count((backend.fetchone("chart_now") or {}).get("now")) if at is None else at
+    store = backend.stores.charts
+    now = store.clock().now if at is None else at
     points = minutes // step
     first_bucket = now // step - points + 1
-    params = {"since": first_bucket * step, "until": now, "step": step}
     grid = _Grid(points, step)
-    for r in backend.fetchall("chart_read", params):
-        grid.add(r, stored_count(r["bucket"]) - first_bucket)
+    for bucket in store.buckets(first_bucket * step, now, step):
+        grid.add(bucket, bucket.bucket - first_bucket)
     return Charts(range_name, step, first_bucket * step, now, grid.series(top))
 
 
-def _number(value: object) -> float | None:
-    """A stored figure as a number of at least 0; None if it is none (NULL, text, NaN)."""
-    number = stored_seconds(value)
-    return None if number is None else max(number, 0.0)
-
-
 class _Grid:
-    """The rows of chart_read laid out per queue and point, with which points were sampled."""
+    """The rollup's buckets laid out per queue and point, with which points were sampled."""
 
     def __init__(self, points: int, step: int) -> None:
         self.points, self.step = points, step
-        self.rows: dict[str, dict[int, Row]] = defaultdict(dict)
+        self.rows: dict[str, dict[int, ChartBucket]] = defaultdict(dict)
         self.counted = [0] * points  # the most minutes any queue had counted, per point
         self.sampled = [False] * points
 
-    def add(self, row: Row, point: int) -> None:
+    def add(self, row: ChartBucket, point: int) -> None:
         if not 0 <= point < self.points:
             return  # a bucket outside the range (a minute written by hand as a fraction or text)
-        name = stored_text(row["queue"])
-        self.rows[name][point] = row
-        self.counted[point] = max(self.counted[point], min(stored_count(row["counted"]), self.step))
-        self.sampled[point] |= _number(row["depth"]) is not None
+        self.rows[row.queue][point] = row
+        self.counted[point] = max(self.counted[point], min(row.counted, self.step))
+        self.sampled[point] |= row.depth is not None
 
     def series(self, top: int) -> list[Series]:
         lines = sorted((self._line(name) for name in self.rows), key=_activity)
@@ -204,16 +171,16 @@ class _Grid:
         _total(line, rows.values())
         return line
 
-    def _rate(self, row: Row | None, column: str, point: int) -> float | None:
+    def _rate(self, row: ChartBucket | None, column: str, point: int) -> float | None:
         if not self.counted[point]:
             return None
-        summed = _number(row[column]) if row is not None else 0.0
+        summed = getattr(row, column) if row is not None else 0.0
         return (summed or 0.0) / self.counted[point]
 
-    def _level(self, row: Row | None, column: str, point: int) -> float | None:
+    def _level(self, row: ChartBucket | None, column: str, point: int) -> float | None:
         if not self.sampled[point]:
             return None
-        return (_number(row[column]) if row is not None else None) or 0.0
+        return (getattr(row, column) if row is not None else None) or 0.0
 
     def _other(self, lines: list[Series]) -> Series:
         other = Series(
@@ -239,14 +206,14 @@ def _combine(values: list[list[float | None]], how: Callable[[list[float]], floa
     return combined
 
 
-def _total(line: Series, rows: Iterable[Row]) -> None:
+def _total(line: Series, rows: Iterable[ChartBucket]) -> None:
     """The line's figures over the range: jobs finished and failed, the largest depth and age."""
     finished = failed = depth = oldest = 0.0
     for row in rows:
-        finished += _number(row["finished"]) or 0.0
-        failed += _number(row["failed"]) or 0.0
-        depth = max(depth, _number(row["depth"]) or 0.0)
-        oldest = max(oldest, _number(row["oldest"]) or 0.0)
+        finished += row.finished or 0.0
+        failed += row.failed or 0.0
+        depth = max(depth, row.depth or 0.0)
+        oldest = max(oldest, row.oldest or 0.0)
     line.totals = {"finished": finished, "failed": failed, "depth": depth, "oldest": oldest}
 
 

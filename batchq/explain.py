@@ -1,6 +1,6 @@
 """Why a job is or is not running, in plain words (`batchq explain ID`, ``Queue.explain``).
 
-It only reads: plain SELECTs in autocommit (named queries in ``sql/<dialect>/explain.sql``), no
+It only reads: plain SELECTs in autocommit (through batchq.stores.inspection), no
 FOR UPDATE, no BEGIN IMMEDIATE, and the worker's liveness is asked the way gc-processing asks it
 (IS_USED_LOCK, pg_locks, a pid), never by taking the lock. So a worker never waits on it.
 Times and ages are the database server's. A row written by hand, whatever it holds, is
@@ -14,13 +14,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from .backends import Backend, Row, stored_seconds, stored_text, stored_time
+from .backends import Backend
 from .config import counted, format_duration, format_time
 from .dependencies import waiting_for
-from .errors import BackendUnavailable, BatchqError, ConfigError
+from .errors import ConfigError
 from .failures import EXPIRED_REASON
 from .job import JOB_ID_RANGE
 from .reporting import PROGRESS_MESSAGE_MAX_CHARS, clean_message, stored_fraction
+from .stored import Row, stored_seconds, stored_text, stored_time
+from .stores.inspection import KeyHolder
 
 # The statuses in which a job holds its unique key (the partial index batchq_job_unique).
 UNIQUE_KEY_HELD_IN = ("ready", "scheduled", "blocked", "processing")
@@ -97,7 +99,7 @@ def explain(backend: Backend, job_id: int) -> Explanation:
     """Explain job ``job_id``; an id no job has gives state 'unknown' (ConfigError if not an int)."""
     if isinstance(job_id, bool) or not isinstance(job_id, int):
         raise ConfigError(f"bad job id {job_id!r}: use a whole number")
-    row = backend.fetchone("explain_job", {"id": job_id}) if _possible(job_id) else None
+    row = backend.stores.inspection.job(job_id) if _possible(job_id) else None
     if row is None:
         return _unknown(job_id)
     facts = _Facts(row)
@@ -275,8 +277,7 @@ class _Facts:
 
 
 def _waiting(backend: Backend, facts: _Facts) -> Explanation:
-    ahead_row = backend.fetchone("explain_jobs_ahead", {"id": facts.id})
-    ahead = None if ahead_row is None else int(ahead_row["ahead"] or 0)  # None: gone meanwhile
+    ahead = backend.stores.inspection.jobs_ahead(facts.id)  # None: gone meanwhile
     due = f"due since {format_time(facts.run_at)}{_ago(facts.due_in_seconds)}"
     held = _held(backend, facts.queue)
     if facts.paused:
@@ -355,7 +356,7 @@ def _blocked(backend: Backend, facts: _Facts) -> Explanation:
         why = f"{slots} (ready or running): it becomes ready when one of those ends"
     else:
         why = f"{slots}: a worker admits it within a second of looking"
-    holders = backend.fetchall("explain_key_holders", {"key": facts.concurrency_key})
+    holders = backend.stores.inspection.key_holders(facts.concurrency_key)
     details = [_about(facts)]
     if holders:
         held = ", ".join(_holder(row) for row in holders)
@@ -365,7 +366,7 @@ def _blocked(backend: Backend, facts: _Facts) -> Explanation:
         details.append(facts.paused_line())
     return Explanation(
         state="blocked",
-        key_holders=tuple(int(row["id"]) for row in holders),
+        key_holders=tuple(holder.id for holder in holders),
         summary=f"job {facts.id}: waiting for a slot of concurrency key {facts.concurrency_key!r}, {why}",
         details=tuple(details),
         **facts.common(),
@@ -400,11 +401,11 @@ def _waiting_for_version(facts: _Facts) -> Explanation:
     )
 
 
-def _holder(row: Row) -> str:
-    if stored_text(row["status"]) == "processing":
-        worker = "an unknown worker" if row["locked_by"] is None else stored_text(row["locked_by"])
-        return f"job {row['id']} (running on {worker})"
-    return f"job {row['id']} (ready, not yet claimed)"
+def _holder(holder: KeyHolder) -> str:
+    if holder.status == "processing":
+        worker = "an unknown worker" if holder.locked_by is None else holder.locked_by
+        return f"job {holder.id} (running on {worker})"
+    return f"job {holder.id} (ready, not yet claimed)"
 
 
 def _waiting_for_parents(backend: Backend, facts: _Facts) -> Explanation:
@@ -457,7 +458,7 @@ def _delayed(facts: _Facts) -> Explanation:
 
 
 def _running(backend: Backend, facts: _Facts) -> Explanation:
-    alive = _alive(backend, facts.worker)
+    alive = backend.stores.inspection.worker_alive(facts.worker)
     worker = facts.worker if facts.worker is not None else "(no worker recorded)"
     since = f"since {format_time(facts.processing_at)}{_for(facts.running_seconds)}"
     if alive is True:
@@ -476,19 +477,6 @@ def _running(backend: Backend, facts: _Facts) -> Explanation:
         worker_alive=alive,
         **facts.common(),
     )
-
-
-def _alive(backend: Backend, worker: str | None) -> bool | None:
-    """The claim's worker alive? As gc-processing asks (never taking its lock); False when no
-    worker is recorded (no liveness lock can be held for it), None if it cannot be told."""
-    if not worker:
-        return False
-    try:
-        return backend.liveness.is_alive(worker)
-    except BackendUnavailable:
-        raise
-    except BatchqError:
-        return None
 
 
 def _failed(facts: _Facts) -> Explanation:

@@ -1,7 +1,7 @@
 """Prometheus metrics of the queues (`batchq metrics`), in the text format prometheus_client writes.
 
-A collector reads the tables when asked (plain SELECTs in autocommit, named queries in
-``sql/<dialect>/metrics.sql``, ages on the database server's clock) and yields gauges; the
+A collector reads the tables when asked (plain SELECTs in autocommit, through the stores:
+batchq.stores.inspection; ages on the database server's clock) and yields gauges; the
 format, and the escaping of label values (queue names are whatever rows hold), are
 prometheus_client's. ``write_textfile`` replaces a file atomically (through a random temporary
 name) for node_exporter's textfile collector.
@@ -13,15 +13,16 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from .backends import Backend, Row, stored_count, stored_seconds, stored_text
+from .backends import Backend
 from .mq.overview import queue_figures
 from .registry import list_workers
+from .stored import stored_seconds, stored_text
+from .stores.inspection import FinishedJobs, QueueMetrics
 
 STATES = ("ready", "delayed", "blocked", "processing", "failed")
 MQ_STATES = ("visible", "delayed", "held")
@@ -31,85 +32,19 @@ WORKER_STATES = ("running", "stopping", "gone", "unknown")  # batchq.registry.Wo
 DEFAULT_HISTORY_WINDOW_SECONDS = 300.0
 
 
-@dataclass
-class QueueMetrics:
-    """One queue's numbers, as `batchq metrics` exports them."""
-
-    queue: str
-    ready: int = 0  # due: 'ready', and 'scheduled' whose time has come (promoted within a second)
-    delayed: int = 0  # not due yet: a delay or a retry backoff
-    processing: int = 0
-    failed: int = 0
-    blocked: int = 0  # due, waiting for a slot of their concurrency key
-    paused: bool = False
-    oldest_due_seconds: float = 0.0  # since the oldest due job's run_at; 0 with none due
-    oldest_processing_seconds: float = 0.0  # the oldest claim's age; 0 with none (or none known)
-
-
 def read_queues(backend: Backend) -> list[QueueMetrics]:
     """Per queue (every queue with jobs, and every queue ever paused), ordered by name."""
-    by_queue: dict[str, QueueMetrics] = {}
-    for row in backend.fetchall("metrics_jobs"):
-        name = stored_text(row["queue"])
-        _count(by_queue.setdefault(name, QueueMetrics(name)), row)
-    for row in backend.fetchall("metrics_queues"):
-        name = stored_text(row["name"])
-        by_queue.setdefault(name, QueueMetrics(name)).paused = bool(row["paused"])
-    return [by_queue[name] for name in sorted(by_queue)]
-
-
-def _count(metrics: QueueMetrics, row: Row) -> None:
-    jobs, status = stored_count(row["jobs"]), row["status"]
-    if status in ("ready", "scheduled"):
-        due = stored_count(row["due"])
-        metrics.ready += due
-        metrics.delayed += jobs - due
-        oldest_due = stored_seconds(row["oldest_due_seconds"]) or 0.0
-        metrics.oldest_due_seconds = max(metrics.oldest_due_seconds, oldest_due)
-    elif status == "blocked":
-        due = stored_count(row["due"])
-        metrics.blocked += due
-        metrics.delayed += jobs - due
-    elif status == "processing":
-        metrics.processing += jobs
-        metrics.oldest_processing_seconds = stored_seconds(row["oldest_processing_seconds"]) or 0.0
-    elif status == "failed":
-        metrics.failed += jobs
-    # Any other status (MySQL's '' from a non-strict session) is no state a worker acts on:
-    # gc-processing lists those rows.
-
-
-@dataclass
-class FinishedJobs:
-    """Jobs of one queue, task and outcome kept in history that finished within the window."""
-
-    queue: str
-    task: str
-    outcome: str
-    jobs: int
-    wall_seconds: float  # summed
-    wall_max_seconds: float
-    cpu_seconds: float  # summed
+    return backend.stores.inspection.queue_metrics()
 
 
 def read_finished(backend: Backend, window: float) -> list[FinishedJobs]:
-    return [
-        FinishedJobs(
-            stored_text(row["queue"]),
-            stored_text(row["task"]),
-            stored_text(row["outcome"]),
-            stored_count(row["jobs"]),
-            stored_seconds(row["wall_seconds"]) or 0.0,
-            stored_seconds(row["wall_max_seconds"]) or 0.0,
-            stored_seconds(row["cpu_seconds"]) or 0.0,
-        )
-        for row in backend.fetchall("metrics_history", {"window": window})
-    ]
+    """Jobs kept in history that finished in the last ``window`` seconds, per queue, task and
+    outcome."""
+    return backend.stores.inspection.finished(window)
 
 
 def read_locks_held(backend: Backend) -> int:
-    row = backend.fetchone("metrics_locks_held")
-    return stored_count(row["held"]) if row else 0
+    return backend.stores.inspection.locks_held()
 
 
 class QueueCollector(Collector):

@@ -1,6 +1,7 @@
 """What the dashboard reads that batchq had no function for: pages of a queue's jobs, a job's
-payload as text, the workers running jobs. Plain SELECTs in autocommit (``sql/<dialect>/
-dashboard.sql``); ages on the database's clock. A row written by hand is shown as stored.
+payload as text, the workers running jobs. Read through the inspection store
+(batchq.stores.inspection: plain SELECTs in autocommit); ages on the database's clock. A row
+written by hand is shown as stored.
 """
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends import Backend, Row, stored_count, stored_seconds
+from ..backends import Backend
 from ..errors import ConfigError
-from ..explain import _alive as worker_alive
 from ..jobspec import PRIORITY_RANGE
+from ..stored import Row
+from ..stores.inspection import ClaimHolder
 from .params import integer
 
 # The states a job row can be in, in the order an unfiltered listing walks them.
@@ -94,16 +96,15 @@ def job_page(
 def _state_rows(
     backend: Backend, queue: str, state: str, task: str | None, after: Cursor | None, limit: int
 ) -> list[Row]:
-    params = {"queue": queue, "status": state, "task": task, "limit": limit}
+    store = backend.stores.inspection
     rows: list[Row] = []
     if after is not None:  # the rest of the last row's priority, then the priorities below it
-        same = {**params, "priority": after.priority, "run_at": after.run_at, "id": after.id}
-        rows = backend.fetchall("dashboard_jobs_same_priority", same)
-        params["priority"] = after.priority
+        rows = store.jobs_after(queue, state, task, after.priority, after.run_at, after.id, limit)
+        below = after.priority
     else:
-        params["priority"] = PRIORITY_RANGE[1] + 1  # every priority
+        below = PRIORITY_RANGE[1] + 1  # every priority
     if len(rows) < limit:
-        rows += backend.fetchall("dashboard_jobs_lower_priority", {**params, "limit": limit - len(rows)})
+        rows += store.jobs_below(queue, state, task, below, limit - len(rows))
     return rows
 
 
@@ -119,15 +120,12 @@ class PayloadView:
 
 def payload_view(backend: Backend, job_id: int) -> PayloadView | None:
     """The stored payload of job ``job_id`` for display; None if there is no such job."""
-    row = backend.fetchone("dashboard_job_payload", {"id": job_id})
-    if row is None:
+    stored = backend.stores.inspection.payload(job_id)
+    if stored is None:
         return None
-    data, serializer = row["payload"], row["serializer"]
+    data, serializer = stored.data, stored.serializer
     if data is None:
         return PayloadView("none", 0)
-    if not isinstance(data, (bytes, bytearray, memoryview)):  # SQLite: text or a number written by hand
-        data = str(data).encode("utf-8", "surrogatepass")
-    data = bytes(data)
     if serializer == "pickle":
         return PayloadView("pickle", len(data))  # signed pickle: shown by size, never unpickled
     if serializer != "json":
@@ -141,24 +139,8 @@ def payload_view(backend: Backend, job_id: int) -> PayloadView | None:
     return PayloadView(kind, len(data), text[:PAYLOAD_SHOWN_CHARS], cut)
 
 
-@dataclass(frozen=True)
-class WorkerView:
-    name: str | None  # locked_by; None on a processing row written without one
-    jobs: int
-    oldest_seconds: float | None
-    alive: bool | None  # None: cannot be told from here (another host's SQLite worker)
-
-
-def workers(backend: Backend) -> list[WorkerView]:
+def workers(backend: Backend) -> list[ClaimHolder]:
     """The workers holding claimed jobs, from the processing rows (a worker that died without
     removing its registry row shows here too), each asked whether it is alive as gc-processing
     asks (never taking its lock)."""
-    return [
-        WorkerView(
-            name=row["locked_by"],
-            jobs=stored_count(row["jobs"]),
-            oldest_seconds=stored_seconds(row["oldest_seconds"]),
-            alive=worker_alive(backend, row["locked_by"]),
-        )
-        for row in backend.fetchall("dashboard_workers")
-    ]
+    return backend.stores.inspection.claim_holders()

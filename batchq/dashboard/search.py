@@ -12,7 +12,7 @@ Text is a case-sensitive substring of a JSON payload's first PAYLOAD_SEARCHED_BY
 the last error, compared as bytes (``LOCATE``, ``position``, ``instr``): ``%`` and ``_`` are
 plain characters, and nothing is decoded. Only text is searched: a pickled payload (or one of
 another serializer) is not, so it is never unpickled, and a search cannot read into it. The
-SQL is in ``sql/<dialect>/dashboard.sql``.
+reads are the inspection store's (batchq.stores.inspection).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..backends import Backend, Row, stored_text
+from ..backends import Backend
 from ..errors import ConfigError
 from ..job import JOB_ID_RANGE
+from ..stored import Row, stored_text
 from .params import integer
 
 SEARCH_WINDOW = 10_000  # rows of one state a text or task search reads, newest first
@@ -77,20 +78,17 @@ def find(backend: Backend, terms: SearchTerms) -> Found:
     if terms.job_id is not None:
         return _by_id(backend, terms.job_id)
     history = terms.state == "history"
-    params = {
-        "status": terms.state,
-        "queue": terms.queue,
-        "task": terms.task,
-        "text": terms.text,
-        "needle": None if terms.text is None else terms.text.encode("utf-8"),
-        "window": SEARCH_WINDOW,
-        "limit": SEARCH_RESULTS,
-        "payload_bytes": PAYLOAD_SEARCHED_BYTES,
-    }
-    name = ("queue_" if terms.queue is not None else "") + ("history" if history else "jobs")
-    rows = [_shown(row) for row in backend.fetchall(f"dashboard_search_{name}", params)]
-    counted = backend.fetchone(f"dashboard_search_{name}_window", {**params, "window": SEARCH_WINDOW + 1})
-    size = int(counted["n"]) if counted is not None else 0
+    found = backend.stores.inspection.search(
+        terms.state,
+        terms.queue,
+        terms.task,
+        terms.text,
+        window=SEARCH_WINDOW,
+        limit=SEARCH_RESULTS,
+        payload_bytes=PAYLOAD_SEARCHED_BYTES,
+    )
+    rows = [_shown(row) for row in found.rows]
+    size = found.size
     noun = "finished job" if history else f"{terms.state} job"
     where = (f" of queue {terms.queue}" if terms.queue is not None else "") + (
         " in the history" if history else ""
@@ -103,7 +101,7 @@ def find(backend: Backend, terms: SearchTerms) -> Found:
 
 
 def _by_id(backend: Backend, job_id: int) -> Found:
-    rows = [_shown(row) for row in backend.fetchall("dashboard_search_id", {"id": job_id})]
+    rows = [_shown(row) for row in backend.stores.inspection.search_id(job_id)]
     return Found(rows, len(rows), False, f"job {job_id} in the job table and the history")
 
 

@@ -13,7 +13,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .bounds import BoundStore
+from .charts import ChartStore
 from .flow import FlowStore
+from .inspection import InspectionStore
 from .locks import LockStore
 from .partitions import PartitionStore
 from .schedules import ScheduleStore
@@ -57,3 +59,11 @@ class Stores:
     @cached_property
     def settings(self) -> SettingsStore:
         return SettingsStore.on(self._db)
+
+    @cached_property
+    def charts(self) -> ChartStore:
+        return ChartStore.on(self._db)
+
+    @cached_property
+    def inspection(self) -> InspectionStore:
+        return InspectionStore.on(self._db)

@@ -14,7 +14,19 @@ from batchq.sqlfiles import parse_queries
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "batchq"
 # The sql/<dialect>/*.sql files whose queries belong to a store.
-STORE_FILES = ("locks", "partitions", "schedules", "bounds", "workers", "settings", "flow")
+STORE_FILES = (
+    "locks",
+    "partitions",
+    "schedules",
+    "bounds",
+    "workers",
+    "settings",
+    "flow",
+    "charts",
+    "metrics",  # these three: the inspection store's
+    "explain",
+    "dashboard",
+)
 DIALECTS = ("mysql", "postgresql", "sqlite")
 
 

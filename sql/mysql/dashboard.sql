@@ -63,17 +63,9 @@ ORDER BY locked_by;
 
 -- name: dashboard_search_jobs
 -- The newest matches among the newest %(window)s jobs of one status.
-SELECT STRAIGHT_JOIN j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.error_count, j.max_errors,
-       j.locked_by, j.serializer, LENGTH(j.payload) AS payload_bytes, j.last_error,
-       CAST(j.run_at AS CHAR) AS at_text, 0 AS history
+{{search_jobs_head}}
 FROM (SELECT id FROM batchq_job WHERE status = %(status)s ORDER BY run_at DESC LIMIT %(window)s) AS w
-JOIN batchq_job AS j ON j.id = w.id
-WHERE (%(queue)s IS NULL OR j.queue = %(queue)s)
-  AND (%(task)s IS NULL OR j.task = %(task)s)
-  AND (%(text)s IS NULL OR (j.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(j.payload, 1, %(payload_bytes)s)) > 0)
-       OR LOCATE(%(needle)s, CAST(j.last_error AS BINARY)) > 0)
-ORDER BY j.run_at DESC, j.id DESC
-LIMIT %(limit)s;
+{{search_jobs_tail}}
 
 -- name: dashboard_search_jobs_window
 -- How many rows the window holds, up to %(window)s (one more than searched: older ones exist).
@@ -84,18 +76,10 @@ FROM (SELECT id FROM batchq_job WHERE status = %(status)s ORDER BY run_at DESC L
 -- The same in one queue: its window is batchq_job_claim walked backward (the last rows in claim
 -- order: the lowest priority first, then the latest due), so a small queue beside a large one is
 -- searched whole.
-SELECT STRAIGHT_JOIN j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.error_count, j.max_errors,
-       j.locked_by, j.serializer, LENGTH(j.payload) AS payload_bytes, j.last_error,
-       CAST(j.run_at AS CHAR) AS at_text, 0 AS history
+{{search_jobs_head}}
 FROM (SELECT id FROM batchq_job WHERE queue = %(queue)s AND status = %(status)s
       ORDER BY priority, run_at DESC, id DESC LIMIT %(window)s) AS w
-JOIN batchq_job AS j ON j.id = w.id
-WHERE (%(queue)s IS NULL OR j.queue = %(queue)s)
-  AND (%(task)s IS NULL OR j.task = %(task)s)
-  AND (%(text)s IS NULL OR (j.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(j.payload, 1, %(payload_bytes)s)) > 0)
-       OR LOCATE(%(needle)s, CAST(j.last_error AS BINARY)) > 0)
-ORDER BY j.run_at DESC, j.id DESC
-LIMIT %(limit)s;
+{{search_jobs_tail}}
 
 -- name: dashboard_search_queue_jobs_window
 -- How many rows the queue's window holds, up to the window.
@@ -105,17 +89,9 @@ FROM (SELECT id FROM batchq_job WHERE queue = %(queue)s AND status = %(status)s
 
 -- name: dashboard_search_history
 -- The newest matches among the newest %(window)s finished jobs kept (batchq_history_finished).
-SELECT STRAIGHT_JOIN h.id, h.queue, h.task, CAST(h.outcome AS CHAR) AS status, NULL AS priority, h.attempts AS error_count,
-       NULL AS max_errors, h.worker AS locked_by, h.serializer, LENGTH(h.payload) AS payload_bytes,
-       h.error AS last_error, CAST(h.finished_at AS CHAR) AS at_text, 1 AS history
+{{search_history_head}}
 FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT %(window)s) AS w
-JOIN batchq_history AS h ON h.id = w.id
-WHERE (%(queue)s IS NULL OR h.queue = %(queue)s)
-  AND (%(task)s IS NULL OR h.task = %(task)s)
-  AND (%(text)s IS NULL OR (h.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(h.payload, 1, %(payload_bytes)s)) > 0)
-       OR LOCATE(%(needle)s, CAST(h.error AS BINARY)) > 0)
-ORDER BY h.finished_at DESC, h.id DESC
-LIMIT %(limit)s;
+{{search_history_tail}}
 
 -- name: dashboard_search_history_window
 -- How many rows the history's window holds, up to %(window)s.
@@ -123,17 +99,9 @@ SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history ORDER BY finished_at DE
 
 -- name: dashboard_search_queue_history
 -- The same in one queue's history (batchq_history_queue (queue, finished_at)).
-SELECT STRAIGHT_JOIN h.id, h.queue, h.task, CAST(h.outcome AS CHAR) AS status, NULL AS priority, h.attempts AS error_count,
-       NULL AS max_errors, h.worker AS locked_by, h.serializer, LENGTH(h.payload) AS payload_bytes,
-       h.error AS last_error, CAST(h.finished_at AS CHAR) AS at_text, 1 AS history
+{{search_history_head}}
 FROM (SELECT id FROM batchq_history WHERE queue = %(queue)s ORDER BY finished_at DESC LIMIT %(window)s) AS w
-JOIN batchq_history AS h ON h.id = w.id
-WHERE (%(queue)s IS NULL OR h.queue = %(queue)s)
-  AND (%(task)s IS NULL OR h.task = %(task)s)
-  AND (%(text)s IS NULL OR (h.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(h.payload, 1, %(payload_bytes)s)) > 0)
-       OR LOCATE(%(needle)s, CAST(h.error AS BINARY)) > 0)
-ORDER BY h.finished_at DESC, h.id DESC
-LIMIT %(limit)s;
+{{search_history_tail}}
 
 -- name: dashboard_search_queue_history_window
 -- How many rows the queue's history window holds, up to the window.
@@ -148,3 +116,35 @@ UNION ALL
 SELECT id, queue, task, CAST(outcome AS CHAR), NULL, attempts, NULL, worker, serializer, LENGTH(payload),
        error, CAST(finished_at AS CHAR), 1
 FROM batchq_history WHERE id = %(id)s;
+
+-- part: search_jobs_head
+-- A search's columns of a job (dashboard_search_jobs and its queue's).
+SELECT STRAIGHT_JOIN j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.error_count, j.max_errors,
+       j.locked_by, j.serializer, LENGTH(j.payload) AS payload_bytes, j.last_error,
+       CAST(j.run_at AS CHAR) AS at_text, 0 AS history
+
+-- part: search_jobs_tail
+-- A search's filters of the window's jobs and their order.
+JOIN batchq_job AS j ON j.id = w.id
+WHERE (%(queue)s IS NULL OR j.queue = %(queue)s)
+  AND (%(task)s IS NULL OR j.task = %(task)s)
+  AND (%(text)s IS NULL OR (j.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(j.payload, 1, %(payload_bytes)s)) > 0)
+       OR LOCATE(%(needle)s, CAST(j.last_error AS BINARY)) > 0)
+ORDER BY j.run_at DESC, j.id DESC
+LIMIT %(limit)s;
+
+-- part: search_history_head
+-- A search's columns of a kept job (dashboard_search_history and its queue's).
+SELECT STRAIGHT_JOIN h.id, h.queue, h.task, CAST(h.outcome AS CHAR) AS status, NULL AS priority, h.attempts AS error_count,
+       NULL AS max_errors, h.worker AS locked_by, h.serializer, LENGTH(h.payload) AS payload_bytes,
+       h.error AS last_error, CAST(h.finished_at AS CHAR) AS at_text, 1 AS history
+
+-- part: search_history_tail
+-- A search's filters of the history window's jobs and their order.
+JOIN batchq_history AS h ON h.id = w.id
+WHERE (%(queue)s IS NULL OR h.queue = %(queue)s)
+  AND (%(task)s IS NULL OR h.task = %(task)s)
+  AND (%(text)s IS NULL OR (h.serializer = 'json' AND LOCATE(%(needle)s, SUBSTRING(h.payload, 1, %(payload_bytes)s)) > 0)
+       OR LOCATE(%(needle)s, CAST(h.error AS BINARY)) > 0)
+ORDER BY h.finished_at DESC, h.id DESC
+LIMIT %(limit)s;

@@ -58,18 +58,10 @@ ORDER BY locked_by;
 
 -- name: dashboard_search_jobs
 -- The newest matches among the newest %(window)s jobs of one status.
-SELECT id, queue, task, status, priority, error_count, max_errors, locked_by, serializer,
-       payload_bytes, last_error, at_text, 0 AS history
-FROM (SELECT id, queue, task, status, priority, error_count, max_errors, locked_by, serializer,
-             octet_length(payload) AS payload_bytes, substring(payload FROM 1 FOR %(payload_bytes)s::integer) AS head,
-             last_error, run_at, run_at::text AS at_text
+{{search_jobs_head}}
       FROM batchq_job WHERE status = %(status)s::text
       ORDER BY run_at DESC LIMIT %(window)s) AS w
-WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-  AND (%(task)s::text IS NULL OR task = %(task)s::text)
-  AND (%(text)s::text IS NULL OR (serializer = 'json' AND position(%(needle)s::bytea IN head) > 0) OR strpos(last_error, %(text)s::text) > 0)
-ORDER BY run_at DESC, id DESC
-LIMIT %(limit)s;
+{{search_jobs_tail}}
 
 -- name: dashboard_search_jobs_window
 -- How many rows the window holds, up to %(window)s (one more than searched: older ones exist).
@@ -80,18 +72,10 @@ FROM (SELECT id FROM batchq_job WHERE status = %(status)s::text ORDER BY run_at 
 -- The same in one queue: its window is batchq_job_claim walked backward (the last rows in claim
 -- order: the lowest priority first, then the latest due), so a small queue beside a large one is
 -- searched whole.
-SELECT id, queue, task, status, priority, error_count, max_errors, locked_by, serializer,
-       payload_bytes, last_error, at_text, 0 AS history
-FROM (SELECT id, queue, task, status, priority, error_count, max_errors, locked_by, serializer,
-             octet_length(payload) AS payload_bytes, substring(payload FROM 1 FOR %(payload_bytes)s::integer) AS head,
-             last_error, run_at, run_at::text AS at_text
+{{search_jobs_head}}
       FROM batchq_job WHERE queue = %(queue)s::text AND status = %(status)s::text
       ORDER BY priority, run_at DESC, id DESC LIMIT %(window)s) AS w
-WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-  AND (%(task)s::text IS NULL OR task = %(task)s::text)
-  AND (%(text)s::text IS NULL OR (serializer = 'json' AND position(%(needle)s::bytea IN head) > 0) OR strpos(last_error, %(text)s::text) > 0)
-ORDER BY run_at DESC, id DESC
-LIMIT %(limit)s;
+{{search_jobs_tail}}
 
 -- name: dashboard_search_queue_jobs_window
 -- How many rows the queue's window holds, up to the window.
@@ -101,19 +85,10 @@ FROM (SELECT id FROM batchq_job WHERE queue = %(queue)s::text AND status = %(sta
 
 -- name: dashboard_search_history
 -- The newest matches among the newest %(window)s finished jobs kept (batchq_history_finished).
-SELECT id, queue, task, status, priority, error_count, max_errors, locked_by, serializer,
-       payload_bytes, last_error, at_text, 1 AS history
-FROM (SELECT id, queue, task, outcome AS status, NULL::integer AS priority, attempts AS error_count,
-             NULL::integer AS max_errors, worker AS locked_by, serializer,
-             octet_length(payload) AS payload_bytes, substring(payload FROM 1 FOR %(payload_bytes)s::integer) AS head,
-             error AS last_error, finished_at, finished_at::text AS at_text
+{{search_history_head}}
       FROM batchq_history
       ORDER BY finished_at DESC LIMIT %(window)s) AS w
-WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-  AND (%(task)s::text IS NULL OR task = %(task)s::text)
-  AND (%(text)s::text IS NULL OR (serializer = 'json' AND position(%(needle)s::bytea IN head) > 0) OR strpos(last_error, %(text)s::text) > 0)
-ORDER BY finished_at DESC, id DESC
-LIMIT %(limit)s;
+{{search_history_tail}}
 
 -- name: dashboard_search_history_window
 -- How many rows the history's window holds, up to %(window)s.
@@ -121,19 +96,10 @@ SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history ORDER BY finished_at DE
 
 -- name: dashboard_search_queue_history
 -- The same in one queue's history (batchq_history_queue (queue, finished_at)).
-SELECT id, queue, task, status, priority, error_count, max_errors, locked_by, serializer,
-       payload_bytes, last_error, at_text, 1 AS history
-FROM (SELECT id, queue, task, outcome AS status, NULL::integer AS priority, attempts AS error_count,
-             NULL::integer AS max_errors, worker AS locked_by, serializer,
-             octet_length(payload) AS payload_bytes, substring(payload FROM 1 FOR %(payload_bytes)s::integer) AS head,
-             error AS last_error, finished_at, finished_at::text AS at_text
+{{search_history_head}}
       FROM batchq_history WHERE queue = %(queue)s::text
       ORDER BY finished_at DESC LIMIT %(window)s) AS w
-WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
-  AND (%(task)s::text IS NULL OR task = %(task)s::text)
-  AND (%(text)s::text IS NULL OR (serializer = 'json' AND position(%(needle)s::bytea IN head) > 0) OR strpos(last_error, %(text)s::text) > 0)
-ORDER BY finished_at DESC, id DESC
-LIMIT %(limit)s;
+{{search_history_tail}}
 
 -- name: dashboard_search_queue_history_window
 -- How many rows the queue's history window holds, up to the window.
@@ -148,3 +114,36 @@ UNION ALL
 SELECT id, queue, task, outcome, NULL, attempts, NULL, worker, serializer, octet_length(payload),
        error, finished_at::text, 1
 FROM batchq_history WHERE id = %(id)s::bigint;
+
+-- part: search_jobs_head
+-- A search's columns of a job (dashboard_search_jobs and its queue's).
+SELECT id, queue, task, status, priority, error_count, max_errors, locked_by, serializer,
+       payload_bytes, last_error, at_text, 0 AS history
+FROM (SELECT id, queue, task, status, priority, error_count, max_errors, locked_by, serializer,
+             octet_length(payload) AS payload_bytes, substring(payload FROM 1 FOR %(payload_bytes)s::integer) AS head,
+             last_error, run_at, run_at::text AS at_text
+
+-- part: search_jobs_tail
+-- A search's filters of the window's jobs and their order.
+WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(task)s::text IS NULL OR task = %(task)s::text)
+  AND (%(text)s::text IS NULL OR (serializer = 'json' AND position(%(needle)s::bytea IN head) > 0) OR strpos(last_error, %(text)s::text) > 0)
+ORDER BY run_at DESC, id DESC
+LIMIT %(limit)s;
+
+-- part: search_history_head
+-- A search's columns of a kept job (dashboard_search_history and its queue's).
+SELECT id, queue, task, status, priority, error_count, max_errors, locked_by, serializer,
+       payload_bytes, last_error, at_text, 1 AS history
+FROM (SELECT id, queue, task, outcome AS status, NULL::integer AS priority, attempts AS error_count,
+             NULL::integer AS max_errors, worker AS locked_by, serializer,
+             octet_length(payload) AS payload_bytes, substring(payload FROM 1 FOR %(payload_bytes)s::integer) AS head,
+             error AS last_error, finished_at, finished_at::text AS at_text
+
+-- part: search_history_tail
+-- A search's filters of the history window's jobs and their order.
+WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+  AND (%(task)s::text IS NULL OR task = %(task)s::text)
+  AND (%(text)s::text IS NULL OR (serializer = 'json' AND position(%(needle)s::bytea IN head) > 0) OR strpos(last_error, %(text)s::text) > 0)
+ORDER BY finished_at DESC, id DESC
+LIMIT %(limit)s;

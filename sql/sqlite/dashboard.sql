@@ -53,17 +53,9 @@ ORDER BY locked_by;
 
 -- name: dashboard_search_jobs
 -- The newest matches among the newest :window jobs of one status.
-SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
-       j.locked_by, j.serializer, length(CAST(j.payload AS BLOB)) AS payload_bytes, j.last_error,
-       j.run_at AS at_text, 0 AS history
+{{search_jobs_head}}
 FROM (SELECT id FROM batchq_job WHERE status = :status ORDER BY run_at DESC LIMIT :window) AS w
-CROSS JOIN batchq_job AS j
-WHERE j.id = w.id AND (:queue IS NULL OR j.queue = :queue)
-  AND (:task IS NULL OR j.task = :task)
-  AND (:text IS NULL OR (j.serializer = 'json' AND instr(substr(CAST(j.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
-       OR instr(CAST(j.last_error AS BLOB), :needle) > 0)
-ORDER BY j.run_at DESC, j.id DESC
-LIMIT :limit;
+{{search_jobs_tail}}
 
 -- name: dashboard_search_jobs_window
 -- How many rows the window holds, up to :window (one more than searched: older ones exist).
@@ -74,18 +66,10 @@ FROM (SELECT id FROM batchq_job WHERE status = :status ORDER BY run_at DESC LIMI
 -- The same in one queue: its window is batchq_job_claim walked backward (the last rows in claim
 -- order: the lowest priority first, then the latest due), so a small queue beside a large one is
 -- searched whole.
-SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
-       j.locked_by, j.serializer, length(CAST(j.payload AS BLOB)) AS payload_bytes, j.last_error,
-       j.run_at AS at_text, 0 AS history
+{{search_jobs_head}}
 FROM (SELECT id FROM batchq_job WHERE queue = :queue AND status = :status
       ORDER BY priority, run_at DESC, id DESC LIMIT :window) AS w
-CROSS JOIN batchq_job AS j
-WHERE j.id = w.id AND (:queue IS NULL OR j.queue = :queue)
-  AND (:task IS NULL OR j.task = :task)
-  AND (:text IS NULL OR (j.serializer = 'json' AND instr(substr(CAST(j.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
-       OR instr(CAST(j.last_error AS BLOB), :needle) > 0)
-ORDER BY j.run_at DESC, j.id DESC
-LIMIT :limit;
+{{search_jobs_tail}}
 
 -- name: dashboard_search_queue_jobs_window
 -- How many rows the queue's window holds, up to the window.
@@ -95,18 +79,9 @@ FROM (SELECT id FROM batchq_job WHERE queue = :queue AND status = :status
 
 -- name: dashboard_search_history
 -- The newest matches among the newest :window finished jobs kept (batchq_history_finished).
-SELECT h.id, h.queue, h.task, h.outcome AS status, NULL AS priority, h.attempts AS error_count,
-       NULL AS max_errors, h.worker AS locked_by, h.serializer,
-       length(CAST(h.payload AS BLOB)) AS payload_bytes, h.error AS last_error, h.finished_at AS at_text,
-       1 AS history
+{{search_history_head}}
 FROM (SELECT id FROM batchq_history ORDER BY finished_at DESC LIMIT :window) AS w
-CROSS JOIN batchq_history AS h
-WHERE h.id = w.id AND (:queue IS NULL OR h.queue = :queue)
-  AND (:task IS NULL OR h.task = :task)
-  AND (:text IS NULL OR (h.serializer = 'json' AND instr(substr(CAST(h.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
-       OR instr(CAST(h.error AS BLOB), :needle) > 0)
-ORDER BY h.finished_at DESC, h.id DESC
-LIMIT :limit;
+{{search_history_tail}}
 
 -- name: dashboard_search_history_window
 -- How many rows the history's window holds, up to :window.
@@ -114,18 +89,9 @@ SELECT COUNT(*) AS n FROM (SELECT id FROM batchq_history ORDER BY finished_at DE
 
 -- name: dashboard_search_queue_history
 -- The same in one queue's history (batchq_history_queue (queue, finished_at)).
-SELECT h.id, h.queue, h.task, h.outcome AS status, NULL AS priority, h.attempts AS error_count,
-       NULL AS max_errors, h.worker AS locked_by, h.serializer,
-       length(CAST(h.payload AS BLOB)) AS payload_bytes, h.error AS last_error, h.finished_at AS at_text,
-       1 AS history
+{{search_history_head}}
 FROM (SELECT id FROM batchq_history WHERE queue = :queue ORDER BY finished_at DESC LIMIT :window) AS w
-CROSS JOIN batchq_history AS h
-WHERE h.id = w.id AND (:queue IS NULL OR h.queue = :queue)
-  AND (:task IS NULL OR h.task = :task)
-  AND (:text IS NULL OR (h.serializer = 'json' AND instr(substr(CAST(h.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
-       OR instr(CAST(h.error AS BLOB), :needle) > 0)
-ORDER BY h.finished_at DESC, h.id DESC
-LIMIT :limit;
+{{search_history_tail}}
 
 -- name: dashboard_search_queue_history_window
 -- How many rows the queue's history window holds, up to the window.
@@ -140,3 +106,36 @@ UNION ALL
 SELECT id, queue, task, outcome, NULL, attempts, NULL, worker, serializer, length(CAST(payload AS BLOB)),
        error, finished_at, 1
 FROM batchq_history WHERE id = :id;
+
+-- part: search_jobs_head
+-- A search's columns of a job (dashboard_search_jobs and its queue's).
+SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
+       j.locked_by, j.serializer, length(CAST(j.payload AS BLOB)) AS payload_bytes, j.last_error,
+       j.run_at AS at_text, 0 AS history
+
+-- part: search_jobs_tail
+-- A search's filters of the window's jobs and their order.
+CROSS JOIN batchq_job AS j
+WHERE j.id = w.id AND (:queue IS NULL OR j.queue = :queue)
+  AND (:task IS NULL OR j.task = :task)
+  AND (:text IS NULL OR (j.serializer = 'json' AND instr(substr(CAST(j.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
+       OR instr(CAST(j.last_error AS BLOB), :needle) > 0)
+ORDER BY j.run_at DESC, j.id DESC
+LIMIT :limit;
+
+-- part: search_history_head
+-- A search's columns of a kept job (dashboard_search_history and its queue's).
+SELECT h.id, h.queue, h.task, h.outcome AS status, NULL AS priority, h.attempts AS error_count,
+       NULL AS max_errors, h.worker AS locked_by, h.serializer,
+       length(CAST(h.payload AS BLOB)) AS payload_bytes, h.error AS last_error, h.finished_at AS at_text,
+       1 AS history
+
+-- part: search_history_tail
+-- A search's filters of the history window's jobs and their order.
+CROSS JOIN batchq_history AS h
+WHERE h.id = w.id AND (:queue IS NULL OR h.queue = :queue)
+  AND (:task IS NULL OR h.task = :task)
+  AND (:text IS NULL OR (h.serializer = 'json' AND instr(substr(CAST(h.payload AS BLOB), 1, :payload_bytes), :needle) > 0)
+       OR instr(CAST(h.error AS BLOB), :needle) > 0)
+ORDER BY h.finished_at DESC, h.id DESC
+LIMIT :limit;

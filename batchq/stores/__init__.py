@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .bounds import BoundStore
+from .dependencies import DependencyStore
 from .flow import FlowStore
 from .locks import LockStore
 from .partitions import PartitionStore
@@ -57,3 +58,7 @@ class Stores:
     @cached_property
     def settings(self) -> SettingsStore:
         return SettingsStore.on(self._db)
+
+    @cached_property
+    def dependencies(self) -> DependencyStore:
+        return DependencyStore.on(self._db)

@@ -133,8 +133,8 @@ def _mark_unfinished(store: DependencyStore, parents: list[int], conn: Any) -> l
         if not unfinished or store.mark_parents(unfinished, conn) == len(unfinished):
             return unfinished
     raise ConfigError(  # each read found a parent that the mark then missed: nothing is kept
-        f"after=: one of jobs {_listed(parents)} ended while this job was enqueued, and its history is "
-        "not kept; nothing was written"
+        f"after=: one of jobs {_listed(parents)} ended while this job was enqueued, {MARK_ATTEMPTS} times "
+        "over; nothing was written: enqueue it again"
     )
 
 

@@ -430,3 +430,30 @@ def test_the_async_api_takes_after(dq: Queue, db_url: str) -> None:
     assert count(dq, "batchq_dependency") == 1 + 4
     drain(dq)
     assert ran(dq)[:2] == [1, 2] and sorted(ran(dq)) == [1, 2, 3, 4]
+
+
+@pytest.mark.backends("mysql", "postgresql")  # SQLite's writers take turns: no read-then-mark race
+def test_a_parent_finishing_between_the_read_and_the_mark_is_read_again(
+    dq: Queue, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parent succeeds (on another connection, its history kept) right after the enqueue read
+    it: the mark misses it, the second read finds its history record, and the child is written
+    due at once rather than refused."""
+    dq.configure("kept", keep_for="1d")
+    parent = dq.enqueue(*step(1), queue="kept")
+    deps = dq.backend.stores.dependencies
+    read, reads = deps.parents, []
+
+    def read_then_finish(ids: Any, conn: Any = None) -> Any:
+        found = read(ids, conn)
+        if not reads:  # a worker finishes the parent between this read and the mark
+            other = Queue(db_url, task_modules=MODULES)
+            drain(other, queues=("kept",))
+            other.close()
+        reads.append(found[parent])
+        return found
+
+    monkeypatch.setattr(deps, "parents", read_then_finish)
+    child = dq.enqueue(*step(2), after=parent)
+    assert [(found.status, found.ended) for found in reads] == [("ready", False), ("succeeded", True)]
+    assert status(dq, child)[:2] == ("ready", None) and count(dq, "batchq_dependency") == 0

@@ -14,7 +14,7 @@ from batchq.sqlfiles import parse_queries
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "batchq"
 # The sql/<dialect>/*.sql files whose queries belong to a store.
-STORE_FILES = ("locks", "partitions", "schedules", "bounds", "workers", "settings", "flow")
+STORE_FILES = ("locks", "partitions", "schedules", "bounds", "workers", "settings", "flow", "dependencies")
 DIALECTS = ("mysql", "postgresql", "sqlite")
 
 
@@ -31,7 +31,8 @@ def modules_outside_the_stores() -> list[Path]:
 
 
 def test_there_are_store_queries_to_look_for() -> None:
-    assert {"lock_take", "partition_lease", "schedule_advance", "worker_seen"} <= store_queries()
+    expected = {"lock_take", "partition_lease", "schedule_advance", "worker_seen", "deps_parents"}
+    assert expected <= store_queries()
 
 
 @pytest.mark.parametrize("path", modules_outside_the_stores(), ids=lambda p: str(p.relative_to(PACKAGE)))

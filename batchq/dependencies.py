@@ -80,17 +80,22 @@ def write_waiting_many(
     A parent whose job row is gone but whose history record says it succeeded has nothing left
     to wait for: the jobs wait for the others, or, when every parent has succeeded, are written
     due at once (as enqueue without after= writes them)."""
-    if len(rows) * len(parents) > MAX_EDGES:
-        raise ConfigError(
-            f"after=: {len(rows)} jobs times {len(parents)} parents is {len(rows) * len(parents)} links, "
-            f"at most {MAX_EDGES} per call: enqueue the jobs in smaller batches"
-        )
+    check_links(len(rows), parents)
     store = backend.stores.dependencies
     waiting_on = _mark_unfinished(store, parents, conn)
     children = [backend.insert_job(row, conn) for row in rows]
     if waiting_on and children:
         store.wait(children, waiting_on, conn)
     return children
+
+
+def check_links(jobs: int, parents: list[int]) -> None:
+    """ConfigError when ``jobs`` jobs waiting for ``parents`` are more links than one call writes."""
+    if jobs * len(parents) > MAX_EDGES:
+        raise ConfigError(
+            f"after=: {jobs} jobs times {len(parents)} parents is {jobs * len(parents)} links, "
+            f"at most {MAX_EDGES} per call: enqueue the jobs in smaller batches"
+        )
 
 
 def enqueue_waiting(backend: Backend, row: dict[str, Any], parents: list[int], conn: Any = None) -> int:

@@ -15,6 +15,7 @@ from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, take_turn
 from .config import Duration, check_queue_name, existing_queue_name, parse_duration
 from .dependencies import (
     check_after,
+    check_links,
     check_parents,
     enqueue_waiting,
     enqueue_waiting_many,
@@ -509,7 +510,11 @@ class Queue(OnDatabase):
 
         if not stored:
             return 0
+        if parents is not None:
+            check_links(len(stored), parents)
         if self._bounded(queue, conn):  # room for every payload, written or skipped for its key
+            if parents is not None:  # refused before the bound makes room (drop_oldest writes)
+                check_parents(backend, parents, conn)
             return self._in_turn(
                 queue, conn, lambda: self._room_for(queue, len(stored), conn, lambda: insert(conn))
             )

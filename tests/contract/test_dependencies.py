@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from batchq import ConfigError, Queue, QueueFull
+from batchq import ConfigError, Queue, QueueFull, dependencies
 from batchq.aio import AsyncQueue
 from batchq.sweeps import gc_error, gc_processing
 from batchq.worker import RunOptions, Worker
@@ -298,6 +298,28 @@ def test_enqueue_many_after_in_a_bounded_queue_is_bounded(dq: Queue) -> None:
     with pytest.raises(QueueFull):  # the waiting jobs count against the bound
         dq.enqueue_many("dep_jobs:step", [{"n": 4}], queue="small", after=parent)
     assert count(dq, "batchq_job") == 3 and count(dq, "batchq_dependency") == 2
+
+
+def test_enqueue_many_after_is_refused_before_a_bound_drops_anything(
+    dq: Queue, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dq.configure("small", max_length=1)  # drop_oldest: making room fails the oldest waiting job
+    oldest = dq.enqueue(*step(1), queue="small")
+    conn = app_connection(db_url)
+    try:  # in the app's transaction, which a refusal must leave as it was
+        with pytest.raises(ConfigError, match="no job 999999"):
+            dq.enqueue_many("dep_jobs:step", [{"n": 2}], queue="small", after=999999, conn=conn)
+        cur = conn.cursor()
+        cur.execute(f"SELECT status FROM batchq_job WHERE id = {int(oldest)}")
+        assert cur.fetchall()[0][0] == "ready"  # not dropped for a batch that was refused
+        cur.close()
+        conn.commit()
+    finally:
+        conn.close()
+    monkeypatch.setattr(dependencies, "MAX_EDGES", 3)
+    with pytest.raises(ConfigError, match="2 jobs times 2 parents is 4 links, at most 3"):
+        dq.enqueue_many("dep_jobs:step", [{"n": 2}, {"n": 3}], queue="small", after=[oldest, 999999])
+    assert status(dq, oldest)[0] == "ready" and count(dq, "batchq_job") == 1
 
 
 # -- parents that succeeded, kept in the history ----------------------------------------------

@@ -3,7 +3,9 @@
 A job enqueued after others *waits*: status 'scheduled' with run_at at the end of time (no claim
 and no promotion reaches it along the due index), ``parents_left`` counting the parents that have
 not succeeded yet, and one ``batchq_dependency`` row per parent. Its parents are marked
-``dependants = 1`` in the same transaction, under their row locks.
+``dependants = 1`` in the same transaction, under their row locks. A parent whose row is gone
+because it succeeded, and whose queue keeps history, is found in ``batchq_history``: there is
+nothing to wait for; a parent unknown to both is refused, as is one that ended without success.
 
 Every plain finish (the DELETE riding with a worker's next claim, ``jobs_delete``) skips a job so
 marked; the worker then finishes it here (``finish_parents``), in one transaction: its children's
@@ -18,32 +20,27 @@ A parent that fails for good fails its waiting dependants, with the reason, in t
 its failure (``fail_for_good``), and theirs in turn. ``repair`` (run by gc-processing and by
 gc-error's actions) catches what another path left: a parent deleted by purge or cancel_where, a
 crash between a failure and its dependants'.
+
+The statements are the dependency store's (batchq.stores.dependencies); this module composes them
+into transactions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from .backends import Backend
 from .errors import ConfigError
 from .failures import fingerprint_of
-from .job import JOB_ID_RANGE, Job, Kept, kept_document
+from .job import JOB_ID_RANGE, Job, Kept
+from .stores.dependencies import ORPHAN_BATCH, DependencyStore, Parent, WaitingFor
 
 MAX_PARENTS = 1000  # per job: one statement of edges, one IN list
+MAX_EDGES = 100_000  # per enqueue_many(after=): its jobs times their parents, written in one go
 ALIVE = ("ready", "scheduled", "blocked", "processing")
-ORPHAN_BATCH = 1000  # deps_orphans' LIMIT
-
-
-@dataclass(frozen=True)
-class WaitingFor:
-    """What a waiting job waits for (explain): some of its unfinished parents, with their status
-    (None: gone without succeeding), and how many there are in all."""
-
-    parents: tuple[tuple[int, str | None], ...]
-    total: int
+MARK_ATTEMPTS = 3  # reads of the parents, when one ends between the read and its mark
 
 
 def check_after(after: Any) -> list[int]:
@@ -60,34 +57,59 @@ def check_after(after: Any) -> list[int]:
             raise ConfigError(f"after=: no job {job_id} (out of every backend's id range)")
     if not found:
         raise ConfigError("after= is empty: give the ids of the jobs to wait for, or leave it out")
-    if len(set(found)) > MAX_PARENTS:
-        raise ConfigError(f"after= names {len(set(found))} jobs: at most {MAX_PARENTS} per job")
-    return sorted(set(found))
+    unique = {int(job_id) for job_id in found}  # plain ints: Enqueued is one, drivers want one type
+    if len(unique) > MAX_PARENTS:
+        raise ConfigError(f"after= names {len(unique)} jobs: at most {MAX_PARENTS} per job")
+    return sorted(unique)
 
 
 def write_waiting(backend: Backend, row: dict[str, Any], parents: list[int], conn: Any = None) -> int:
     """Insert the job ``row`` waiting for ``parents`` (check_after's list) and link it; the
     caller's transaction (``conn``, or an open backend.transaction()) makes it atomic. A parent
-    that is unknown, already ended or failed is refused with ConfigError before any write.
+    that is unknown, or ended without succeeding, is refused with ConfigError before any write.
 
     A cycle cannot form: a job's parents exist before it does, so none can wait for it."""
-    found = {int(r["id"]): str(r["status"]) for r in backend.fetchall("deps_parents", {"ids": parents}, conn)}
-    _refuse_parents(parents, found)
-    if backend.execute("deps_mark_parents", {"ids": parents}, conn) < len(parents):
-        raise ConfigError(  # a parent ended between the read and the mark: nothing is kept
-            f"after=: one of jobs {_listed(parents)} ended while this job was enqueued; nothing was written"
+    return write_waiting_many(backend, [row], parents, conn)[0]
+
+
+def write_waiting_many(
+    backend: Backend, rows: Sequence[dict[str, Any]], parents: list[int], conn: Any = None
+) -> list[int]:
+    """write_waiting for several job rows, each waiting for the same ``parents``; their ids.
+
+    A parent whose job row is gone but whose history record says it succeeded has nothing left
+    to wait for: the jobs wait for the others, or, when every parent has succeeded, are written
+    due at once (as enqueue without after= writes them)."""
+    check_links(len(rows), parents)
+    store = backend.stores.dependencies
+    waiting_on = _mark_unfinished(store, parents, conn)
+    children = [backend.insert_job(row, conn) for row in rows]
+    if waiting_on and children:
+        store.wait(children, waiting_on, conn)
+    return children
+
+
+def check_links(jobs: int, parents: list[int]) -> None:
+    """ConfigError when ``jobs`` jobs waiting for ``parents`` are more links than one call writes."""
+    if jobs * len(parents) > MAX_EDGES:
+        raise ConfigError(
+            f"after=: {jobs} jobs times {len(parents)} parents is {jobs * len(parents)} links, "
+            f"at most {MAX_EDGES} per call: enqueue the jobs in smaller batches"
         )
-    child = backend.insert_job(row, conn)
-    backend.execute("deps_wait", {"id": child, "count": len(parents)}, conn)
-    backend.insert_many("deps_link", [{"parent": parent, "child": child} for parent in parents], conn)
-    return child
 
 
 def enqueue_waiting(backend: Backend, row: dict[str, Any], parents: list[int], conn: Any = None) -> int:
     """write_waiting in a transaction of its own (retried on deadlocks), or in ``conn``'s."""
+    return enqueue_waiting_many(backend, [row], parents, conn)[0]
+
+
+def enqueue_waiting_many(
+    backend: Backend, rows: Sequence[dict[str, Any]], parents: list[int], conn: Any = None
+) -> list[int]:
+    """write_waiting_many in a transaction of its own (retried on deadlocks), or in ``conn``'s."""
     if conn is not None:
-        return write_waiting(backend, row, parents, conn)
-    return in_transaction(backend, lambda: write_waiting(backend, row, parents))
+        return write_waiting_many(backend, rows, parents, conn)
+    return in_transaction(backend, lambda: write_waiting_many(backend, rows, parents))  # type: ignore[no-any-return]
 
 
 def in_transaction(backend: Backend, write: Callable[[], Any]) -> Any:
@@ -98,19 +120,56 @@ def in_transaction(backend: Backend, write: Callable[[], Any]) -> Any:
     return backend.retrying(attempt)
 
 
-def _refuse_parents(parents: list[int], found: dict[int, str]) -> None:
+def check_parents(backend: Backend, parents: list[int], conn: Any = None) -> None:
+    """Refuse now (ConfigError) a parent unknown or ended without success, as an enqueue would;
+    a read only (enqueue_on_commit's check at the call, before its write reads them again)."""
+    _refuse_parents(parents, backend.stores.dependencies.parents(parents, conn))
+
+
+def _mark_unfinished(store: DependencyStore, parents: list[int], conn: Any) -> list[int]:
+    """Of ``parents``, those that have not succeeded yet, marked as having dependants; the
+    others succeeded (their history says so). ConfigError for a parent unknown or ended without
+    success. A parent that ends between the read and its mark is read again: a success is then
+    found in the history (when kept), a failure refused."""
+    for _ in range(MARK_ATTEMPTS):
+        found = store.parents(parents, conn)
+        _refuse_parents(parents, found)
+        unfinished = [job_id for job_id in parents if not found[job_id].ended]
+        if not unfinished or store.mark_parents(unfinished, conn) == len(unfinished):
+            return unfinished
+    raise ConfigError(  # each read found a parent that the mark then missed: nothing is kept
+        f"after=: one of jobs {_listed(parents)} ended while this job was enqueued, {MARK_ATTEMPTS} times "
+        "over; nothing was written: enqueue it again"
+    )
+
+
+def _refuse_parents(parents: list[int], found: dict[int, Parent]) -> None:
     missing = [job_id for job_id in parents if job_id not in found]
     if missing:
         raise ConfigError(
-            f"after=: no job {_listed(missing)} waiting or running (an unknown id, or a job that "
-            "already ended: enqueue a dependant before its parents finish)"
+            f"after=: no job {_listed(missing)} waiting, running or succeeded (an unknown id, or a job "
+            "that ended and whose history is not kept): enqueue dependants before their parents can "
+            "finish, or keep the parents' history (Queue.configure(queue, keep_for=...))"
         )
-    failed = [job_id for job_id in parents if found[job_id] not in ALIVE]
+    failed = [job_id for job_id in parents if not found[job_id].ended and found[job_id].status not in ALIVE]
     if failed:
         raise ConfigError(
             f"after=: job {_listed(failed)} failed for good; requeue it (batchq gc-error --requeue) "
             "before enqueueing jobs after it"
         )
+    ended = [job_id for job_id in parents if found[job_id].ended and found[job_id].status != "succeeded"]
+    if ended:
+        job_id = ended[0]  # the first is enough to act on
+        raise ConfigError(
+            f"after=: job {job_id} {_ended_how(found[job_id].status)} (its history record says so): "
+            "it can never succeed; enqueue without it, or after a new job that does its work"
+        )
+
+
+def _ended_how(outcome: str) -> str:
+    return {"failed": "failed for good and was deleted", "cancelled": "was cancelled"}.get(
+        outcome, f"ended ({outcome})"
+    )
 
 
 def _listed(ids: Sequence[int]) -> str:
@@ -131,29 +190,19 @@ def finish_parents(backend: Backend, done: Sequence[Job], kept: Sequence[Kept] |
     token = done[0].claim_token
 
     def finish() -> int:
+        store = backend.stores.dependencies
         with backend.transaction():
-            params = {"ids": [job.id for job in done], "token": token}
-            owned = [int(r[0]) for r in backend.rows("deps_owned", params)]
+            owned = store.owned([job.id for job in done], token)
             if not owned:
                 return 0
-            if backend.rows("deps_children", {"ids": owned}):  # locked in id order
+            if store.lock_children(owned):  # locked in id order
                 for parent in owned:
-                    backend.execute("deps_release", {"parent": parent})
-            backend.execute("deps_forget", {"ids": owned})
-            return _delete_parents(backend, owned, token, kept)
+                    store.release(parent)
+            store.forget(owned)
+            mine = [entry for entry in kept or () if entry.id in set(owned)]
+            return store.delete_keeping(owned, token, mine) if mine else store.delete(owned, token)
 
     return backend.retrying(finish)
-
-
-def _delete_parents(backend: Backend, owned: list[int], token: str, kept: Sequence[Kept] | None) -> int:
-    mine = [entry for entry in kept or () if entry.id in set(owned)]
-    if not mine:
-        return backend.execute("deps_delete", {"ids": owned, "token": token})
-    params = {"done_token": token, "done_ids": owned, "kept": kept_document(mine)}
-    if backend.dialect == "postgresql":  # its claims copy what their DELETE returns: copied here
-        row = backend.fetchone("deps_delete_keep", params)
-        return int(row["deleted"]) if row else 0
-    return backend.execute("deps_delete_keep", params)
 
 
 def fail_for_good(backend: Backend, query: str, params: dict[str, Any], keep: bool) -> int:
@@ -176,16 +225,16 @@ def fail_dependants(backend: Backend, parents: Iterable[int], how: str = "failed
     """Fail the waiting children of ``parents`` with the reason, then theirs (each failed child
     is a parent that failed for good); in the caller's transaction if one is open. Returns how
     many jobs were failed."""
+    store = backend.stores.dependencies
     failed = 0
     frontier = [(parent, how) for parent in parents]
     while frontier:
         parent, why = frontier.pop()
-        children = [int(r[0]) for r in backend.rows("deps_waiting_children", {"parent": parent})]
+        children = store.waiting_children(parent)
         if not children:
             continue
         error = f"DependencyFailed: parent job {parent} {why}"
-        params = {"ids": children, "error": error, "fingerprint": fingerprint_of("DependencyFailed", error)}
-        failed += backend.execute("deps_fail", params)
+        failed += store.fail_waiting(children, error, fingerprint_of("DependencyFailed", error))
         frontier.extend((child, "failed for good") for child in children)
     return failed
 
@@ -198,29 +247,23 @@ def repair(backend: Backend) -> int:
     succeeding, by whatever path (purge, cancel_where, a crash between a failure and its
     dependants'); then drop the edges of deleted parents, so that a requeued dependant runs
     without them. Returns how many jobs were failed."""
+    store = backend.stores.dependencies
     failed = 0
     while True:
-        rows = backend.retrying(lambda: backend.fetchall("deps_orphans"))
-        if not rows:
+        orphans = backend.retrying(store.orphans)
+        if not orphans:
             break
-        parents = {int(r["parent_id"]): r["parent_status"] for r in rows}
+        parents = {orphan.parent: orphan.parent_status for orphan in orphans}
         for parent, status in parents.items():
             how = "was deleted before it succeeded" if status is None else "failed for good"
             failed += in_transaction(backend, partial(fail_dependants, backend, [parent], how))
-        if len(rows) < ORPHAN_BATCH:
+        if len(orphans) < ORPHAN_BATCH:
             break
-    gone = backend.retrying(lambda: backend.fetchall("deps_gone_edges"))
-    edges = [{"parent": int(r["parent_id"]), "child": int(r["child_id"])} for r in gone]
+    edges = backend.retrying(store.gone_edges)
     if edges:
-        in_transaction(backend, lambda: sum(backend.execute("deps_unlink", edge) for edge in edges))
+        in_transaction(backend, lambda: sum(store.unlink(parent, child) for parent, child in edges))
     return failed
 
 
 def waiting_for(backend: Backend, job_id: int) -> WaitingFor:
-    rows = backend.fetchall("deps_waiting_for", {"id": job_id})
-    parents = tuple((int(r["parent_id"]), _text_or_none(r["parent_status"])) for r in rows)
-    return WaitingFor(parents, int(rows[0]["total"]) if rows else 0)
-
-
-def _text_or_none(value: Any) -> str | None:
-    return None if value is None else str(value)
+    return backend.stores.dependencies.waiting_for(job_id)

@@ -13,7 +13,17 @@ from .appconn import takes_app_conn
 from .backends import OnDatabase, stored_text
 from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, take_turn
 from .config import Duration, check_queue_name, existing_queue_name, parse_duration
-from .dependencies import check_after, enqueue_waiting, fail_dependants, in_transaction, write_waiting
+from .dependencies import (
+    check_after,
+    check_links,
+    check_parents,
+    enqueue_waiting,
+    enqueue_waiting_many,
+    fail_dependants,
+    in_transaction,
+    write_waiting,
+    write_waiting_many,
+)
 from .errors import BackendError, ConfigError
 from .explain import Explanation, explain
 from .flow import Rate, check_max_running, parse_rate
@@ -333,7 +343,10 @@ class Queue(OnDatabase):
 
         ``app``: a Django connection (``django.db.connection``; outside atomic() the job is
         written at once) or an SQLAlchemy Session. ``options``: enqueue's, but conn. Everything
-        is checked, and the payload serialised, now: bad input raises here. A failure to write
+        is checked, and the payload serialised, now: bad input raises here; ``after``'s parents
+        are read now (an unknown or failed one raises here) and again when the job is written,
+        as enqueue(after=) reads them (one that ended meanwhile without its history kept is
+        refused then). A failure to write
         the job after the commit is logged (logger ``batchq.on_commit``) and raised where the app
         commits; a crash between the app's commit and the write loses the job
         (docs/app-transactions.md)."""
@@ -343,17 +356,28 @@ class Queue(OnDatabase):
                 "commits: pass that transaction's connection or Session as its first argument, no conn="
             )
         unique_key = options.pop("unique_key", None)
+        after = options.pop("after", None)
+        parents = None if after is None else check_after(after)
+        if parents is not None:
+            _check_waiting_options(options.get("delay"), options.get("run_at"), unique_key)
         spec = self.builder.spec(task, **options)
-        write = partial(self._on_commit, app=app, payload=payload, unique_key=unique_key)
+        if parents is not None:  # refused now if unknown or failed; read again at the write
+            check_parents(self.backend, parents)
+        write = partial(self._on_commit, app=app, payload=payload, unique_key=unique_key, parents=parents)
         if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.hooks: around the build, not the write
             run_enqueue(self._enqueue_layers(), Enqueue(spec, 1, on_commit=True), write)
         else:
             write(spec)
 
-    def _on_commit(self, spec: JobSpec, app: Any, payload: Any, unique_key: str | None) -> None:
+    def _on_commit(
+        self, spec: JobSpec, app: Any, payload: Any, unique_key: str | None, parents: list[int] | None = None
+    ) -> None:
         row = self._job(spec, payload, unique_key, None)
         what = f"enqueueing {row['task']} into queue {row['queue']!r}"
-        after_commit(app, lambda: self._write_job(row, None), what)
+        if parents is None:
+            after_commit(app, lambda: self._write_job(row, None), what)
+        else:  # the parents read again, and marked, as enqueue(after=) does
+            after_commit(app, lambda: self._enqueued(enqueue_waiting(self.backend, row, parents)), what)
 
     def _job(self, spec: JobSpec, payload: Any, unique_key: str | None, conn: Any) -> dict[str, Any]:
         """enqueue's job row, checked and with its payload serialised, nothing written."""
@@ -416,6 +440,7 @@ class Queue(OnDatabase):
         keep_result: bool | Duration | None = None,
         run_at: datetime | None = None,
         expires: Duration | datetime | None = None,
+        after: int | Iterable[int] | None = None,
         conn: Any = None,
     ) -> int:
         """Write one job per payload in one statement batch, all or none; returns how many.
@@ -423,7 +448,18 @@ class Queue(OnDatabase):
         ``unique_keys``: one key (or None) per payload, in order, as ``enqueue``'s
         ``unique_key``: a payload whose key a waiting or running job holds, or that an earlier
         payload of the batch has, is not written, and the count leaves it out.
+
+        ``after`` (a job id or ids), as ``enqueue``'s: every job of the batch waits until each of
+        those parents has succeeded (the same parents for all; for parents of its own, enqueue a
+        job with ``after=`` in the same transaction, ``conn=``). The jobs are then written one
+        INSERT each (their ids are linked to the parents), still all or none. Not with
+        ``delay``, ``run_at`` or ``unique_keys``.
         """
+        parents = None if after is None else check_after(after)
+        if parents is not None:
+            _check_waiting_options(delay, run_at, None)
+            if unique_keys is not None:
+                raise ConfigError("after= and unique_keys= together are not supported")
         spec = JobSpec.of(  # not builder.spec: its **options would cost a second repacking
             self.builder.resolver,
             task,
@@ -440,34 +476,50 @@ class Queue(OnDatabase):
             run_at=run_at,
             expires=expires,
         )
-        write = partial(self._enqueue_many_spec, payloads=payloads, unique_keys=unique_keys, conn=conn)
+        write = partial(
+            self._enqueue_many_spec, payloads=payloads, unique_keys=unique_keys, parents=parents, conn=conn
+        )
         if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.hooks
             count = len(payloads) if isinstance(payloads, Sized) else None
             return run_enqueue(self._enqueue_layers(), Enqueue(spec, count, conn), write)  # type: ignore[no-any-return]
         return write(spec)
 
     def _enqueue_many_spec(
-        self, spec: JobSpec, payloads: Iterable[Any], unique_keys: Iterable[str | None] | None, conn: Any
+        self,
+        spec: JobSpec,
+        payloads: Iterable[Any],
+        unique_keys: Iterable[str | None] | None,
+        parents: list[int] | None,
+        conn: Any,
     ) -> int:
         queue = spec.queue
         template = self.builder.template(spec, conn)
         stored = self.builder.payloads(template, payloads)
         backend = self.backend
-        rows = None if unique_keys is None else [{**template, "payload": data} for data in stored]
-        if rows is not None:
+        per_row = unique_keys is not None or parents is not None
+        rows = [{**template, "payload": data} for data in stored] if per_row else None
+        if unique_keys is not None:
             set_unique_keys(rows, list(unique_keys))  # type: ignore[arg-type]
 
         def insert(c: Any = None) -> int:
             if rows is None:  # no row dict per payload: the backend takes the template once
                 return backend.insert_jobs(template, stored, c)
+            if parents is not None:  # in a transaction: the caller's, or the bounded turn's
+                return len(write_waiting_many(backend, rows, parents, c))
             return backend.insert_unique_jobs(rows, c)
 
         if not stored:
             return 0
+        if parents is not None:
+            check_links(len(stored), parents)
         if self._bounded(queue, conn):  # room for every payload, written or skipped for its key
+            if parents is not None:  # refused before the bound makes room (drop_oldest writes)
+                check_parents(backend, parents, conn)
             return self._in_turn(
                 queue, conn, lambda: self._room_for(queue, len(stored), conn, lambda: insert(conn))
             )
+        if parents is not None:
+            return len(enqueue_waiting_many(backend, rows, parents, conn))  # type: ignore[arg-type]
         if conn is not None:
             return insert(conn)
         return backend.retrying(insert)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .bounds import BoundStore
 from .charts import ChartStore
+from .dependencies import DependencyStore
 from .flow import FlowStore
 from .inspection import InspectionStore
 from .locks import LockStore
@@ -67,3 +68,7 @@ class Stores:
     @cached_property
     def inspection(self) -> InspectionStore:
         return InspectionStore.on(self._db)
+
+    @cached_property
+    def dependencies(self) -> DependencyStore:
+        return DependencyStore.on(self._db)

@@ -4,8 +4,14 @@
 -- parents_left > 0.
 
 -- name: deps_parents
--- The named parents as they are now (a plain read: the one-line error before anything is written).
-SELECT id, status FROM batchq_job WHERE id = ANY(%(ids)s::bigint[]);
+-- The named parents as they are now, in one statement (one snapshot): their job rows, then the
+-- unexpired history records of those whose row is gone (ended = 1: a parent that succeeded
+-- is gone from the job table, kept only there). A plain read: the one-line error before anything
+-- is written.
+SELECT id, status, 0 AS ended FROM batchq_job WHERE id = ANY(%(ids)s::bigint[])
+UNION ALL
+SELECT id, outcome, 1 FROM batchq_history
+WHERE id = ANY(%(ids)s::bigint[]) AND (expires_at IS NULL OR expires_at > statement_timestamp());
 
 -- name: deps_mark_parents
 -- Mark the parents as having dependants, locking their rows: a parent finishing meanwhile
@@ -14,9 +20,9 @@ UPDATE batchq_job SET dependants = 1
 WHERE id = ANY(%(ids)s::bigint[]) AND status IN ('ready', 'scheduled', 'blocked', 'processing');
 
 -- name: deps_wait
--- The child just inserted, in the same transaction: waiting for its parents.
+-- The children just inserted, in the same transaction: waiting for their parents.
 UPDATE batchq_job SET status = 'scheduled', run_at = '9999-12-31 00:00:00+00', parents_left = %(count)s
-WHERE id = %(id)s;
+WHERE id = ANY(%(ids)s::bigint[]);
 
 -- name: deps_link
 -- One edge parent -> child (executemany).

@@ -508,3 +508,58 @@ def test_a_task_snoozes_and_discards(project: DjangoProject) -> None:
     woke = shell(project, f"out = described(backend.get_result({snoozing!r}))")
     assert woke["status"] == "SUCCESSFUL" and woke["value"] == "woke" and woke["attempts"] == 1
     assert project.ran() == ["nap", "discard", "nap"]
+
+
+def test_after_makes_tasks_wait_for_their_parents(project: DjangoProject, db_url: str) -> None:
+    """Django's Task API has no place for batchq's after= (Task.using takes four fixed options,
+    enqueue's arguments are the task's): batchq.contrib.django.after, a block around the
+    enqueues. Nested blocks add up; aenqueue sees the block; inside atomic() the job and its
+    links join the block's transaction; an unknown parent is refused before anything is written."""
+    out = shell(
+        project,
+        """
+import asyncio
+from batchq import ConfigError
+from batchq.contrib.django import after
+first = tasks.record.enqueue("first")
+with after(first):
+    second = tasks.record.enqueue("second")
+    with after(second.id):
+        third = asyncio.run(tasks.record.aenqueue("third"))
+plain = tasks.record.enqueue("plain")
+try:
+    with transaction.atomic(), after(first):
+        tasks.record.enqueue("rolled back")
+        raise RuntimeError("the view failed")
+except RuntimeError:
+    pass
+refused = []
+for parents in ([999999999], ["not an id"]):
+    try:
+        with after(*parents):
+            tasks.record.enqueue("never")
+    except ConfigError as exc:
+        refused.append(str(exc))
+out = {
+    "ids": [first.id, second.id, third.id, plain.id],
+    "statuses": [described(backend.get_result(r.id))["status"] for r in (second, third)],
+    "refused": refused,
+}
+""",
+    )
+    first, second, third, plain = (int(job_id) for job_id in out["ids"])
+    assert out["statuses"] == ["READY", "READY"]  # waiting reads as READY (Django has no other)
+    assert "no job 999999999 waiting, running or succeeded" in out["refused"][0]
+    assert "is not a batchq job" in out["refused"][1]
+    look = Queue(db_url)
+    try:
+        waits = look.backend.stores.dependencies.waiting_for(third)
+        assert waits.parents == ((first, "ready"), (second, "scheduled")) and waits.total == 2
+        assert look.explain(second).delay_reason == "parents"
+        assert look.explain(plain).delay_reason != "parents"
+    finally:
+        look.close()
+    run_worker(project)
+    ran = project.ran()
+    assert sorted(ran) == ["first", "plain", "second", "third"]
+    assert ran.index("first") < ran.index("second") < ran.index("third")

@@ -22,6 +22,7 @@ STORE_FILES = (
     "workers",
     "settings",
     "flow",
+    "dependencies",
     "charts",
     "metrics",  # these three: the inspection store's
     "explain",
@@ -43,7 +44,8 @@ def modules_outside_the_stores() -> list[Path]:
 
 
 def test_there_are_store_queries_to_look_for() -> None:
-    assert {"lock_take", "partition_lease", "schedule_advance", "worker_seen"} <= store_queries()
+    expected = {"lock_take", "partition_lease", "schedule_advance", "worker_seen", "deps_parents"}
+    assert expected <= store_queries()
 
 
 @pytest.mark.parametrize("path", modules_outside_the_stores(), ids=lambda p: str(p.relative_to(PACKAGE)))

@@ -6,6 +6,8 @@ command (docs/django.md). Add "batchq.contrib.django" to INSTALLED_APPS and set
 
 from typing import Any
 
+from .after import after  # no Django import: safe while Django loads this app
+
 
 def __getattr__(name: str) -> Any:
     # The backend imports the Tasks framework: not while Django loads this app.
@@ -16,4 +18,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["BatchqBackend"]
+__all__ = ["BatchqBackend", "after"]

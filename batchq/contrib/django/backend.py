@@ -22,6 +22,7 @@ from ...config import check_queue_name
 from ...errors import ConfigError
 from ...queue import Queue
 from . import results
+from .after import current_parents
 from .compat import BaseTaskBackend, InvalidTask, TaskResult, TaskResultStatus, normalize_json, task_enqueued
 from .entry import DEFAULT_ALIAS
 from .registry import ENTRY_MODULE, register
@@ -108,6 +109,9 @@ class BatchqBackend(BaseTaskBackend):
             "max_errors": self.settings.max_errors,
             "keep_result": self.settings.keep_result,
         }
+        parents = current_parents()  # batchq.contrib.django.after: Django's API has no place for it
+        if parents is not None:
+            options["after"] = parents
         # The alias's Django connection: inside atomic() the job joins the block (batchq.appconn).
         options["conn"] = self._connection()
         return self.queue().enqueue(register(task), payload, **options)

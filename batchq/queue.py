@@ -206,9 +206,9 @@ class Queue(OnDatabase):
         value or its error, for ``Queue.result(id)`` (and ``.result()`` of what this returns);
         without it, the task's @task(keep_result=...); False keeps nothing whatever the task says.
 
-        ``after`` (a job id or ids, waiting or running) makes the job wait until every one of
-        them has succeeded; if one fails for good, this job fails too, with the reason
-        (batchq.dependencies, docs/guides/dependencies.md).
+        ``after`` (a job id or ids: waiting, running, or succeeded with its history kept) makes
+        the job wait until every one of them has succeeded; if one fails for good, this job fails
+        too, with the reason (batchq.dependencies, docs/guides/dependencies.md).
 
         ``run_at`` (an aware datetime) is when the job is due, as a datetime ``delay`` is: on the
         server's clock, a time past meaning now; give one of them, not both.
@@ -249,8 +249,18 @@ class Queue(OnDatabase):
     ) -> Enqueued:
         row = self._job(spec, payload, unique_key, conn)
         if parents is not None:
-            return self._enqueued(enqueue_waiting(self.backend, row, parents, conn))
+            return self._write_waiting(row, parents, conn)
         return self._write_job(row, conn)
+
+    def _write_waiting(self, row: dict[str, Any], parents: list[int], conn: Any) -> Enqueued:
+        """Write a job row of _job that waits for ``parents`` (batchq.dependencies), within its
+        queue's bound as any job (the parents refused before the bound makes room)."""
+        backend, queue = self.backend, row["queue"]
+        if not self._bounded(queue, conn):
+            return self._enqueued(enqueue_waiting(backend, row, parents, conn))
+        check_parents(backend, parents, conn)
+        write = partial(write_waiting, backend, row, parents, conn)
+        return self._enqueued(self._in_turn(queue, conn, lambda: self._room_for(queue, 1, conn, write)))
 
     def _enqueue_layers(self) -> list[EnqueueMiddleware]:
         """The process's enqueue middleware, then this queue's own (outermost first)."""
@@ -377,7 +387,7 @@ class Queue(OnDatabase):
         if parents is None:
             after_commit(app, lambda: self._write_job(row, None), what)
         else:  # the parents read again, and marked, as enqueue(after=) does
-            after_commit(app, lambda: self._enqueued(enqueue_waiting(self.backend, row, parents)), what)
+            after_commit(app, lambda: self._write_waiting(row, parents, None), what)
 
     def _job(self, spec: JobSpec, payload: Any, unique_key: str | None, conn: Any) -> dict[str, Any]:
         """enqueue's job row, checked and with its payload serialised, nothing written."""

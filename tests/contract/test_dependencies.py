@@ -300,6 +300,22 @@ def test_enqueue_many_after_in_a_bounded_queue_is_bounded(dq: Queue) -> None:
     assert count(dq, "batchq_job") == 3 and count(dq, "batchq_dependency") == 2
 
 
+def test_enqueue_after_in_a_bounded_queue_is_bounded_as_any_job(dq: Queue) -> None:
+    parent = dq.enqueue(*step(1))
+    dq.configure("small", max_length=1, overflow="reject")
+    waiting = dq.enqueue(*step(2), queue="small", after=parent)
+    with pytest.raises(QueueFull):  # the waiting job counts against the bound
+        dq.enqueue(*step(3), queue="small", after=parent)
+    with pytest.raises(ConfigError, match="no job 999999"):  # refused before any room is made
+        dq.enqueue(*step(4), queue="small", after=999999)
+    dq.configure("small", max_length=1, overflow="drop_oldest")
+    newer = dq.enqueue(*step(5), queue="small", after=parent)
+    assert status(dq, waiting)[0] == "failed"  # dropped to make room, as any oldest job
+    assert count(dq, "batchq_job") == 3 and count(dq, "batchq_dependency") == 2
+    drain(dq, queues=("default", "small"))
+    assert ran(dq) == [1, 5] and status(dq, newer)[0] == "gone"
+
+
 def test_enqueue_many_after_is_refused_before_a_bound_drops_anything(
     dq: Queue, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

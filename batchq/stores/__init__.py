@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING
 from .bounds import BoundStore
 from .flow import FlowStore
 from .locks import LockStore
+from .message_views import MessageViewStore
+from .messages import MessageStore
 from .partitions import PartitionStore
 from .schedules import ScheduleStore
 from .settings import SettingsStore
+from .topics import TopicStore
 from .workers import WorkerStore
 
 if TYPE_CHECKING:
@@ -57,3 +60,15 @@ class Stores:
     @cached_property
     def settings(self) -> SettingsStore:
         return SettingsStore.on(self._db)
+
+    @cached_property
+    def messages(self) -> MessageStore:
+        return MessageStore.on(self._db)
+
+    @cached_property
+    def topics(self) -> TopicStore:
+        return TopicStore.on(self._db)
+
+    @cached_property
+    def message_views(self) -> MessageViewStore:
+        return MessageViewStore.on(self._db)

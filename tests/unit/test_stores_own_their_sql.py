@@ -14,8 +14,21 @@ from batchq.sqlfiles import parse_queries
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "batchq"
 # The sql/<dialect>/*.sql files whose queries belong to a store.
-STORE_FILES = ("locks", "partitions", "schedules", "bounds", "workers", "settings", "flow")
+STORE_FILES = (
+    "locks",
+    "partitions",
+    "schedules",
+    "bounds",
+    "workers",
+    "settings",
+    "flow",
+    "mq",
+    "mqview",
+    "pubsub",
+)
 DIALECTS = ("mysql", "postgresql", "sqlite")
+# The connection's own statements in those files, run by a backend: LISTEN (wait_for_messages).
+CONNECTION_QUERIES = {"pubsub_listen_messages"}
 
 
 def store_queries() -> set[str]:
@@ -23,7 +36,7 @@ def store_queries() -> set[str]:
     for dialect in DIALECTS:
         for file in STORE_FILES:
             names |= parse_queries((ROOT / "sql" / dialect / f"{file}.sql").read_text("utf-8")).keys()
-    return names
+    return names - CONNECTION_QUERIES
 
 
 def modules_outside_the_stores() -> list[Path]:
@@ -31,7 +44,14 @@ def modules_outside_the_stores() -> list[Path]:
 
 
 def test_there_are_store_queries_to_look_for() -> None:
-    assert {"lock_take", "partition_lease", "schedule_advance", "worker_seen"} <= store_queries()
+    assert {
+        "lock_take",
+        "partition_lease",
+        "schedule_advance",
+        "worker_seen",
+        "mq_read",
+        "pubsub_publish",
+    } <= (store_queries())
 
 
 @pytest.mark.parametrize("path", modules_outside_the_stores(), ids=lambda p: str(p.relative_to(PACKAGE)))

@@ -516,3 +516,23 @@ def test_a_send_too_large_for_mysql_is_refused_before_anything_is_written(mq: Me
     with pytest.raises(PayloadError):
         messages.check_send_sizes([big])
     assert messages.length(S) == 0
+
+
+@pytest.mark.backends("postgresql")  # the only dialect with UNLOGGED tables
+def test_a_non_durable_queues_messages_go_to_the_unlogged_table(mq: MessageQueue) -> None:
+    messages = created(mq, durable=False)
+    settings = messages.send_settings(S, 0)
+    assert settings is not None and settings.durable is False
+    rows = [
+        {"queue": S, "message": json.dumps({"n": n}), "headers": None, "delay": 0.0, "at": None}
+        for n in range(2)
+    ]
+    with mq.backend.transaction():  # batchq's own: its commit need not wait for the WAL flush
+        ids = messages.insert(rows, durable=False)
+    assert ids == sorted(ids)
+    with mq.backend.errors():
+        cur = mq.backend.conn.cursor()
+        cur.execute("SELECT id FROM ONLY batchq_message_unlogged WHERE queue = %s ORDER BY id", (S,))
+        assert [row[0] for row in cur.fetchall()] == ids
+        cur.close()
+    assert bodies(messages.read(S, vt=60, qty=10)) == [{"n": 0}, {"n": 1}]

@@ -5,7 +5,9 @@ returns for ``vt`` seconds and counts the read; the consumer then ``delete``s or
 ``archive``s each one, or lets its visibility run out so that another reader gets
 it again. Every queue lives in the same few tables (``batchq_message``,
 ``batchq_message_archive``, ``batchq_mq_meta``, ``batchq_mq_sent``), so no SQL is
-ever assembled per queue; every statement is a named query in ``sql/<dialect>/mq.sql``.
+ever assembled per queue; every statement is a named query in ``sql/<dialect>/mq.sql`` (topics:
+``pubsub.sql``), run by the connection's stores (``backend.stores.messages`` and ``.topics``:
+batchq.stores.messages, batchq.stores.topics), which also hold the dialects' differences.
 
 A separate class from :class:`batchq.Queue`: jobs name a task and are run by
 ``batchq run`` with status, retries and sweeps, whereas messages are plain data that

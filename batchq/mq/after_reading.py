@@ -24,16 +24,12 @@ class AfterReading(MessageQueueCore):
         registered by plain SQL under a name today's rules refuse is found too (a clean-up path).
         """
         params = self._cleanup_params(queue, msg_id, read_ct, conn)
-        return self._on(
-            conn, lambda conn: self.backend.execute("mq_delete", params, conn) == 1, transaction=False
-        )
+        return self._on(conn, lambda conn: self._delete_one(params, conn), transaction=False)
 
     @takes_app_conn
     def delete_batch(self, queue: str, msg_ids: Iterable[int], *, conn: Any = None) -> list[int]:
         """Remove several messages in one transaction; returns the ids that were there."""
-        return self._each(
-            queue, msg_ids, lambda params, conn: self.backend.execute("mq_delete", params, conn) == 1, conn
-        )
+        return self._each(queue, msg_ids, self._delete_one, conn)
 
     @takes_app_conn
     def archive(self, queue: str, msg_id: int, *, read_ct: int | None = None, conn: Any = None) -> bool:
@@ -58,12 +54,11 @@ class AfterReading(MessageQueueCore):
         """Archive several messages in one transaction; returns the ids that were there."""
         return self._each(queue, msg_ids, self._archive_one, conn)
 
+    def _delete_one(self, params: dict[str, Any], conn: Any) -> bool:
+        return self.backend.stores.messages.delete(params["queue"], params["id"], params["read_ct"], conn)
+
     def _archive_one(self, params: dict[str, Any], conn: Any) -> bool:
-        backend = self.backend
-        if backend.fetchone("mq_message_lock", params, conn) is None:  # locked: one archiver copies it
-            return False
-        backend.execute("mq_archive_copy", {**params, "reason": None}, conn)
-        return backend.execute("mq_delete", params, conn) == 1
+        return self.backend.stores.messages.archive(params["queue"], params["id"], params["read_ct"], conn)
 
     def _each(
         self,
@@ -88,13 +83,13 @@ class AfterReading(MessageQueueCore):
         ``read_ct`` is a receipt, as for ``delete``: None when someone else has read it since.
         """
         when = _when(vt, "vt")
-        params = {**self._message_params(queue, msg_id, read_ct), "vt": when["delay"], "at": when["at"]}
-        backend = self.backend
+        params = self._message_params(queue, msg_id, read_ct)
+        store = self.backend.stores.messages
 
         def update(conn: Any) -> Row | None:
-            if backend.execute("mq_set_vt", params, conn) != 1:
-                return None
-            return backend.fetchone("mq_message_get", params, conn)
+            return store.set_vt(
+                queue, msg_id, delay=when["delay"], at=when["at"], read_ct=params["read_ct"], conn=conn
+            )
 
         row = self._on(conn, update)
         return None if row is None else _message(row)
@@ -105,16 +100,15 @@ class AfterReading(MessageQueueCore):
         True: removed. False: no such message (deleted, archived or popped already).
         Raises MessageHeld when a reader holds it: its visibility has not run out yet.
         """
-        params = self._message_params(queue, msg_id)
-        backend = self.backend
+        self._message_params(queue, msg_id)
+        store = self.backend.stores.messages
         for _ in range(3):  # a hold can run out between the refused delete and the look
-            if backend.retrying(lambda: backend.execute("mq_cancel", params)) == 1:
+            if store.cancel(queue, msg_id):
                 return True
-            row = backend.fetchone("mq_hold", params)
-            if row is None:
+            held = store.held(queue, msg_id)
+            if held is None:
                 return False
-            held = float(row["held_seconds"])
-            if held > 0 and int(row["read_ct"]) > 0:
+            if held > 0:
                 raise MessageHeld(
                     f"message {msg_id} of queue {queue!r} is held by a consumer for another "
                     f"{held:.1f}s: not cancelled (delete it, or cancel once its visibility runs out)"
@@ -124,5 +118,6 @@ class AfterReading(MessageQueueCore):
     @takes_app_conn
     def get(self, queue: str, msg_id: int, *, conn: Any = None) -> Message | None:
         """A message as it stands, without reading it (no lock, read_ct unchanged)."""
-        row = self.backend.fetchone("mq_message_get", self._message_params(queue, msg_id), conn)
+        self._message_params(queue, msg_id)
+        row = self.backend.stores.messages.message(queue, msg_id, conn)
         return None if row is None else _message(row)

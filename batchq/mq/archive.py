@@ -44,15 +44,15 @@ class Archive(MessageQueueCore):
             raise ConfigError(
                 f"bad reason {reason!r}: use a string such as {OVERFLOW_REASON!r}, or None for any"
             )
-        params = {
-            "queue": queue,
-            "after_id": after_id,
-            "limit": limit,
-            "since": _epoch(since, "since"),
-            "until": _epoch(until, "until"),
-            "reason": reason,
-        }
-        rows = self.backend.fetchall("mq_archive_read", params, conn)
+        rows = self.backend.stores.messages.archived(
+            queue,
+            after_id=after_id,
+            limit=limit,
+            since=_epoch(since, "since"),
+            until=_epoch(until, "until"),
+            reason=reason,
+            conn=conn,
+        )
         if not rows:
             self._existing(queue, conn)
         return [_archived(row) for row in rows]
@@ -62,17 +62,8 @@ class Archive(MessageQueueCore):
     ) -> int:
         """Delete archived messages archived more than ``older_than`` ago (of one queue, or of
         all), ``batch`` rows per transaction, oldest first; returns how many."""
-        params = {
-            "older_than": parse_duration(older_than, "older_than"),
-            "queue": None if queue is None else check_queue_name(queue),
-            "batch": batch,
-        }
+        seconds = parse_duration(older_than, "older_than")
+        name = None if queue is None else check_queue_name(queue)
         if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= 100_000:
             raise ConfigError(f"bad batch {batch!r}: use a whole number of rows from 1 to 100000")
-        backend = self.backend
-        pruned = 0
-        while True:
-            deleted = backend.retrying(lambda: backend.execute("mq_archive_prune", params))
-            pruned += deleted
-            if deleted < batch:
-                return pruned
+        return self.backend.stores.messages.prune_archive(seconds, name, batch)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from ..backends import OnDatabase, Row
+from ..backends import OnDatabase
 from ..config import Duration, check_queue_name, existing_queue_name
 from ..errors import ConfigError, QueueNotFound
 from ..typed import QueueType, TypeCache
@@ -34,7 +34,7 @@ class MessageQueueCore(OnDatabase):
 
     def _read_type(self, queue: str, conn: Any = None) -> QueueType:
         """The queue's type as stored now (QueueNotFound if there is no queue), remembered."""
-        row = self.backend.fetchone("mq_queue_schema", {"queue": queue}, conn=conn)
+        row = self.backend.stores.messages.schema(queue, conn)
         if row is None:
             raise _missing(queue)
         return self._types.learn(queue, row["payload_schema"])
@@ -44,7 +44,7 @@ class MessageQueueCore(OnDatabase):
         SQL has (today's rules refuse it; batchq can still read, purge and drop it)."""
 
         def found(name: str) -> bool:
-            return self.backend.fetchone("mq_queue_get", {"queue": name}, conn) is not None
+            return self.backend.stores.messages.exists(name, conn)
 
         if not found(existing_queue_name(queue, found)):
             raise _missing(queue)
@@ -76,26 +76,7 @@ class MessageQueueCore(OnDatabase):
     def _drop_oldest(self, queue: str, excess: int, conn: Any) -> int:
         """Archive (reason "overflow") and delete the ``excess`` oldest messages, waiting ones
         (no consumer holds them) first; returns how many."""
-        backend = self.backend
-        # Messages other transactions have locked are passed over while others can go; a server
-        # without SKIP LOCKED waits for them.
-        queries = ("mq_overflow_victims", "mq_overflow_victims_any", "mq_overflow_victims_wait")
-        dropped = 0
-        while excess > 0:
-            params = {"queue": queue, "n": excess}
-            victims: list[Row] = []
-            for name in queries if backend.skip_locked else queries[-1:]:
-                victims = backend.fetchall(name, params, conn)
-                if victims:
-                    break
-            if not victims:
-                break  # the queue emptied meanwhile
-            for victim in victims:
-                moved = {"queue": queue, "id": victim["id"], "read_ct": None, "reason": OVERFLOW_REASON}
-                backend.execute("mq_archive_copy", moved, conn)
-                dropped += backend.execute("mq_delete", moved, conn)
-            excess -= len(victims)  # fewer than asked: the next pass takes held or locked ones
-        return dropped
+        return self.backend.stores.messages.drop_oldest(queue, excess, OVERFLOW_REASON, conn)
 
 
 def _missing(queue: str) -> QueueNotFound:

@@ -2,9 +2,10 @@
 messages as they stand (a peek reads nothing: no read_ct bump, no vt change).
 
 Read by `batchq mq list/stats/peek`, `batchq stats`, `batchq metrics` and the dashboard, with
-plain SELECTs in autocommit (named queries in ``sql/<dialect>/mqview.sql``), ages on the
-database server's clock. A row written around batchq (a BLOB for a name, a message that is no
-JSON, a time that is no time) is shown as its text, never raised.
+plain SELECTs in autocommit (``backend.stores.message_views``: the named queries of
+``sql/<dialect>/mqview.sql``), ages on the database server's clock. A row written around
+batchq (a BLOB for a name, a message that is no JSON, a time that is no time) is shown as its
+text, never raised.
 """
 
 from __future__ import annotations
@@ -102,9 +103,9 @@ class PeekedMessage:
 def queue_figures(backend: Backend, queue: str | None = None) -> list[MessageQueueFigures]:
     """Every message queue's figures (or ``queue``'s: [] when there is none), by name. Rows of
     queues that are not registered (written by plain SQL) are left out, as `list_queues` does."""
-    params = {"queue": queue}
+    views = backend.stores.message_views
     by_name: dict[str, MessageQueueFigures] = {}
-    for row in backend.fetchall("mqview_queues", params):
+    for row in views.queues(queue):
         name = stored_text(row["queue_name"])
         bound = stored_bound(row)
         by_name[name] = MessageQueueFigures(
@@ -116,7 +117,7 @@ def queue_figures(backend: Backend, queue: str | None = None) -> list[MessageQue
             durable=_is_true(row["durable"]),
             schema=stored_schema(row["payload_schema"]),
         )
-    for row in backend.fetchall("mqview_messages", params):
+    for row in views.message_counts(queue):
         found = by_name.get(stored_text(row["queue"]))
         if found is not None:
             found.messages = stored_count(row["length"])
@@ -126,11 +127,11 @@ def queue_figures(backend: Backend, queue: str | None = None) -> list[MessageQue
             found.redelivered = stored_count(row["redelivered"])
             found.max_id = stored_count(row["max_id"])
             found.oldest_age_seconds = stored_seconds(row["oldest_age_seconds"])
-    for row in backend.fetchall("mqview_archive", params):
+    for row in views.archive_counts(queue):
         found = by_name.get(stored_text(row["queue"]))
         if found is not None:
             found.archived = stored_count(row["archived"])
-    for row in backend.fetchall("pubsub_subscription_list"):
+    for row in backend.stores.topics.subscriptions():
         found = by_name.get(stored_text(row["queue"]))
         if found is not None:
             found.subscription = Subscribed(
@@ -154,13 +155,13 @@ def message_page(
         raise ConfigError(f"bad after {after!r}: use 0 or the id of the last message of a page")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= PAGE_MAX:
         raise ConfigError(f"bad limit {limit!r}: use a whole number from 1 to {PAGE_MAX}")
-    rows = backend.fetchall("mqview_page", {"queue": queue, "after": after, "limit": limit})
+    rows = backend.stores.message_views.page(queue, after, limit)
     return [_peeked(row) for row in rows]
 
 
 def peek(backend: Backend, queue: str, msg_id: int) -> PeekedMessage | None:
     """One message as it stands, without reading it; None when the queue has no such message."""
-    row = backend.fetchone("mqview_message", {"queue": queue, "id": check_msg_id(msg_id)})
+    row = backend.stores.message_views.message(queue, check_msg_id(msg_id))
     return None if row is None else _peeked(row)
 
 
@@ -201,4 +202,4 @@ def purge_up_to(backend: Backend, queue: str, up_to: int) -> int:
     shown when they confirmed; returns how many. One statement: the archive stays."""
     if isinstance(up_to, bool) or not isinstance(up_to, int) or not 0 <= up_to <= MSG_ID_RANGE[1]:
         raise ConfigError(f"bad up_to {up_to!r}: use the newest message id the confirmation showed")
-    return backend.retrying(lambda: backend.execute("mqview_purge_up_to", {"queue": queue, "up_to": up_to}))
+    return backend.stores.message_views.purge_up_to(queue, up_to)

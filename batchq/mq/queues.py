@@ -11,9 +11,9 @@ from ..backends import Row, stored_count, stored_seconds
 from ..bounds import check_bound
 from ..config import check_queue_name
 from ..errors import BatchqError, ConfigError, QueueNotFound
-from ..typed import QueueType, SchemaSpec, count_mismatched, schema_hash, schema_text
+from ..typed import QueueType, SchemaSpec, schema_hash, schema_text
 from .core import SENT_SHARDS, MessageQueueCore, _missing
-from .records import QueueInfo, QueueMetrics, _first, _queue_info, _utc
+from .records import QueueInfo, QueueMetrics, _queue_info, _utc
 
 log = logging.getLogger("batchq.mq")
 
@@ -43,24 +43,24 @@ class QueueLifecycle(MessageQueueCore):
         alone and raises ConfigError: change a type with alter_queue.
         """
         settings = _settings(check_queue_name(queue), max_length, overflow, durable)
-        if not durable and self.backend.dialect != "postgresql":
+        store = self.backend.stores.messages
+        if not durable and not store.unlogged_queues:
             raise ConfigError(
                 f"durable=False needs PostgreSQL (UNLOGGED tables); {self.backend.dialect} has no "
                 "table that is transactional yet skips the log: create the queue durable"
             )
         text = schema_text(schema)
-        backend = self.backend
         explicit = max_length is not None or overflow is not None or not durable
 
         def create(conn: Any) -> bool:
-            if backend.execute("mq_queue_create", {"queue": queue}, conn) != 1:
+            if not store.create(queue, conn):
                 if explicit:
-                    _check_same_settings(queue, settings, backend.fetchone("mq_queue_get", settings, conn))
+                    _check_same_settings(queue, settings, store.queue(queue, conn))
                 if text is not None:
                     self._check_same_type(queue, text, conn)
                 return False
-            rows = [{**settings, "shard": shard} for shard in range(SENT_SHARDS)]
-            backend.insert_many("mq_sent_shard_create", rows, conn)
+            bound = {key: settings[key] for key in ("max_length", "overflow", "durable")}
+            store.create_counter(queue, **bound, shards=SENT_SHARDS, conn=conn)
             if text is not None:
                 self._set_type(queue, text, conn)
             return True
@@ -75,16 +75,15 @@ class QueueLifecycle(MessageQueueCore):
         drop_oldest queue archived at once to fit a lower bound (a reject queue keeps them and
         refuses sends until it is under its bound). Sends in flight finish first."""
         settings = _settings(check_queue_name(queue), max_length, overflow, True)
-        backend = self.backend
+        store = self.backend.stores.messages
 
         def configure(conn: Any) -> int:
-            if backend.execute("mq_queue_configure", settings, conn) == 0:
+            if not store.configure(queue, max_length, settings["overflow"], conn):
                 raise _missing(queue)
             if max_length is None or settings["overflow"] == "reject":
                 return 0
-            backend.fetchone("mq_queue_lock", settings, conn)
-            length = int(_first(backend.fetchone("mq_queue_length", settings, conn), "length"))
-            return self._drop_oldest(queue, length - max_length, conn)
+            store.lock(queue, conn)
+            return self._drop_oldest(queue, store.length(queue, conn) - max_length, conn)
 
         return self._on(conn, configure)
 
@@ -102,14 +101,14 @@ class QueueLifecycle(MessageQueueCore):
             raise ConfigError(f"bad force {force!r}: use True or False")
         text = schema_text(schema)
         backend = self.backend
+        store = backend.stores.messages
 
         def alter() -> int:
             with backend.transaction():
-                hashed = {"queue": queue, "schema_hash": schema_hash(text)}
-                if backend.execute("mq_sent_set_schema", hashed) == 0:
+                if not store.set_counter_schema(queue, schema_hash(text)):
                     raise _missing(queue)
                 mismatched = self._mismatched(queue, QueueType(text), force)
-                backend.execute("mq_queue_set_schema", {"queue": queue, "schema": text})
+                store.set_schema(queue, text)
                 return mismatched
 
         mismatched = backend.retrying(alter)
@@ -121,12 +120,12 @@ class QueueLifecycle(MessageQueueCore):
         return self._read_type(self._existing(queue)).schema
 
     def _set_type(self, queue: str, text: str | None, conn: Any = None) -> None:
-        params = {"queue": queue, "schema": text, "schema_hash": schema_hash(text)}
-        self.backend.execute("mq_sent_set_schema", params, conn)
-        self.backend.execute("mq_queue_set_schema", params, conn)
+        store = self.backend.stores.messages
+        store.set_counter_schema(queue, schema_hash(text), conn)
+        store.set_schema(queue, text, conn)
 
     def _check_same_type(self, queue: str, text: str, conn: Any = None) -> None:
-        row = self.backend.fetchone("mq_queue_schema", {"queue": queue}, conn)
+        row = self.backend.stores.messages.schema(queue, conn)
         stored = None if row is None else row["payload_schema"]
         if stored != text:
             raise ConfigError(
@@ -139,11 +138,8 @@ class QueueLifecycle(MessageQueueCore):
         raises ConfigError."""
         if new.text is None:
             return 0
-        return count_mismatched(
-            self.backend,
-            "mq_queue_messages",
+        return self.backend.stores.messages.count_mismatched(
             queue,
-            "msg_id",
             lambda row: new.reason(row["message"]),
             lambda row, reason: (
                 f"message {row['msg_id']} of queue {queue!r} does not match the new type "
@@ -166,38 +162,35 @@ class QueueLifecycle(MessageQueueCore):
 
     def _drop(self, queue: str, conn: Any, *, subscribed: bool) -> bool:
         """drop_queue's statements; ``subscribed``: unsubscribe's, which removed the subscription."""
-        params = {"queue": queue}
-        backend = self.backend
+        store, topics = self.backend.stores.messages, self.backend.stores.topics
         if not subscribed:  # before anything is written (with conn=, the caller's transaction)
-            _refuse_subscribed(queue, backend.fetchone("pubsub_subscription_of_queue", params, conn))
+            _refuse_subscribed(queue, topics.subscription_of_queue(queue, conn))
         # The counter first: its row locks wait out sends in flight and make later sends fail,
         # so no message lands after the messages are deleted.
-        backend.execute("mq_queue_drop_sent", params, conn)
+        store.drop_counter(queue, conn)
         if not subscribed:  # and again: a subscribe that created this queue meanwhile committed
-            _refuse_subscribed(queue, backend.fetchone("pubsub_subscription_of_queue", params, conn))
-        existed = backend.execute("mq_queue_drop_meta", params, conn) == 1
-        backend.execute("mq_binding_drop_queue", params, conn)  # after the row a bind_topic locks
-        backend.execute("mq_queue_drop_messages", params, conn)
-        backend.execute("mq_queue_drop_archive", params, conn)
+            _refuse_subscribed(queue, topics.subscription_of_queue(queue, conn))
+        existed = store.drop_registration(queue, conn)
+        topics.unbind_queue(queue, conn)  # after the row a bind_topic locks
+        store.drop_messages(queue, conn)
+        store.drop_archive(queue, conn)
         return existed
 
     @takes_app_conn
     def purge_queue(self, queue: str, *, conn: Any = None) -> int:
         """Delete every message of a queue, held or not; returns how many."""
-        params = {"queue": queue}
 
         def purge(conn: Any) -> int:
             self._existing(queue, conn)
-            return self.backend.execute("mq_purge", params, conn)
+            return self.backend.stores.messages.purge(queue, conn)
 
         return self._on(conn, purge, transaction=False)
 
     def list_queues(self) -> list[QueueInfo]:
-        return [_queue_info(row) for row in self.backend.fetchall("mq_queue_list")]
+        return [_queue_info(row) for row in self.backend.stores.messages.queues()]
 
     def metrics(self, queue: str) -> QueueMetrics:
-        row = self.backend.fetchone("mq_metrics", {"queue": self._existing(queue)})
-        assert row is not None  # an aggregate always returns a row
+        row = self.backend.stores.messages.metrics(self._existing(queue))
         return QueueMetrics(
             queue_name=queue,
             queue_length=stored_count(row["queue_length"]),
@@ -229,9 +222,9 @@ def _settings(queue: str, max_length: int | None, overflow: str | None, durable:
     return {"queue": queue, "max_length": max_length, "overflow": policy, "durable": durable}
 
 
-def _refuse_subscribed(queue: str, row: Row | None) -> None:
-    if row is not None:
-        topic, subscriber = row["topic"], row["subscriber"]
+def _refuse_subscribed(queue: str, subscription: tuple[Any, Any] | None) -> None:
+    if subscription is not None:
+        topic, subscriber = subscription
         raise ConfigError(
             f"message queue {queue!r} is the queue of subscriber {subscriber!r} to topic {topic!r}: "
             f"nothing was dropped; unsubscribe instead (mq.unsubscribe({topic!r}, {subscriber!r})), "

@@ -9,12 +9,11 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import Any, overload
 
 from ..appconn import takes_app_conn
-from ..backends import Backend
+from ..backends import Row
 from ..config import check_queue_name, parse_duration
 from ..errors import ConfigError, QueueNotFound
 from ..typed import QueueType
@@ -76,7 +75,7 @@ class Reading(MessageQueueCore):
         not yet deleted or archived, its vt not run out) its group gives nothing, so each
         group has at most one message in flight and its messages are processed in id order.
         """
-        params = {**self._read_params(queue, vt, qty, None), "query": "mq_read_grouped"}
+        params = {**self._read_params(queue, vt, qty, None), "grouped": True}
         messages = self._read_typed(params, conn)
         if not messages:
             self._existing(queue, conn)
@@ -92,7 +91,7 @@ class Reading(MessageQueueCore):
     ) -> list[Message]:
         """``read_grouped_head``, retried every ``poll_interval_ms`` until a message comes or
         the time is up."""
-        params = {**self._read_params(queue, vt, qty, None), "query": "mq_read_grouped"}
+        params = {**self._read_params(queue, vt, qty, None), "grouped": True}
         self._existing(queue)
         return self._poll(params, max_poll_seconds, poll_interval_ms)
 
@@ -116,7 +115,7 @@ class Reading(MessageQueueCore):
         filter_text = None if where is None else _filter_text(where)
         paths = None if where is None else json.dumps(_filter_paths(where))
         return {
-            "query": "mq_read",
+            "grouped": False,
             "queue": queue,
             "qty": qty,
             "where": filter_text,
@@ -131,10 +130,7 @@ class Reading(MessageQueueCore):
         found: list[Message] = []
         while True:
             want = {**params, "qty": params["qty"] - len(found)}
-            if conn is not None:
-                rows = self._read_rows(want, conn)
-            else:
-                rows = self.backend.retrying(partial(self._read_once, want))
+            rows = self._read_rows(want, conn)
             messages = [row for row in rows if isinstance(row, Message)]
             for unreadable in (row for row in rows if isinstance(row, Unreadable)):
                 self._archive_unreadable(params["queue"], unreadable, conn)
@@ -182,24 +178,23 @@ class Reading(MessageQueueCore):
         return matching
 
     def _archive_mismatched(self, params: dict[str, Any], conn: Any) -> None:
-        backend = self.backend
-        if backend.fetchone("mq_message_lock", params, conn) is not None:  # our hold still stands
-            backend.execute("mq_archive_invalid", params, conn)
-            backend.execute("mq_delete", params, conn)
-
-    def _read_once(self, params: dict[str, Any]) -> list[Message | Unreadable]:
-        with _take(self.backend):
-            return self._read_rows(params, None)
+        """Archived with the reason if our hold (its read_ct) still stands."""
+        archive = self.backend.stores.messages.archive_mismatched
+        archive(params["queue"], params["id"], params["read_ct"], params["reason"], conn)
 
     def _read_rows(self, params: dict[str, Any], conn: Any) -> list[Message | Unreadable]:
         """The messages read (hidden, counted), in id order; one that cannot be read is given as
-        Unreadable rather than failing the read, which would roll it back to the queue's head."""
-        backend = self.backend
-        query = params["query"] if backend.skip_locked else params["query"] + "_no_skip"
-        rows = backend.fetchall(query, params, conn)
-        if rows and not backend.has_update_returning:  # locked above, marked here
-            ids = [row["msg_id"] for row in rows]
-            backend.execute("mq_read_mark", {**params, "ids": ids, "until": rows[0]["vt"]}, conn)
+        Unreadable rather than failing the read, which would roll it back to the queue's head.
+        Without ``conn``, in a transaction of the store's own, retried."""
+        rows = self.backend.stores.messages.read(
+            params["queue"],
+            vt=params["vt"],
+            qty=params["qty"],
+            where=params["where"],
+            where_paths=params["where_paths"],
+            grouped=params["grouped"],
+            conn=conn,
+        )
         return sorted((_message_or_unreadable(row) for row in rows), key=lambda m: m.msg_id)
 
     @overload
@@ -216,11 +211,7 @@ class Reading(MessageQueueCore):
         wanted = 1 if qty is None else _check_qty(qty)
         found: list[Message] = []
         while len(found) < wanted:
-            want = {"queue": queue, "qty": wanted - len(found)}
-            if conn is not None:
-                popped = self._pop_rows(want, conn)
-            else:
-                popped = self.backend.retrying(partial(self._pop_once, want))
+            popped = self._pop_rows(queue, wanted - len(found), conn)
             if not popped:
                 break
             # Unreadable ones are archived with why; typed mismatches too: pop again for them.
@@ -241,56 +232,32 @@ class Reading(MessageQueueCore):
         reason = f"message does not match the queue's type: {found[0]}: {found[1]}"
         log.warning("message %s of queue %r archived unread: %s", message.msg_id, queue, reason)
         params = {
-            "id": message.msg_id,
-            "queue": queue,
             "vt": _utc_text(message.vt),
             "read_ct": message.read_ct,
             "enqueued_at": _utc_text(message.enqueued_at),
             "message": json.dumps(message.message),
             "headers": None if message.headers is None else json.dumps(message.headers),
-            "reason": reason,
         }
-        archive = partial(self.backend.execute, "mq_archive_popped", params)
+        archive = partial(self.backend.stores.messages.archive_popped, queue, message.msg_id, params, reason)
         self._on(conn, lambda conn: archive(conn), transaction=False)
         return False
 
-    def _pop_once(self, params: dict[str, Any]) -> list[Message | Unreadable]:
-        with _take(self.backend):
-            return self._pop_rows(params, None)
-
-    def _pop_rows(self, params: dict[str, Any], conn: Any) -> list[Message | Unreadable]:
+    def _pop_rows(self, queue: str, qty: int, conn: Any) -> list[Message | Unreadable]:
         """Up to qty of the oldest visible messages, deleted. One that cannot be read is archived
         with why in the same transaction (failing would roll it back to the queue's head) and
-        given as Unreadable."""
-        backend = self.backend
-        rows = backend.fetchall("mq_pop" if backend.skip_locked else "mq_pop_no_skip", params, conn)
-        if rows and not backend.has_update_returning:
-            backend.execute("mq_pop_mark", {**params, "ids": [row["msg_id"] for row in rows]}, conn)
-        messages = []
-        for row in rows:
-            message = _message_or_unreadable(row)
-            if isinstance(message, Unreadable):
-                queue, why = params["queue"], message.reason
-                log.warning("message %s of queue %r archived unread: %s", message.msg_id, queue, why)
-                archived = {key: row[key] for key in ("vt", "read_ct", "enqueued_at", "message", "headers")}
-                archived.update(id=message.msg_id, queue=params["queue"], reason=message.reason)
-                backend.execute("mq_archive_popped", archived, conn)
-            messages.append(message)
-        return messages
+        given as Unreadable. Without ``conn``, in a transaction of the store's own, retried."""
+
+        def unreadable(row: Row, message: Message | Unreadable) -> str | None:
+            if not isinstance(message, Unreadable):
+                return None
+            log.warning("message %s of queue %r archived unread: %s", message.msg_id, queue, message.reason)
+            return message.reason
+
+        pop = self.backend.stores.messages.pop
+        return pop(queue, qty, convert=_message_or_unreadable, unreadable=unreadable, conn=conn)
 
 
 def _check_qty(qty: int) -> int:
     if isinstance(qty, bool) or not isinstance(qty, int) or not 1 <= qty <= MAX_QTY:
         raise ConfigError(f"bad qty {qty!r}: use a whole number from 1 to {MAX_QTY}")
     return qty
-
-
-def _take(backend: Backend) -> AbstractContextManager[None]:
-    """The transaction around a read or pop.
-
-    On PostgreSQL it is one statement, atomic in autocommit: BEGIN and COMMIT would only add
-    two round trips (single-row reads measured 1.2-1.7x faster without, on a loaded host).
-    MySQL must lock and mark in one transaction; SQLite takes the write lock up front with
-    BEGIN IMMEDIATE.
-    """
-    return nullcontext() if backend.single_statement_claims else backend.transaction()

@@ -94,16 +94,17 @@ def matches(pattern: str, routing_key: str) -> bool:
 
 def bind_topic(mq: MessageQueue, pattern: str, queue: str) -> bool:
     """Bind ``pattern`` to the existing ``queue``: True when new, False when it was bound."""
-    params = {"pattern": check_pattern(pattern), "queue": check_queue_name(queue)}
+    check_pattern(pattern)
+    check_queue_name(queue)
     backend = mq.backend
 
     def bind() -> bool:
         with backend.transaction():
             # The queue's row lock: a drop_queue in flight either ends first (not found) or
             # waits for this binding, which it then removes.
-            if backend.fetchone("mq_queue_lock", params) is None:
+            if not backend.stores.messages.lock(queue):
                 raise _missing(queue)
-            return backend.execute("mq_binding_insert", params) == 1
+            return backend.stores.topics.bind(pattern, queue)
 
     return backend.retrying(bind)
 
@@ -112,15 +113,14 @@ def unbind_topic(mq: MessageQueue, pattern: str, queue: str) -> bool:
     """Remove one binding; False when there was none."""
     if not isinstance(pattern, str) or not pattern:
         raise ConfigError(f"bad topic pattern {pattern!r}: give a non-empty string")
-    params = {"pattern": pattern, "queue": check_queue_name(queue)}
-    return mq.backend.retrying(lambda: mq.backend.execute("mq_binding_delete", params)) == 1
+    return mq.backend.stores.topics.unbind(pattern, check_queue_name(queue))
 
 
 def list_topic_bindings(mq: MessageQueue, queue: str | None = None, conn: Any = None) -> list[TopicBinding]:
     """Every binding (of ``queue``), by pattern then queue."""
     if queue is not None:
         check_queue_name(queue)
-    found = [_binding(row) for row in mq.backend.fetchall("mq_binding_list", None, conn)]
+    found = [_binding(row) for row in mq.backend.stores.topics.bindings(conn)]
     return [b for b in found if queue is None or b.queue == queue]
 
 

@@ -9,13 +9,11 @@ from functools import partial
 from typing import Any
 
 from ..appconn import takes_app_conn
-from ..bounds import stored_bound
 from ..config import check_queue_name
 from ..errors import BackendError, QueueFull
 from ..typed import QueueType
 from .checks import _check_sizes, _check_type, _headers_per_message, _json_texts, _when
 from .core import SENT_SHARDS, MessageQueueCore, When, _missing
-from .records import _first, _is_true
 
 TYPE_ATTEMPTS = 5  # sends that find the queue's type changed under them, before giving up
 
@@ -68,7 +66,7 @@ class Sending(MessageQueueCore):
         backend = self.backend
         _check_sizes(rows, backend.payload_limit())
         # Measured as sent (MySQL: max_allowed_packet) before the counter or any message is.
-        backend.check_statement_sizes("mq_send", rows, conn)
+        backend.stores.messages.check_send_sizes(rows, conn)
         for _ in range(TYPE_ATTEMPTS):
             # The type as last seen (untyped at first): the send refuses a stale one (_insert).
             known = self._types.get(queue) or QueueType(None)
@@ -82,29 +80,26 @@ class Sending(MessageQueueCore):
         )
 
     def _insert(self, queue: str, rows: list[dict[str, Any]], conn: Any, known: QueueType) -> list[int]:
-        backend = self.backend
+        store = self.backend.stores.messages
         # One shard per application connection: several bounded sends in one of its transactions
         # then lock one shard and the queue's row, in that order, and cannot deadlock each other.
         shard = random.randrange(SENT_SHARDS) if conn is None else (id(conn) >> 4) % SENT_SHARDS
-        counter = {"queue": queue, "shard": shard, "n": len(rows), "schema_hash": known.hash}
         # The shard's lock first: an unknown queue fails before any message is written, and the
         # queue's settings are read as they stand (configure_queue waits for this send).
-        settings = backend.fetchone("mq_send_settings", counter, conn)
+        settings = store.send_settings(queue, shard, conn)
         if settings is None:
             raise _missing(queue)
-        bound = stored_bound(settings)
+        bound = settings.bound
         if bound is not None:
             self._make_room(queue, bound.max_length, bound.overflow, len(rows), conn)
         # Counted only where the shard's type is the one the rows were checked against: else
         # learn the new type and check them again (batchq.typed).
-        if backend.execute("mq_count_sent", counter, conn) != 1:
+        if not store.count_sent(queue, shard, len(rows), known.hash, conn):
             self._read_type(queue, conn)
             raise _TypeChanged
-        if _is_true(settings["durable"]):
-            return [backend.insert("mq_send", row, conn) for row in rows]
-        if conn is None:  # never in the caller's transaction: its own writes must stay durable
-            backend.execute("mq_send_async_commit", None, conn)
-        return [backend.insert("mq_send_unlogged", row, conn) for row in rows]
+        # A non-durable queue's own transaction (never the caller's: its own writes must stay
+        # durable) commits without waiting for the WAL flush.
+        return store.insert(rows, durable=settings.durable, conn=conn)
 
     def _make_room(self, queue: str, max_length: int, overflow: str, count: int, conn: Any) -> None:
         """Before a bounded queue takes ``count`` messages: refuse, or drop its oldest ones.
@@ -118,10 +113,9 @@ class Sending(MessageQueueCore):
                 f"a batch of {count} messages is more than queue {queue!r} holds (max_length "
                 f"{max_length}): nothing was sent; send at most {max_length} at a time"
             )
-        backend = self.backend
-        params = {"queue": queue}
-        backend.fetchone("mq_queue_lock", params, conn)
-        length = int(_first(backend.fetchone("mq_queue_length", params, conn), "length"))
+        store = self.backend.stores.messages
+        store.lock(queue, conn)
+        length = store.length(queue, conn)
         excess = length + count - max_length
         if excess <= 0:
             return

@@ -128,24 +128,21 @@ def subscribe(
     """Create a subscription (True), or change the settings given of an existing one (False)."""
     queue = subscription_queue(topic, subscriber)
     wanted = {"policy": check_policy(policy), "max_tries": check_max_tries(max_tries), "vt": check_vt(vt)}
-    params = {"topic": topic, "subscriber": subscriber, "queue": queue}
     backend = mq.backend
+    topics = backend.stores.topics
 
     def create_topic() -> None:
         with backend.transaction():
-            shards = [{"topic": topic, "shard": shard} for shard in range(TOPIC_SHARDS)]
-            backend.insert_many("pubsub_topic_shard_create", shards)
+            topics.create_topic(topic, TOPIC_SHARDS)
 
     def create_or_update() -> bool:
         with backend.transaction():
-            backend.fetchall("pubsub_topic_lock_all", params)  # waits out the publishes in flight
-            current = backend.fetchone("pubsub_subscription_get", params)
+            topics.lock_topic(topic)  # waits out the publishes in flight
+            current = topics.subscription(topic, subscriber)
             if current is not None:
-                settings = _merged(_subscription(current), wanted)
-                backend.execute("pubsub_subscription_update", {**params, **settings})
+                topics.change(topic, subscriber, **_merged(_subscription(current), wanted))
                 return False
-            settings = _merged(None, wanted)
-            backend.execute("pubsub_subscription_insert", {**params, **settings})
+            topics.subscribe(topic, subscriber, queue, **_merged(None, wanted))
             if not mq.create_queue(queue):
                 raise ConfigError(
                     f"message queue {queue!r} exists already, outside any subscription: drop it "
@@ -160,13 +157,13 @@ def subscribe(
 def unsubscribe(mq: MessageQueue, topic: str, subscriber: str) -> bool:
     """Remove a subscription with its queue (messages and archive); False when there was none."""
     queue = subscription_queue(topic, subscriber)
-    params = {"topic": topic, "subscriber": subscriber}
     backend = mq.backend
+    topics = backend.stores.topics
 
     def remove() -> bool:
         with backend.transaction():
-            backend.fetchall("pubsub_topic_lock_all", params)  # no publish is half way through
-            if backend.execute("pubsub_subscription_delete", params) != 1:
+            topics.lock_topic(topic)  # no publish is half way through
+            if not topics.unsubscribe(topic, subscriber):
                 return False
             mq._drop(queue, None, subscribed=True)
             return True
@@ -178,7 +175,7 @@ def subscriptions(mq: MessageQueue, topic: str | None = None) -> list[Subscripti
     """Every subscription (of ``topic``), by topic and subscriber."""
     if topic is not None:
         check_name(topic, "topic")
-    found = [_subscription(row) for row in mq.backend.fetchall("pubsub_subscription_list")]
+    found = [_subscription(row) for row in mq.backend.stores.topics.subscriptions()]
     return [sub for sub in found if topic is None or sub.topic == topic]
 
 
@@ -236,7 +233,7 @@ def publish(
     }
     backend = mq.backend
     _check_sizes([row], backend.payload_limit())
-    backend.check_statement_sizes("pubsub_publish", [row], conn)
+    backend.stores.topics.check_publish_size(row, conn)
     if conn is not None:
         return _fan_out(mq, row, conn)
 
@@ -250,11 +247,7 @@ def publish(
 def _fan_out(mq: MessageQueue, row: dict[str, Any], conn: Any = None) -> int:
     """Three statements whatever the number of subscribers: lock a shard of the topic (the
     subscriptions cannot change until commit), count, copy."""
-    backend = mq.backend
-    if backend.execute("pubsub_publish_lock", row, conn=conn) != 1:
-        return 0  # nobody ever subscribed: nothing to lock, nothing to deliver
-    backend.execute("pubsub_publish_count", row, conn=conn)
-    return backend.execute("pubsub_publish", row, conn=conn)
+    return mq.backend.stores.topics.publish(**row, conn=conn)
 
 
 # -- giving up on a message -------------------------------------------------------------
@@ -263,15 +256,11 @@ def _fan_out(mq: MessageQueue, row: dict[str, Any], conn: Any = None) -> int:
 def archive_failed(mq: MessageQueue, queue: str, message: Message, error: str) -> bool:
     """Move a message to the archive with ``error``; False when the consumer's hold ran out and
     someone has read it since (its read_ct is the receipt), or it is gone."""
-    params = {"queue": queue, "id": message.msg_id, "read_ct": message.read_ct, "error": error}
     backend = mq.backend
 
     def move() -> bool:
         with backend.transaction():
-            if backend.fetchone("mq_message_lock", params) is None:
-                return False
-            backend.execute("pubsub_archive_copy_error", params)
-            return backend.execute("mq_delete", params) == 1
+            return backend.stores.messages.archive_failed(queue, message.msg_id, message.read_ct, error)
 
     return backend.retrying(move)
 
@@ -281,7 +270,7 @@ def failures(mq: MessageQueue, topic: str, subscriber: str, limit: int = 100) ->
     queue = subscription_queue(topic, subscriber)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ConfigError(f"bad limit {limit!r}: use a whole number from 1")
-    rows = mq.backend.fetchall("pubsub_archive_failures", {"queue": queue, "limit": limit})
+    rows = mq.backend.stores.messages.failed(queue, limit)
     return [
         Failure(
             msg_id=int(row["msg_id"]),

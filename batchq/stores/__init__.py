@@ -18,9 +18,12 @@ from .dependencies import DependencyStore
 from .flow import FlowStore
 from .inspection import InspectionStore
 from .locks import LockStore
+from .message_views import MessageViewStore
+from .messages import MessageStore
 from .partitions import PartitionStore
 from .schedules import ScheduleStore
 from .settings import SettingsStore
+from .topics import TopicStore
 from .workers import WorkerStore
 
 if TYPE_CHECKING:
@@ -72,3 +75,15 @@ class Stores:
     @cached_property
     def dependencies(self) -> DependencyStore:
         return DependencyStore.on(self._db)
+
+    @cached_property
+    def messages(self) -> MessageStore:
+        return MessageStore.on(self._db)
+
+    @cached_property
+    def topics(self) -> TopicStore:
+        return TopicStore.on(self._db)
+
+    @cached_property
+    def message_views(self) -> MessageViewStore:
+        return MessageViewStore.on(self._db)

@@ -64,27 +64,11 @@ DELETE FROM batchq_job WHERE id = ANY(%(ids)s::bigint[]) AND claim_token = %(tok
 -- copy from that DELETE, kept nothing), so they are copied here, as jobs_delete_keep does.
 WITH done AS (
     DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[])
-    RETURNING id, queue, task, payload, serializer, error_count, locked_by, created_at, processing_at,
-              keep_result
+    {{finished_returning}}
 ), kept AS (
-    INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                                enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                                memory_peak_bytes, memory_growth_bytes, result, result_note, expires_at)
-    SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
-           done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
-           statement_timestamp(), (k.e->>1)::float8 / 1e9::float8, (k.e->>2)::float8 / 1e6::float8,
-           (k.e->>3)::bigint, (k.e->>4)::bigint, k.e->>5, k.e->>6,
-           statement_timestamp() + done.keep_result * interval '1 second'
-    FROM done JOIN jsonb_array_elements(%(kept)s::jsonb) AS k(e) ON (k.e->>0)::bigint = done.id
-    ON CONFLICT (id) DO UPDATE SET
-        queue = excluded.queue, task = excluded.task, payload = excluded.payload,
-        serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
-        worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
-        finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
-        cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
-        memory_growth_bytes = excluded.memory_growth_bytes, result = excluded.result,
-        result_note = excluded.result_note, error = excluded.error, expires_at = excluded.expires_at,
-        error_class = excluded.error_class
+    {{history_insert_succeeded}}
+    {{history_values_from_json}}
+    {{history_replace}}
 )
 SELECT count(*) AS deleted FROM done;
 

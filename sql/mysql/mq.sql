@@ -161,37 +161,13 @@ DELETE FROM batchq_message WHERE queue = %(queue)s AND id IN %(ids)s;
 -- LOCKED) gives nothing. The heads come from a plain read of the latest commits (READ COMMITTED;
 -- a subquery of a locking read locks nothing); the locking read of m then sees each row's latest
 -- commit, so a head another reader has just hidden fails vt <= now.
-SELECT id AS msg_id, read_ct + 1 AS read_ct, enqueued_at,
-       UTC_TIMESTAMP(6) + INTERVAL ROUND(%(vt)s * 1000000) MICROSECOND AS vt, message, headers
-FROM batchq_message FORCE INDEX (PRIMARY)
-WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
-  AND id IN (
-      SELECT head FROM (
-          SELECT MIN(id) AS head FROM batchq_message
-          WHERE queue = %(queue)s
-          GROUP BY CASE WHEN JSON_TYPE(JSON_EXTRACT(headers, '$."x-pgmq-group"')) <> 'NULL'
-                        THEN JSON_UNQUOTE(JSON_EXTRACT(headers, '$."x-pgmq-group"')) END
-      ) AS heads)
-ORDER BY id
-LIMIT %(qty)s
+{{read_grouped_heads}}
 FOR UPDATE SKIP LOCKED;
 
 -- name: mq_read_grouped_no_skip
 -- mq_read_grouped for servers without SKIP LOCKED: a reader waits for a head another holds locked
 -- and then re-checks its vt.
-SELECT id AS msg_id, read_ct + 1 AS read_ct, enqueued_at,
-       UTC_TIMESTAMP(6) + INTERVAL ROUND(%(vt)s * 1000000) MICROSECOND AS vt, message, headers
-FROM batchq_message FORCE INDEX (PRIMARY)
-WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
-  AND id IN (
-      SELECT head FROM (
-          SELECT MIN(id) AS head FROM batchq_message
-          WHERE queue = %(queue)s
-          GROUP BY CASE WHEN JSON_TYPE(JSON_EXTRACT(headers, '$."x-pgmq-group"')) <> 'NULL'
-                        THEN JSON_UNQUOTE(JSON_EXTRACT(headers, '$."x-pgmq-group"')) END
-      ) AS heads)
-ORDER BY id
-LIMIT %(qty)s
+{{read_grouped_heads}}
 FOR UPDATE;
 
 -- name: mq_message_get
@@ -295,3 +271,19 @@ FROM batchq_message WHERE id = %(id)s AND queue = %(queue)s;
 -- A popped message (deleted already) that does not match its queue's type, into the archive with the reason.
 INSERT INTO batchq_message_archive (id, queue, vt, read_ct, enqueued_at, archived_at, message, headers, reason)
 VALUES (%(id)s, %(queue)s, %(vt)s, %(read_ct)s, %(enqueued_at)s, UTC_TIMESTAMP(6), %(message)s, %(headers)s, %(reason)s);
+
+-- part: read_grouped_heads
+-- The heads of up to qty groups whose head is visible (the locking clause follows).
+SELECT id AS msg_id, read_ct + 1 AS read_ct, enqueued_at,
+       UTC_TIMESTAMP(6) + INTERVAL ROUND(%(vt)s * 1000000) MICROSECOND AS vt, message, headers
+FROM batchq_message FORCE INDEX (PRIMARY)
+WHERE queue = %(queue)s AND vt <= UTC_TIMESTAMP(6)
+  AND id IN (
+      SELECT head FROM (
+          SELECT MIN(id) AS head FROM batchq_message
+          WHERE queue = %(queue)s
+          GROUP BY CASE WHEN JSON_TYPE(JSON_EXTRACT(headers, '$."x-pgmq-group"')) <> 'NULL'
+                        THEN JSON_UNQUOTE(JSON_EXTRACT(headers, '$."x-pgmq-group"')) END
+      ) AS heads)
+ORDER BY id
+LIMIT %(qty)s

@@ -135,14 +135,7 @@ WHERE id IN %(ids)s AND status IN ('ready', 'scheduled', 'blocked');
 -- After jobs_expire, in its transaction: the expired jobs whose history is kept (their own
 -- keep_result, their queue's keep_for, or `run --keep`: %(keep_all)s) go into batchq_history
 -- as failed, as job_keep_failed copies a job out of tries.
-REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                            memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
-SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
-       last_started_at, UTC_TIMESTAMP(6), last_wall_seconds, last_cpu_seconds,
-       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
-       UTC_TIMESTAMP(6) + INTERVAL ROUND(keep_result * 1000000) MICROSECOND
-FROM batchq_job
+{{history_copy_failed}}
 WHERE id IN %(ids)s AND status = 'failed'
   AND (%(keep_all)s <> 0 OR keep_result IS NOT NULL
        OR queue IN (SELECT name FROM batchq_queue WHERE keep_for IS NOT NULL));
@@ -339,14 +332,7 @@ WHERE id = %(id)s AND claim_token = %(token)s;
 -- name: job_keep_failed
 -- After job_error, in its transaction, for a job whose history is kept: if that failure was its
 -- last try, copy it into batchq_history as failed, with that try's measurements and error.
-REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                            memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
-SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
-       last_started_at, UTC_TIMESTAMP(6), last_wall_seconds, last_cpu_seconds,
-       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
-       UTC_TIMESTAMP(6) + INTERVAL ROUND(keep_result * 1000000) MICROSECOND
-FROM batchq_job
+{{history_copy_failed}}
 WHERE id = %(id)s AND status = 'failed';
 
 -- name: job_wait_for_version
@@ -621,3 +607,15 @@ JOIN JSON_TABLE(%(kept)s, '$[*]' COLUMNS (
     peak BIGINT UNSIGNED PATH '$[3]', growth BIGINT UNSIGNED PATH '$[4]',
     result MEDIUMTEXT PATH '$[5]', note VARCHAR(255) PATH '$[6]')) AS k ON k.id = j.id
 WHERE j.id IN %(done_ids)s AND j.claim_token = %(done_token)s;
+
+-- part: history_copy_failed
+-- Jobs failed for good, copied into the history as failed with their last try's measurements
+-- and error (which rows: the WHERE that follows).
+REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                            memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
+SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
+       last_started_at, UTC_TIMESTAMP(6), last_wall_seconds, last_cpu_seconds,
+       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
+       UTC_TIMESTAMP(6) + INTERVAL ROUND(keep_result * 1000000) MICROSECOND
+FROM batchq_job

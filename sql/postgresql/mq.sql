@@ -122,11 +122,7 @@ WITH picked AS (
     LIMIT %(qty)s
     FOR UPDATE SKIP LOCKED
 )
-UPDATE batchq_message AS m
-SET vt = clock_timestamp() + %(vt)s::float8 * interval '1 second', read_ct = m.read_ct + 1
-FROM picked
-WHERE m.id = picked.id
-RETURNING m.id AS msg_id, m.read_ct, m.enqueued_at, m.vt, m.message::text AS message, m.headers::text AS headers;
+{{read_hide_picked}}
 
 -- name: mq_pop
 -- Delete up to qty visible messages, oldest id first, and return them.
@@ -159,11 +155,7 @@ WITH heads AS (
     LIMIT %(qty)s
     FOR UPDATE SKIP LOCKED
 )
-UPDATE batchq_message AS m
-SET vt = clock_timestamp() + %(vt)s::float8 * interval '1 second', read_ct = m.read_ct + 1
-FROM picked
-WHERE m.id = picked.id
-RETURNING m.id AS msg_id, m.read_ct, m.enqueued_at, m.vt, m.message::text AS message, m.headers::text AS headers;
+{{read_hide_picked}}
 
 -- name: mq_message_get
 -- One message as it stands.
@@ -274,3 +266,11 @@ INSERT INTO batchq_message_archive (id, queue, vt, read_ct, enqueued_at, archive
 VALUES (%(id)s, %(queue)s, %(vt)s::timestamp AT TIME ZONE 'UTC', %(read_ct)s,
         %(enqueued_at)s::timestamp AT TIME ZONE 'UTC', clock_timestamp(), %(message)s::jsonb, %(headers)s::jsonb,
         %(reason)s);
+
+-- part: read_hide_picked
+-- Hide the picked messages for vt seconds and return them (read_ct counts this read).
+UPDATE batchq_message AS m
+SET vt = clock_timestamp() + %(vt)s::float8 * interval '1 second', read_ct = m.read_ct + 1
+FROM picked
+WHERE m.id = picked.id
+RETURNING m.id AS msg_id, m.read_ct, m.enqueued_at, m.vt, m.message::text AS message, m.headers::text AS headers;

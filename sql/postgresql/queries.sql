@@ -160,25 +160,11 @@ WHERE id = ANY(%(ids)s::bigint[]) AND status IN ('ready', 'scheduled', 'blocked'
 -- After jobs_expire, in its transaction: the expired jobs whose history is kept (their own
 -- keep_result, their queue's keep_for, or `run --keep`: %(keep_all)s) go into batchq_history
 -- as failed, as job_keep_failed copies a job out of tries.
-INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                            memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
-SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
-       last_started_at, statement_timestamp(), last_wall_seconds, last_cpu_seconds,
-       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
-       statement_timestamp() + keep_result * interval '1 second'
-FROM batchq_job
+{{history_copy_failed}}
 WHERE id = ANY(%(ids)s::bigint[]) AND status = 'failed'
   AND (%(keep_all)s::int <> 0 OR keep_result IS NOT NULL
        OR queue IN (SELECT name FROM batchq_queue WHERE keep_for IS NOT NULL))
-ON CONFLICT (id) DO UPDATE SET
-    queue = excluded.queue, task = excluded.task, payload = excluded.payload,
-    serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
-    worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
-    finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
-    cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
-    memory_growth_bytes = excluded.memory_growth_bytes, result = NULL, result_note = NULL,
-    error = excluded.error, error_class = excluded.error_class, expires_at = excluded.expires_at;
+{{history_replace_failed}}
 
 -- name: jobs_unblock_lock
 -- One unblocker at a time per database, until its transaction ends; the others skip (the holder
@@ -401,23 +387,9 @@ WHERE id = %(id)s AND claim_token = %(token)s;
 -- name: job_keep_failed
 -- After job_error, in its transaction, for a job whose history is kept: if that failure was its
 -- last try, copy it into batchq_history as failed, with that try's measurements and error.
-INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                            memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
-SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
-       last_started_at, statement_timestamp(), last_wall_seconds, last_cpu_seconds,
-       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
-       statement_timestamp() + keep_result * interval '1 second'
-FROM batchq_job
+{{history_copy_failed}}
 WHERE id = %(id)s AND status = 'failed'
-ON CONFLICT (id) DO UPDATE SET
-    queue = excluded.queue, task = excluded.task, payload = excluded.payload,
-    serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
-    worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
-    finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
-    cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
-    memory_growth_bytes = excluded.memory_growth_bytes, result = NULL, result_note = NULL,
-    error = excluded.error, error_class = excluded.error_class, expires_at = excluded.expires_at;
+{{history_replace_failed}}
 
 -- name: job_wait_for_version
 -- The job's task version is newer than this worker knows: put it back uncounted, for a worker
@@ -705,3 +677,26 @@ WHERE id = %(id)s AND claim_token = %(token)s;
 -- name: session_backend
 -- The server session's process id: another than the one libpq was given means a pooler between.
 SELECT pg_backend_pid() AS session;
+
+-- part: history_copy_failed
+-- Jobs failed for good, copied into the history as failed with their last try's measurements
+-- and error (which rows: the WHERE that follows).
+INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                            enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                            memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
+SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
+       last_started_at, statement_timestamp(), last_wall_seconds, last_cpu_seconds,
+       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
+       statement_timestamp() + keep_result * interval '1 second'
+FROM batchq_job
+
+-- part: history_replace_failed
+-- A failed job's copy replaces an older record of its id.
+ON CONFLICT (id) DO UPDATE SET
+    queue = excluded.queue, task = excluded.task, payload = excluded.payload,
+    serializer = excluded.serializer, outcome = excluded.outcome, attempts = excluded.attempts,
+    worker = excluded.worker, enqueued_at = excluded.enqueued_at, started_at = excluded.started_at,
+    finished_at = excluded.finished_at, wall_seconds = excluded.wall_seconds,
+    cpu_seconds = excluded.cpu_seconds, memory_peak_bytes = excluded.memory_peak_bytes,
+    memory_growth_bytes = excluded.memory_growth_bytes, result = NULL, result_note = NULL,
+    error = excluded.error, error_class = excluded.error_class, expires_at = excluded.expires_at;

@@ -111,15 +111,7 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND status IN ('ready', 'schedul
 -- After jobs_expire, in its transaction: the expired jobs whose history is kept (their own
 -- keep_result, their queue's keep_for, or `run --keep`: :keep_all) go into batchq_history as
 -- failed, as job_keep_failed copies a job out of tries.
-INSERT OR REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                                       enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                                       memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
-SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
-       last_started_at, strftime('%Y-%m-%d %H:%M:%f', 'now'), last_wall_seconds, last_cpu_seconds,
-       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
-       CASE WHEN keep_result IS NOT NULL
-            THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', keep_result)) END
-FROM batchq_job
+{{history_copy_failed}}
 WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'failed'
   AND (:keep_all <> 0 OR keep_result IS NOT NULL
        OR queue IN (SELECT name FROM batchq_queue WHERE keep_for IS NOT NULL));
@@ -234,15 +226,7 @@ WHERE id = :id AND claim_token = :token;
 -- name: job_keep_failed
 -- After job_error, in its transaction, for a job whose history is kept: if that failure was its
 -- last try, copy it into batchq_history as failed, with that try's measurements and error.
-INSERT OR REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
-                                       enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
-                                       memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
-SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
-       last_started_at, strftime('%Y-%m-%d %H:%M:%f', 'now'), last_wall_seconds, last_cpu_seconds,
-       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
-       CASE WHEN keep_result IS NOT NULL
-            THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', keep_result)) END
-FROM batchq_job
+{{history_copy_failed}}
 WHERE id = :id AND status = 'failed';
 
 -- name: job_wait_for_version
@@ -416,3 +400,16 @@ LIMIT :limit
 -- when decoded. RETURNING gives no order: the backend sorts a batch by priority, run_at and id.
 RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
           max_errors, timeout_seconds, task_version, backoff, keep_result, run_at;
+
+-- part: history_copy_failed
+-- Jobs failed for good, copied into the history as failed with their last try's measurements
+-- and error (which rows: the WHERE that follows).
+INSERT OR REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, attempts, worker,
+                                       enqueued_at, started_at, finished_at, wall_seconds, cpu_seconds,
+                                       memory_peak_bytes, memory_growth_bytes, error, error_class, expires_at)
+SELECT id, queue, task, payload, serializer, 'failed', error_count, last_worker, created_at,
+       last_started_at, strftime('%Y-%m-%d %H:%M:%f', 'now'), last_wall_seconds, last_cpu_seconds,
+       last_memory_peak_bytes, last_memory_growth_bytes, last_error, error_class,
+       CASE WHEN keep_result IS NOT NULL
+            THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', keep_result)) END
+FROM batchq_job

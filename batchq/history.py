@@ -265,8 +265,8 @@ def _json(value: Any) -> Any:
 
 
 def read_history(backend: Backend, filters: dict[str, Any]) -> list[HistoryEntry]:
-    """history_list with checked filters (Queue.history checks them)."""
-    return [HistoryEntry.from_row(row) for row in backend.fetchall("history_list", filters)]
+    """The job store's history, with checked filters (Queue.history checks them)."""
+    return [HistoryEntry.from_row(row) for row in backend.stores.jobs.history(**filters)]
 
 
 def prune(

@@ -22,6 +22,7 @@ from .workers import WorkerStore
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
+    from .jobs import JobStore
 
 
 class Stores:
@@ -57,3 +58,9 @@ class Stores:
     @cached_property
     def settings(self) -> SettingsStore:
         return SettingsStore.on(self._db)
+
+    @cached_property
+    def jobs(self) -> JobStore:
+        from .jobs import JobStore  # here, not above: it imports the backends, which import this
+
+        return JobStore.on(self._db)

@@ -146,16 +146,11 @@ def _requeue(backend: Backend, row: Row, report: ProcessingReport, why_gone: str
     """Put back one job of a dead worker; a statement that fails for this row is reported."""
     error = f"{why_gone}; put back by gc-processing"
     owner = row["locked_by"] or ""
-    params = {
-        "id": row["id"],
-        "token": row["claim_token"],
-        "error": error,
-        # One group for every job lost this way, whichever worker it was.
-        "fingerprint": fingerprint_of("WorkerGone", error.replace(owner, "<worker>") if owner else error),
-    }
+    # One group for every job lost this way, whichever worker it was.
+    fingerprint = fingerprint_of("WorkerGone", error.replace(owner, "<worker>") if owner else error)
     try:
         # The token fences the race with the worker's own finish and with a second sweep.
-        if backend.retrying(partial(backend.execute, "job_requeue_abandoned", params)) == 1:
+        if backend.stores.jobs.requeue_abandoned(row["id"], row["claim_token"], error, fingerprint) == 1:
             failed = stored_count(row["error_count"]) + 1 >= stored_count(row["max_errors"])
             if failed:  # its waiting dependants fail with it (else repair() would, below)
                 in_transaction(backend, partial(fail_dependants, backend, [row["id"]]))
@@ -234,7 +229,7 @@ def gc_error(
     if action == "requeue":
         acted = [requeued for job in jobs if (requeued := _requeue_failed(backend, job)) is not None]
     else:
-        acted = [job for job in jobs if _execute(backend, "job_delete_failed", job.id) == 1]
+        acted = [job for job in jobs if backend.stores.jobs.delete_failed(job.id) == 1]
     repair_dependants(backend)  # a deleted parent's waiting dependants fail (batchq.dependencies)
     return acted
 
@@ -243,10 +238,6 @@ def _failed_by(job: FailedJob, bound: datetime) -> bool:
     """Whether the job last failed no later than ``bound`` (a time written by hand, that is no
     time, is not known to: the job is left alone)."""
     return isinstance(job.last_error_at, datetime) and job.last_error_at <= bound
-
-
-def _execute(backend: Backend, query: str, job_id: int) -> int:
-    return backend.retrying(partial(backend.execute, query, {"id": job_id}))
 
 
 def _requeue_failed(backend: Backend, job: FailedJob) -> FailedJob | None:

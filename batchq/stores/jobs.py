@@ -257,6 +257,17 @@ class JobStore(Store):
         """Every failed job (gc-error's rows, FailedJob.from_row)."""
         return self.db.fetchall("jobs_failed")
 
+    def requeue_abandoned(self, job_id: int, token: str | None, error: str, fingerprint: str) -> int:
+        """A dead worker's job goes back at once, counted as an error (failed when out of
+        tries), fenced by its claim's token; retried on deadlocks. The rows changed (0: its
+        worker finished it, or another sweep took it back, first)."""
+        params = {"id": job_id, "token": token, "error": error, "fingerprint": fingerprint}
+        return self.db.retrying(lambda: self.db.execute("job_requeue_abandoned", params))
+
+    def delete_failed(self, job_id: int) -> int:
+        """Delete a failed job (gc-error --delete), retried on deadlocks; the rows deleted."""
+        return self.db.retrying(lambda: self.db.execute("job_delete_failed", {"id": job_id}))
+
     def requeue_failed(self, job_id: int) -> int:
         """A failed job gets a fresh set of tries, due now; the rows changed (0: gone). Raises
         DuplicateKey when another job has taken its unique key since."""
@@ -298,6 +309,14 @@ class JobStore(Store):
             "limit": limit,
         }
         return self.db.fetchall("history_list", filters)
+
+    def prune_history(self, queue: str | None, older_than: float, batch: int, spare: bool) -> int:
+        """Delete up to ``batch`` history records finished more than ``older_than`` seconds ago
+        (of ``queue``; every queue's when None), but with ``spare`` those whose own keep_result
+        has not run out; one statement, retried on deadlocks. How many."""
+        name = "history_prune" if queue is None else "history_prune_queue"
+        params = {"queue": queue, "older_than": older_than, "batch": batch, "spare": spare}
+        return self.db.retrying(lambda: self.db.execute(name, params))
 
     def call_of(self, job_id: int) -> Row | None:
         """What a job calls (task, payload, serializer), from its row or its kept record; None

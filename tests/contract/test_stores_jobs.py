@@ -372,6 +372,31 @@ def test_failed_and_requeue_failed(queue: Queue) -> None:
     assert jobs.requeue_failed(job_id + 1000) == 0  # gone
 
 
+def test_requeue_abandoned_puts_a_dead_workers_job_back_counted(queue: Queue) -> None:
+    jobs = store(queue)
+    job_id = jobs.insert_job(row(queue, max_errors=2))
+    [job] = claimed(queue)
+    assert jobs.requeue_abandoned(job_id, TOKEN2, "worker died", "w" * 16) == 0  # another claim's
+    assert jobs.requeue_abandoned(job_id, job.claim_token, "worker died", "w" * 16) == 1
+    [state] = job_rows(queue)
+    assert (state["status"], state["error_count"], state["last_error"]) == ("ready", 1, "worker died")
+    assert jobs.requeue_abandoned(job_id, job.claim_token, "worker died", "w" * 16) == 0  # once
+    [job] = claimed(queue)
+    assert jobs.requeue_abandoned(job_id, job.claim_token, "worker died", "w" * 16) == 1
+    assert statuses(queue) == {job_id: "failed"}  # out of tries
+
+
+def test_delete_failed_deletes_only_a_failed_job(queue: Queue) -> None:
+    jobs = store(queue)
+    waiting = jobs.insert_job(row(queue))
+    failing = jobs.insert_job(row(queue, max_errors=1, priority=5))
+    [job] = claimed(queue)
+    jobs.error(error_params(job))
+    assert jobs.delete_failed(waiting) == 0
+    assert jobs.delete_failed(failing) == 1
+    assert statuses(queue) == {waiting: "ready"}
+
+
 def test_requeue_failed_refuses_a_key_another_job_took(queue: Queue) -> None:
     jobs = store(queue)
     job_id = jobs.insert_unique({**row(queue, max_errors=1), "unique_key": "k"})
@@ -422,6 +447,20 @@ def test_history_filters(queue: Queue) -> None:
     assert [r["id"] for r in jobs.history(**{**every, "job_id": ids[0]})] == [ids[0]]
     assert jobs.history(**{**every, "outcome": "failed"}) == []
     assert len(jobs.history(**{**every, "limit": 1})) == 1
+
+
+def test_prune_history_deletes_old_records_in_batches(queue: Queue) -> None:
+    jobs = store(queue)
+    ids = [jobs.insert_job(row(queue)) for _ in range(3)] + [jobs.insert_job(row(queue, queue="mail"))]
+    done = claimed(queue, limit=3) + claimed(queue, queue_name="mail")
+    jobs.delete_jobs(done, [Kept(job.id, 1_000, None, None, None) for job in done])
+    for job_id in ids:
+        run_query(queue, "history_age", {"id": job_id, "seconds": 7200})
+    assert jobs.prune_history("mail", 3600, 10, False) == 1
+    assert jobs.prune_history(None, 3600, 2, False) == 2  # one batch
+    assert jobs.prune_history(None, 3600 * 3, 10, False) == 0  # not that old
+    assert jobs.prune_history(None, 3600, 10, False) == 1
+    assert queue.history() == []
 
 
 def test_call_of_reads_a_jobs_task_and_payload(queue: Queue) -> None:

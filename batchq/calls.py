@@ -439,11 +439,11 @@ class JobTransaction:
         opened.__enter__()
         self._open, self.begun = opened, True
         try:
-            held = backend.fetchone("job_claim_held", {"id": job.id, "token": job.claim_token})
+            held = backend.stores.jobs.claim_held(job.id, job.claim_token)
         except BaseException:
             self.rollback()
             raise
-        if held is None:
+        if not held:
             self.rollback()
             self.lost = True
             raise ClaimLost(self._lost())

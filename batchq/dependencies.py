@@ -33,7 +33,6 @@ from typing import Any
 
 from .backends import Backend
 from .errors import ConfigError
-from .failures import fingerprint_of
 from .job import JOB_ID_RANGE, Job, Kept
 from .stores.dependencies import ORPHAN_BATCH, DependencyStore, Parent, WaitingFor
 
@@ -215,28 +214,10 @@ def fail_for_good(backend: Backend, query: str, params: dict[str, Any], keep: bo
             if matched:
                 if keep:
                     backend.execute("job_keep_failed", {"id": params["id"]})
-                fail_dependants(backend, [params["id"]])
+                backend.stores.dependencies.fail_dependants([params["id"]])
             return matched
 
     return backend.retrying(fail)
-
-
-def fail_dependants(backend: Backend, parents: Iterable[int], how: str = "failed for good") -> int:
-    """Fail the waiting children of ``parents`` with the reason, then theirs (each failed child
-    is a parent that failed for good); in the caller's transaction if one is open. Returns how
-    many jobs were failed."""
-    store = backend.stores.dependencies
-    failed = 0
-    frontier = [(parent, how) for parent in parents]
-    while frontier:
-        parent, why = frontier.pop()
-        children = store.waiting_children(parent)
-        if not children:
-            continue
-        error = f"DependencyFailed: parent job {parent} {why}"
-        failed += store.fail_waiting(children, error, fingerprint_of("DependencyFailed", error))
-        frontier.extend((child, "failed for good") for child in children)
-    return failed
 
 
 # -- sweeps and explain ----------------------------------------------------------------------------
@@ -256,7 +237,7 @@ def repair(backend: Backend) -> int:
         parents = {orphan.parent: orphan.parent_status for orphan in orphans}
         for parent, status in parents.items():
             how = "was deleted before it succeeded" if status is None else "failed for good"
-            failed += in_transaction(backend, partial(fail_dependants, backend, [parent], how))
+            failed += in_transaction(backend, partial(store.fail_dependants, [parent], how))
         if len(orphans) < ORPHAN_BATCH:
             break
     edges = backend.retrying(store.gone_edges)

@@ -22,7 +22,7 @@ from .stored import Row, stored_count, stored_seconds, stored_text, stored_time
 
 FINGERPRINT_CHARS = 16
 # The last_error of a job failed by its expiry (enqueue(expires=...)); its error class is
-# batchq.errors.JobExpired (Backend.expire_due).
+# batchq.errors.JobExpired (JobStore.expire_due).
 EXPIRED_REASON = "expired"  # as jobs_expire writes it
 
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")

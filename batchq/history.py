@@ -19,7 +19,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from .backends import Backend, Row, stored_count, stored_seconds, stored_text, stored_time
@@ -265,8 +264,8 @@ def _json(value: Any) -> Any:
 
 
 def read_history(backend: Backend, filters: dict[str, Any]) -> list[HistoryEntry]:
-    """history_list with checked filters (Queue.history checks them)."""
-    return [HistoryEntry.from_row(row) for row in backend.fetchall("history_list", filters)]
+    """The job store's history, with checked filters (Queue.history checks them)."""
+    return [HistoryEntry.from_row(row) for row in backend.stores.jobs.history(**filters)]
 
 
 def prune(
@@ -287,11 +286,10 @@ def prune(
     committed done; the next run goes on from there.
     """
     total = 0
+    store = backend.stores.jobs
     for queue, older_than in limits:
-        name = "history_prune" if queue is None else "history_prune_queue"
-        params = {"queue": queue, "older_than": older_than, "batch": batch, "spare": spare}
         while True:
-            deleted = backend.retrying(partial(backend.execute, name, params))
+            deleted = store.prune_history(queue, older_than, batch, spare)
             total += deleted
             if deleted < batch:
                 break

@@ -206,8 +206,7 @@ class JobBuilder:
         """A job queue's type as this process knows it, read again when over a second old."""
         known = self.types.fresh(queue)
         if known is None:
-            row = self.backend.fetchone("queue_schema", {"queue": queue}, conn=conn)
-            known = self.types.learn(queue, None if row is None else row["payload_schema"])
+            known = self.types.learn(queue, self.backend.stores.jobs.queue_schema(queue, conn))
         return known
 
     def partitions(self, conn: Any = None) -> int:

@@ -19,7 +19,6 @@ from .dependencies import (
     check_parents,
     enqueue_waiting,
     enqueue_waiting_many,
-    fail_dependants,
     in_transaction,
     write_waiting,
     write_waiting_many,
@@ -279,7 +278,7 @@ class Queue(OnDatabase):
         rows = [row for _, row in built]
 
         def write() -> list[int]:
-            ids = [self.backend.insert_job(rows[0])]
+            ids = [self.backend.stores.jobs.insert_job(rows[0])]
             for row in rows[1:]:
                 ids.append(write_waiting(self.backend, row, [ids[-1]]))
             return ids
@@ -302,7 +301,7 @@ class Queue(OnDatabase):
         trace: list[str | None] = [None]  # the layers' trace context, for the callback's row too
 
         def write() -> tuple[list[int], int | None]:
-            ids = [self.backend.insert_job(row) for row in rows]
+            ids = [self.backend.stores.jobs.insert_job(row) for row in rows]
             if callback is None:
                 return ids, None
             task, payload, options = callback
@@ -404,9 +403,10 @@ class Queue(OnDatabase):
         elif row["unique_key"] is not None:
             enqueued = self._enqueue_unique(row, conn)
         elif conn is not None:
-            enqueued = Enqueued(backend.insert_job(row, conn))
+            enqueued = Enqueued(backend.stores.jobs.insert_job(row, conn))
         else:
-            enqueued = Enqueued(backend.retrying(lambda: backend.insert_job(row)))
+            store = backend.stores.jobs
+            enqueued = Enqueued(backend.retrying(lambda: store.insert_job(row)))
         enqueued._source = self
         return enqueued
 
@@ -414,12 +414,13 @@ class Queue(OnDatabase):
         """INSERT unless the key is held (the database decides: its unique index), else look up
         the holder; a holder that ended in between (none found) means the INSERT may now pass."""
         backend = self.backend
+        store = backend.stores.jobs
 
         def attempt() -> Enqueued | None:
-            job_id = backend.insert_unique(row, conn)
+            job_id = store.insert_unique(row, conn)
             if job_id is not None:
                 return Enqueued(job_id, created=True)
-            holder = backend.unique_holder(row["unique_key"], conn)
+            holder = store.unique_holder(row["unique_key"], conn)
             return None if holder is None else Enqueued(holder, created=False)
 
         for _ in range(UNIQUE_ATTEMPTS):
@@ -506,17 +507,18 @@ class Queue(OnDatabase):
         template = self.builder.template(spec, conn)
         stored = self.builder.payloads(template, payloads)
         backend = self.backend
+        store = backend.stores.jobs
         per_row = unique_keys is not None or parents is not None
         rows = [{**template, "payload": data} for data in stored] if per_row else None
         if unique_keys is not None:
             set_unique_keys(rows, list(unique_keys))  # type: ignore[arg-type]
 
         def insert(c: Any = None) -> int:
-            if rows is None:  # no row dict per payload: the backend takes the template once
-                return backend.insert_jobs(template, stored, c)
+            if rows is None:  # no row dict per payload: the store takes the template once
+                return store.insert_jobs(template, stored, c)
             if parents is not None:  # in a transaction: the caller's, or the bounded turn's
                 return len(write_waiting_many(backend, rows, parents, c))
-            return backend.insert_unique_jobs(rows, c)
+            return store.insert_unique_jobs(rows, c)
 
         if not stored:
             return 0
@@ -582,7 +584,7 @@ class Queue(OnDatabase):
             dropped = set_bound(self.backend, queue, max_length, overflow)  # type: ignore[arg-type]
             self._bounds_known.clear()
         if keep_for is not UNCHANGED:
-            self.backend.execute("queue_set_keep_for", {"queue": queue, "keep_for": keep_seconds})
+            self.backend.stores.jobs.set_keep_for(queue, keep_seconds)
         if rate is not UNCHANGED:
             self.backend.stores.flow.set_rate(queue, new_rate)
         if max_running is not UNCHANGED:
@@ -593,7 +595,7 @@ class Queue(OnDatabase):
         seconds = None if keep_for is None else parse_duration(keep_for, "keep_for")
         if seconds is not None and seconds <= 0:
             raise ConfigError(f"bad keep_for {keep_for!r}: keep history for more than 0 s, or pass None")
-        self.backend.check_history()
+        self.backend.stores.jobs.check_history()
         return seconds
 
     def _bounded(self, queue: str, conn: Any) -> bool:
@@ -629,14 +631,14 @@ class Queue(OnDatabase):
         bound = take_turn(backend, queue, conn)
         key = row["unique_key"]
         if key is not None:
-            holder = backend.unique_holder(key, conn)
+            holder = backend.stores.jobs.unique_holder(key, conn)
             if holder is not None:
                 return Enqueued(holder, created=False)
         if bound is not None:
             make_room(backend, queue, bound, 1, conn)
         if key is not None:
             return self._enqueue_unique(row, conn)
-        return Enqueued(backend.insert("enqueue", row, conn=conn))
+        return Enqueued(backend.stores.jobs.insert_job(row, conn))
 
     def job_template(
         self,
@@ -694,17 +696,18 @@ class Queue(OnDatabase):
             raise ConfigError(f"bad job id {job_id!r}: use a whole number")
         if not JOB_ID_RANGE[0] <= job_id <= JOB_ID_RANGE[1]:
             return False  # out of every backend's id range: no such job
-        backend, params = self.backend, {"id": job_id}
+        backend = self.backend
+        store = backend.stores.jobs
 
         def attempt() -> bool:
             try:
                 with backend.transaction():
-                    kept = backend.execute("job_keep_cancelled", params)
-                    deleted = backend.execute("job_cancel", params)
+                    kept = store.keep_cancelled(job_id)
+                    deleted = store.cancel(job_id)
                     if kept and not deleted:  # claimed in between: its record must not stay
                         raise _Claimed
                     if deleted:  # its dependants can never run now
-                        fail_dependants(backend, [job_id], "was cancelled")
+                        backend.stores.dependencies.fail_dependants([job_id], "was cancelled")
             except _Claimed:
                 return False
             return deleted == 1
@@ -716,15 +719,12 @@ class Queue(OnDatabase):
         given, enqueued at least ``older_than`` ago on the database's clock; never a claimed or a
         failed job (gc-error deals with those). In statements of CANCEL_BATCH rows, each its own
         transaction: a job enqueued meanwhile may be cancelled too. Returns how many."""
-        params = {
-            "queue": self._existing_name(queue),
-            "task": None if task is None else self._stored_task_name(task),
-            "older_than": parse_duration(older_than, "older_than"),
-            "batch": CANCEL_BATCH,
-        }
-        backend, cancelled = self.backend, 0
+        name = self._existing_name(queue)
+        task_name = None if task is None else self._stored_task_name(task)
+        seconds = parse_duration(older_than, "older_than")
+        store, cancelled = self.backend.stores.jobs, 0
         while True:
-            deleted = backend.retrying(lambda: backend.execute("jobs_cancel_where", params))
+            deleted = store.cancel_where(name, task_name, seconds, CANCEL_BATCH)
             cancelled += deleted
             if deleted < CANCEL_BATCH:
                 return cancelled
@@ -741,7 +741,7 @@ class Queue(OnDatabase):
     def stats(self) -> list[QueueStats]:
         """Per-queue counts, ordered by queue name."""
         by_queue: dict[str, QueueStats] = {}
-        for row in self.backend.fetchall("queue_stats"):
+        for row in self.backend.stores.jobs.queue_counts():
             name = stored_text(row["queue"])  # SQLite: a row written by hand may hold a BLOB
             stats = by_queue.setdefault(name, QueueStats(name))
             jobs, due = int(row["jobs"]), int(row["due"] or 0)
@@ -768,14 +768,13 @@ class Queue(OnDatabase):
     def pause(self, queue: str) -> None:
         """Workers stop claiming from this queue until it is resumed (running workers notice within
         a second); enqueue goes on."""
-        self.backend.execute("queue_set_paused", {"queue": check_queue_name(queue), "paused": 1})
+        self.backend.stores.jobs.set_paused(check_queue_name(queue), True)
 
     def resume(self, queue: str) -> None:
-        self.backend.execute("queue_set_paused", {"queue": check_queue_name(queue), "paused": 0})
+        self.backend.stores.jobs.set_paused(check_queue_name(queue), False)
 
     def paused_queues(self) -> list[str]:
-        rows = self.backend.fetchall("queues_paused")
-        return [stored_text(row["name"]) for row in rows if row["name"] is not None]  # NULL: by hand
+        return self.backend.stores.jobs.paused_queues()
 
     def create_queue(self, queue: str, *, schema: SchemaSpec | None = None) -> bool:
         """Declare the type of a job queue's payloads (batchq.typed): a JSON Schema (a dict), or a
@@ -809,9 +808,7 @@ class Queue(OnDatabase):
             raise ConfigError(f"bad force {force!r}: use True or False")
         text = schema_text(schema)
         mismatched = self._mismatched(queue, QueueType(text), force)
-        self.backend.retrying(
-            lambda: self.backend.execute("queue_set_schema", {"queue": queue, "schema": text})
-        )
+        self.backend.stores.jobs.set_queue_schema(queue, text)
         self._types.learn(queue, text)
         return mismatched
 
@@ -820,8 +817,7 @@ class Queue(OnDatabase):
         return QueueType(self._stored_schema(check_queue_name(queue))).schema
 
     def _stored_schema(self, queue: str) -> str | None:
-        row = self.backend.fetchone("queue_schema", {"queue": queue})
-        return None if row is None else row["payload_schema"]
+        return self.backend.stores.jobs.queue_schema(queue)  # type: ignore[no-any-return]
 
     def _mismatched(self, queue: str, new: QueueType, force: bool) -> int:
         """How many waiting jobs do not match a new type; without force, the first raises."""
@@ -843,7 +839,7 @@ class Queue(OnDatabase):
 
     def keep_for(self) -> dict[str, float]:
         """The queues whose history is kept, and for how many seconds."""
-        return {row["name"]: float(row["keep_for"]) for row in self.backend.fetchall("queues_keep_for")}
+        return self.backend.stores.jobs.keep_for()
 
     def history(
         self,
@@ -905,16 +901,12 @@ class Queue(OnDatabase):
     def purge(self, queue: str) -> int:
         """Delete a queue's ready and failed jobs; jobs being run are left alone. A queue whose
         name (written by plain SQL) today's rules refuse is purged too, when it exists."""
-        return self.backend.execute("queue_purge", {"queue": self._existing_name(queue)})
+        return self.backend.stores.jobs.purge(self._existing_name(queue))
 
     def _existing_name(self, queue: str) -> str:
         """A clean-up path's queue name: a valid one, or one a job queue in the tables has."""
 
-        def exists(name: str) -> bool:
-            row = self.backend.fetchone("queue_exists", {"queue": name})
-            return bool(row and row["present"])
-
-        return existing_queue_name(queue, exists)
+        return existing_queue_name(queue, self.backend.stores.jobs.queue_exists)
 
     # -- locks and semaphores (batchq.locks) ----------------------------------------------
 
@@ -932,7 +924,7 @@ class Queue(OnDatabase):
         """Spread new jobs over ``count`` partitions for `batchq run --claim partition` (0: off),
         building or dropping the index those claims walk. Other producers learn the new count
         within a minute; workers move jobs left in partitions that no longer exist."""
-        queues = sorted({row["queue"] for row in self.backend.fetchall("queue_stats")})
+        queues = sorted({row["queue"] for row in self.backend.stores.jobs.queue_counts()})
         set_partition_count(self.backend, count, queues)
         self.builder.forget_partitions()
 

@@ -249,15 +249,11 @@ class Reporting:
         backend = self._backend
         if not backend.connected:  # lost: the worker's own next statement reconnects, not a report
             return True
-        params = {
-            "id": job.id,
-            "token": job.claim_token,
-            "fraction": report.fraction,
-            "message": report.message,
-        }
         try:
             with _alarm_held():
-                matched = backend.execute("job_progress", params)
+                matched = backend.stores.jobs.progress(
+                    job.id, job.claim_token, report.fraction, report.message
+                )
         except SchemaMissing as exc:  # at migration 023: no more tries for this call
             log.warning("job %s: its progress is not recorded: %s", job.id, exc)
             return False

@@ -421,9 +421,9 @@ def _write_jobs(backend: Backend, queue: str, jobs: Sequence[dict[str, Any]]) ->
     returned); under drop_oldest all are, then the oldest waiting jobs beyond the bound fail."""
     bound = take_turn(backend, queue, None) if jobs else None  # ticks into one queue take turns
     if bound is None:
-        return [backend.insert_job(job) for job in jobs], None
+        return [backend.stores.jobs.insert_job(job) for job in jobs], None
     count = fitting(backend, queue, bound, len(jobs), None)
-    ids = [backend.insert_job(job) for job in jobs[:count]]
+    ids = [backend.stores.jobs.insert_job(job) for job in jobs[:count]]
     trim(backend, queue, bound, None)
     return ids, None if count == len(jobs) else full_reason(queue, bound)
 

@@ -12,7 +12,7 @@ from typing import Any
 from .backends import Backend, DuplicateKey, Row, stored_count
 from .bounds import fitting, full_reason, make_room, take_turn
 from .config import format_duration
-from .dependencies import fail_dependants, in_transaction
+from .dependencies import in_transaction
 from .dependencies import repair as repair_dependants
 from .errors import BackendError, BackendUnavailable, ConfigError
 from .failures import FailedJob, FailureGroup, fingerprint_of, group_failures
@@ -114,13 +114,14 @@ def gc_processing(
     top) is handled like the others; a row that still cannot be put back is reported, and the
     sweep goes on. ``heartbeat`` is the workers' `run --heartbeat`: ``ghost_after`` must be
     several of them (check_ghost_after), or ConfigError is raised before anything is read.
-    Waiting jobs past their expiry are failed as 'expired' (Backend.expire_due), unreported.
+    Waiting jobs past their expiry are failed as 'expired' (JobStore.expire_due), unreported.
     """
     check_ghost_after(ghost_after, heartbeat)
     backend = queue.backend
+    store = backend.stores.jobs
     report = ProcessingReport()
     alive: dict[str, tuple[bool | None, str]] = {}
-    for row in backend.fetchall("jobs_processing"):
+    for row in store.processing():
         owner = row["locked_by"] or ""
         if owner not in alive:
             alive[owner] = _owner_alive(backend, owner, ghost_after)
@@ -130,13 +131,13 @@ def gc_processing(
         elif row["age_seconds"] is None or float(row["age_seconds"]) >= older_than:
             # An unknown age (processing_at NULL) is reported too.
             report.long_running.append(StuckJob.from_row(row, "long_running", worker_alive=worker_alive))
-    report.unrunnable = [StuckJob.from_row(row, "unrunnable") for row in backend.fetchall("jobs_unrunnable")]
+    report.unrunnable = [StuckJob.from_row(row, "unrunnable") for row in store.unrunnable()]
     repair_dependants(backend)  # dependants of parents that ended without succeeding (batchq.dependencies)
     prune_gone(backend)  # registry rows of workers gone for a while: nothing a human must do
     # Waiting jobs past their expiry, failed as 'expired' as the workers' tick does: here too, so
     # that they show as failures (gc-error, explain, results) while no worker runs; quiet, as
     # the failures are gc-error's to report.
-    backend.expire_due()
+    store.expire_due()
     backend.liveness.prune()  # and their leases
     return report
 
@@ -145,19 +146,14 @@ def _requeue(backend: Backend, row: Row, report: ProcessingReport, why_gone: str
     """Put back one job of a dead worker; a statement that fails for this row is reported."""
     error = f"{why_gone}; put back by gc-processing"
     owner = row["locked_by"] or ""
-    params = {
-        "id": row["id"],
-        "token": row["claim_token"],
-        "error": error,
-        # One group for every job lost this way, whichever worker it was.
-        "fingerprint": fingerprint_of("WorkerGone", error.replace(owner, "<worker>") if owner else error),
-    }
+    # One group for every job lost this way, whichever worker it was.
+    fingerprint = fingerprint_of("WorkerGone", error.replace(owner, "<worker>") if owner else error)
     try:
         # The token fences the race with the worker's own finish and with a second sweep.
-        if backend.retrying(partial(backend.execute, "job_requeue_abandoned", params)) == 1:
+        if backend.stores.jobs.requeue_abandoned(row["id"], row["claim_token"], error, fingerprint) == 1:
             failed = stored_count(row["error_count"]) + 1 >= stored_count(row["max_errors"])
             if failed:  # its waiting dependants fail with it (else repair() would, below)
-                in_transaction(backend, partial(fail_dependants, backend, [row["id"]]))
+                in_transaction(backend, partial(backend.stores.dependencies.fail_dependants, [row["id"]]))
             report.requeued.append(StuckJob.from_row(row, "requeued", worker_alive=False, failed=failed))
     except BackendUnavailable:
         raise
@@ -221,7 +217,7 @@ def gc_error(
     wanted_queues, wanted_ids, wanted_groups = set(queues), set(ids), set(groups)
     jobs = [
         job
-        for job in map(FailedJob.from_row, queue.backend.fetchall("jobs_failed"))
+        for job in map(FailedJob.from_row, queue.backend.stores.jobs.failed())
         if (not wanted_queues or job.queue in wanted_queues)
         and (not wanted_ids or job.id in wanted_ids)
         and (not wanted_groups or job.fingerprint in wanted_groups)
@@ -231,9 +227,9 @@ def gc_error(
         return jobs
     backend = queue.backend
     if action == "requeue":
-        acted = [requeued for job in jobs if (requeued := _requeue_failed(backend, job)) is not None]
+        acted = [requeued for job in jobs if (requeued := requeue_failed(backend, job)) is not None]
     else:
-        acted = [job for job in jobs if _execute(backend, "job_delete_failed", job.id) == 1]
+        acted = [job for job in jobs if backend.stores.jobs.delete_failed(job.id) == 1]
     repair_dependants(backend)  # a deleted parent's waiting dependants fail (batchq.dependencies)
     return acted
 
@@ -244,11 +240,7 @@ def _failed_by(job: FailedJob, bound: datetime) -> bool:
     return isinstance(job.last_error_at, datetime) and job.last_error_at <= bound
 
 
-def _execute(backend: Backend, query: str, job_id: int) -> int:
-    return backend.retrying(partial(backend.execute, query, {"id": job_id}))
-
-
-def _requeue_failed(backend: Backend, job: FailedJob) -> FailedJob | None:
+def requeue_failed(backend: Backend, job: FailedJob) -> FailedJob | None:
     """The job requeued, or still failed because its unique key is held or its bounded queue
     is full (reject); None if it is gone."""
     for attempt in range(UNIQUE_ATTEMPTS):
@@ -258,7 +250,8 @@ def _requeue_failed(backend: Backend, job: FailedJob) -> FailedJob | None:
                 return replace(job, queue_full=outcome)
             return _requeued(job) if outcome == 1 else None
         except DuplicateKey:
-            holder = backend.unique_holder(job.unique_key) if job.unique_key is not None else None
+            key = job.unique_key
+            holder = backend.stores.jobs.unique_holder(key) if key is not None else None
             if holder is not None:
                 return replace(job, key_held_by=holder)
             if attempt == UNIQUE_ATTEMPTS - 1:
@@ -276,7 +269,7 @@ def _requeue_in_bound(backend: Backend, job: FailedJob) -> int | str:
             return full_reason(job.queue, bound)
         if bound is not None:  # drop_oldest: the oldest other waiting jobs, before it waits again
             make_room(backend, job.queue, bound, 1, None)
-        return backend.execute("job_requeue_failed", {"id": job.id})
+        return backend.stores.jobs.requeue_failed(job.id)
 
 
 def failure_groups(queue: Queue, queues: Iterable[str] = (), per_queue: bool = False) -> list[FailureGroup]:

@@ -205,7 +205,7 @@ class Worker:
     def prepare(self) -> None:
         """Before the worker shows alive: the history table, when --keep, and the partitions."""
         if self.options.keep:
-            self.backend.check_history()
+            self.backend.stores.jobs.check_history()
         if self.options.claim == "partition":
             check_partitions_ready(self.backend)
             self._lease = PartitionLease(self.backend, self.name, jobs_per_lease=self.options.jobs_per_lease)
@@ -292,7 +292,7 @@ class Worker:
             # deleting the finished jobs, which are ours too).
             deleted = self._delete_done(done) if done else 0
             done = []
-            self.backend.execute("jobs_release_unknown", {"worker": self.name})
+            self.backend.stores.jobs.release_unknown(self.name)
             self._release_pending = False
         if self._kept_size(done) > KEPT_STATEMENT_BYTES:  # large results: finished in pieces first
             deleted += self._delete_done(done)
@@ -312,8 +312,9 @@ class Worker:
         """About once a second (and whenever a claim finds nothing): promote due scheduled jobs,
         admit jobs waiting for a concurrency slot, and learn which queues are paused. Returns how
         many jobs became ready."""
-        self._paused = {row["name"] for row in self.backend.fetchall("queues_paused")}
-        self._keeping = {row["name"] for row in self.backend.fetchall("queues_keep_for")}
+        store = self.backend.stores.jobs
+        self._paused = store.paused_names()
+        self._keeping = store.keeping_queues()
         self._limited = self.backend.stores.flow.limits()
         self._next_tick = time.monotonic() + TICK_SECONDS
         self._runner.asked_to_stop(self.summary.succeeded, self.summary.errors)
@@ -325,9 +326,9 @@ class Worker:
         # skips them (one more condition on the rows it reads), so a claim of jobs without an
         # expiry costs what it did, and the claim never hands out an expired job whenever the
         # tick comes. The tick's first look is one index read that finds nothing when no job has
-        # an expiry (Backend.expire_due).
-        self.backend.expire_due(self.options.keep)
-        return self.backend.promote_due() + self.backend.unblock_due()
+        # an expiry (JobStore.expire_due).
+        store.expire_due(self.options.keep)
+        return store.promote_due() + store.unblock_due()
 
     def _active_queues(self) -> list[str]:
         return [name for name in self.options.queues if name not in self._paused]
@@ -355,7 +356,9 @@ class Worker:
                     return deleted, jobs
                 continue
             kept = self._kept_of(done)
-            claim = self.backend.claim(queue_name, self.name, os.urandom(16).hex(), limit, done, kept=kept)
+            claim = self.backend.stores.jobs.claim(
+                queue_name, self.name, os.urandom(16).hex(), limit, done, kept=kept
+            )
             deleted, done = deleted + claim.deleted, []
             if claim.jobs:
                 return deleted, claim.jobs
@@ -428,7 +431,9 @@ class Worker:
         for attempt in range(2):
             try:
                 token = os.urandom(16).hex()
-                return self.backend.claim(queue_name, self.name, token, limit, done, partition=partition)
+                return self.backend.stores.jobs.claim(
+                    queue_name, self.name, token, limit, done, partition=partition
+                )
             except (BackendUnavailable, TransientError):
                 raise  # the connection, a deadlock: _with_reconnect and retrying handle those
             except BackendError as exc:
@@ -486,16 +491,16 @@ class Worker:
         """Delete finished jobs with no claim (keeping those to keep), in pieces whose
         measurements stay under KEPT_STATEMENT_BYTES; each piece is its own transaction."""
         if not self._kept:
-            return self.backend.delete_jobs(done)
+            return self.backend.stores.jobs.delete_jobs(done)
         deleted, size, piece = 0, 0, list[Job]()
         for job in done:
             job_size = self._kept[job.id].size if job.id in self._kept else 0
             if piece and size + job_size > KEPT_STATEMENT_BYTES:
-                deleted += self.backend.delete_jobs(piece, self._kept_of(piece))
+                deleted += self.backend.stores.jobs.delete_jobs(piece, self._kept_of(piece))
                 piece, size = [], 0
             piece.append(job)
             size += job_size
-        return deleted + self.backend.delete_jobs(piece, self._kept_of(piece))
+        return deleted + self.backend.stores.jobs.delete_jobs(piece, self._kept_of(piece))
 
     # -- process ------------------------------------------------------------------
 
@@ -533,7 +538,9 @@ class Worker:
         FinishInTransaction): deleted (into the history when kept) as the next claim would, or
         with its dependants released (batchq.dependencies); 0 when a sweep took it back."""
         entries = None if kept is None else [kept]
-        return self.backend.delete_jobs([job], entries) or finish_parents(self.backend, [job], entries)
+        return self.backend.stores.jobs.delete_jobs([job], entries) or finish_parents(
+            self.backend, [job], entries
+        )
 
     def _finished_in_transaction(self, job: Job, finish: str) -> None:
         """Count a success that ended in its own transaction, or say why it did not."""
@@ -563,7 +570,8 @@ class Worker:
         debug = log.isEnabledFor(logging.DEBUG)  # once per claim, not per job
         for index, job in enumerate(jobs):
             if index and self._should_stop():
-                self._with_reconnect(partial(self.backend.release_jobs, jobs[index:]), between_jobs=False)
+                release = partial(self.backend.stores.jobs.release_jobs, jobs[index:])
+                self._with_reconnect(release, between_jobs=False)
                 break
             self._in_hand = (jobs, index + 1, done)
             self._record(job, call_job(Call(job, self._read_trace_context)), done, debug)
@@ -574,11 +582,10 @@ class Worker:
         a lost connection (the finish reconnects) or a value that is no trace context (a row
         written by hand) reads as None."""
         try:
-            row = self.backend.fetchone("job_trace_context", {"id": job_id})
+            value = self.backend.stores.jobs.trace_context(job_id)
         except BackendError as exc:
             log.warning("job %s: its trace context could not be read: %s", job_id, exc)
             return None
-        value = None if row is None else row["trace_context"]
         try:
             return check_trace_context(value)
         except ConfigError:
@@ -625,20 +632,21 @@ class Worker:
             fail = partial(fail_for_good, self.backend, query, params, self._keeps(job))
             matched = self._with_reconnect(fail, between_jobs=False)
         else:
-            matched = self._finish("job_error", params)
+            matched = self._finish(partial(self.backend.stores.jobs.error, params))
         if matched == 0:
             self._stale(1, [job])
 
     def _snooze(self, job: Job, outcome: CallOutcome) -> None:
         """Put the job back for later, uncounted (batchq.control); once it has snoozed as often
         as its task allows, fail it for good instead."""
-        params = {
-            "id": job.id,
-            "token": job.claim_token,
-            "delay": outcome.snooze_seconds,
-            "max_snoozes": outcome.max_snoozes,
-        }
-        if self._finish("job_snooze", params):
+        snooze = partial(
+            self.backend.stores.jobs.snooze,
+            job.id,
+            job.claim_token,
+            outcome.snooze_seconds,
+            outcome.max_snoozes,
+        )
+        if self._finish(snooze):
             self.summary.snoozed += 1
             log.debug("job %s (%s) snoozed for %gs", job.id, job.task, outcome.snooze_seconds)
             return
@@ -722,15 +730,16 @@ class Worker:
             job.task,
             known,
         )
-        params = {
-            "id": job.id,
-            "token": job.claim_token,
-            "note": f"worker {self.name} knows version {known}"[:VERSION_WAIT_NOTE_MAX_CHARS],
-            "min_delay": VERSION_WAIT_MIN_SECONDS,
-            "max_delay": VERSION_WAIT_MAX_SECONDS,
-            "spread": 1 + random.random() * VERSION_WAIT_SPREAD,
-        }
-        if self._finish("job_wait_for_version", params) == 0:
+        wait = partial(
+            self.backend.stores.jobs.wait_for_version,
+            job.id,
+            job.claim_token,
+            note=f"worker {self.name} knows version {known}"[:VERSION_WAIT_NOTE_MAX_CHARS],
+            min_delay=VERSION_WAIT_MIN_SECONDS,
+            max_delay=VERSION_WAIT_MAX_SECONDS,
+            spread=1 + random.random() * VERSION_WAIT_SPREAD,
+        )
+        if self._finish(wait) == 0:
             self._stale(1, [job])
 
     def record_abandoned(self, watch: Watch, why_not_stopped: str) -> None:
@@ -738,6 +747,7 @@ class Worker:
         not stop fails, fenced by its token, due again no sooner than RETRY_FLOOR_SECONDS; the
         batch's jobs not yet run go back uncounted, and the ones done are deleted."""
         backend, job = self.backend, watch.job
+        store = backend.stores.jobs
         batch, next_index, done = self._in_hand
         pending = batch[next_index:]
         error = (
@@ -757,18 +767,19 @@ class Worker:
 
         def record() -> None:
             with backend.transaction():
-                if backend.execute("job_error", params) == 0:
+                if store.error(params) == 0:
                     log.warning("job %s was taken back by gc-processing while it ran", job.id)
                 if pending:
-                    backend.release_jobs(pending)
+                    store.release_jobs(pending)
                 if done:
-                    backend.delete_jobs(done, self._kept_of(done))
+                    store.delete_jobs(done, self._kept_of(done))
                     finish_parents(backend, done, self._kept_of(done))  # those others wait for
 
         backend.retrying(record)
 
-    def _finish(self, query: str, params: dict[str, Any]) -> int:
-        return self._with_reconnect(lambda: self.backend.execute(query, params), between_jobs=False)
+    def _finish(self, write: Callable[[], Any]) -> Any:
+        """A job's finishing write (a store method), reconnecting when the connection is lost."""
+        return self._with_reconnect(write, between_jobs=False)
 
     # -- connection loss ------------------------------------------------------------
 

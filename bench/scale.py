@@ -4,7 +4,7 @@
 
 For each scenario the table is emptied and loaded server-side (not timed). Then, --repeat
 times, alternately: --claims raw-SQL floor claims (batchq's claim statements on the raw
-driver, one short transaction each) and --claims batchq claims (`Queue(url).backend.claim()`,
+driver, one short transaction each) and --claims batchq claims (`Queue(url).backend.stores.jobs.claim()`,
 the call `batchq run` makes for every job, in-process so each claim can be timed). Only
 the claim is timed; each claimed job is then acked (job_delete) untimed, as a worker would.
 The EXPLAIN (MariaDB: ANALYZE, which runs the SELECT and reports rows read; PostgreSQL:
@@ -214,13 +214,13 @@ def batchq_claims(backend: str, n: int, empty: bool = False) -> list[float]:
     for _ in range(n):
         token = uuid.uuid4().hex
         s = pc()
-        claim = backend_.claim("default", name, token)
+        claim = backend_.stores.jobs.claim("default", name, token)
         lat.append(pc() - s)
         if empty and not claim.jobs:
             continue
         if not claim.jobs:
             raise RuntimeError("queue ran dry")
-        backend_.delete_jobs(claim.jobs)
+        backend_.stores.jobs.delete_jobs(claim.jobs)
     q.close()
     return lat
 
@@ -266,7 +266,7 @@ def main() -> None:
     for label, p in results:
         for name, shown in (
             ("floor", "raw-SQL floor claim (commit)"),
-            ("batchq", "batchq `backend.claim()` (commit)"),
+            ("batchq", "batchq `backend.stores.jobs.claim()` (commit)"),
             ("select", "claim statement alone, rolled back (no commit)"),
         ):
             p50s, p99s = p[name]

@@ -1,12 +1,12 @@
 """A connection to one database and the named queries batchq runs on it.
 
 A backend runs named queries from ``sql/<dialect>/*.sql`` on one connection: nothing, one row
-or all rows, in autocommit or inside ``transaction()``; and the job cycle's few statements
-(claim, delete, release, promote), which each dialect writes its own way. Dialect modules
-connect, claim and translate driver errors; a worker's liveness is in ``liveness.py``, the
-schema in ``schema.py``. Each concern's operations (locks, schedules, partitions, ...) are typed
-methods of its store, ``backend.stores.<concern>`` (batchq.stores), which runs its named queries
-on this connection.
+or all rows, in autocommit or inside ``transaction()``. Dialect modules connect and translate
+driver errors; a worker's liveness is in ``liveness.py``, the schema in ``schema.py``. Each
+concern's operations (jobs, locks, schedules, partitions, ...) are typed methods of its store,
+``backend.stores.<concern>`` (batchq.stores), which runs its named queries on this connection:
+the job cycle's statements (claim, enqueue, delete, release, promote), which each dialect writes
+its own way, are the job store's (batchq.stores.jobs).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 
 from ..appconn import driver_connection
 from ..config import DatabaseURL, lease_length, lease_seconds, redact
-from ..errors import BackendError, BackendUnavailable, JobExpired, SchemaMissing
-from ..job import Claim, Job, Kept, kept_document
+from ..errors import BackendError, BackendUnavailable, SchemaMissing
+from ..job import Job
 from ..sqlfiles import migrations
 from ..sqlfiles import queries as load_queries
 from ..stored import Row
@@ -203,45 +203,14 @@ class Backend(ABC):
         return self._query(name, params, conn, self._inserted_id)
 
     def insert_job(self, row: dict[str, Any], conn: Any = None) -> int:
-        """enqueue: one job row (no unique key), the new job's id."""
-        return self.insert("enqueue", row, conn)
-
-    def insert_jobs(
-        self, template: dict[str, Any], payloads: Sequence[bytes | None], conn: Any = None
-    ) -> int:
-        """enqueue_many: one job of ``template`` per payload, all or none, in as few statements
-        as the dialect allows; on ``conn``, inside the caller's transaction."""
-        rows = [{**template, "payload": payload} for payload in payloads]
-        if conn is not None:
-            return self.insert_many("enqueue", rows, conn)
-        with self.transaction():
-            return self.insert_many("enqueue", rows)
+        """The job store's insert_job (batchq.stores.jobs), for batchq.dependencies until it
+        calls the store itself."""
+        return self.stores.jobs.insert_job(row, conn)
 
     def insert_many(self, name: str, rows: Sequence[Any], conn: Any = None) -> int:
         with self.errors(), self._cursor(conn) as cur:
             cur.executemany(self.sql(name), rows)
             return len(rows)
-
-    def insert_unique(self, row: dict[str, Any], conn: Any = None) -> int | None:
-        """enqueue_unique: the new job's id, or None (nothing written) if a job holds its key."""
-        return self._query("enqueue_unique", row, conn, self._unique_inserted)
-
-    def _unique_inserted(self, cur: Any) -> int | None:
-        return int(cur.lastrowid) if cur.rowcount == 1 else None
-
-    def unique_holder(self, key: str, conn: Any = None) -> int | None:
-        """The id of the waiting or running job holding a unique key, if any (on ``conn``: as
-        the caller's transaction sees it)."""
-        row = self._query("job_unique_holder", {"unique_key": key}, conn, self._first_row)
-        return None if row is None else int(row["id"])
-
-    def insert_unique_jobs(self, rows: Sequence[dict[str, Any]], conn: Any = None) -> int:
-        """enqueue_many with unique keys: the rows whose key is free, all in one transaction (on
-        ``conn``, the caller's); returns how many were written."""
-        if conn is not None:
-            return self.count_inserted("enqueue_unique", rows, conn)
-        with self.transaction():
-            return self.count_inserted("enqueue_unique", rows)
 
     def count_inserted(self, name: str, rows: Sequence[Any], conn: Any = None) -> int:
         """Run an INSERT for each row; how many rows it wrote."""
@@ -389,99 +358,6 @@ class Backend(ABC):
     def sleep(self, seconds: float) -> None:
         """Wait (between two tries, two polls): batchq.aio's backends give the event loop the time."""
         time.sleep(seconds)
-
-    # -- the job cycle ------------------------------------------------------------
-
-    @abstractmethod
-    def claim(
-        self,
-        queue: str,
-        worker: str,
-        token: str,
-        limit: int = 1,
-        done: Sequence[Job] = (),
-        partition: int | None = None,
-        kept: Sequence[Kept] | None = None,
-    ) -> Claim:
-        """In one transaction: delete the jobs ``done`` (finished by this worker, fenced by their
-        claim's token) and claim up to ``limit`` due jobs of ``queue``, in the claim index's
-        order (priority, then due time, then id), marked ours with ``token``. With ``kept`` (the
-        measurements of some of ``done``, batchq.history.Meter.kept), those jobs are first copied
-        into batchq_history, in the same transaction.
-
-        Every 'ready' row is due (jobs_promote moves 'scheduled' ones once their time comes), so
-        a claim takes the first unlocked rows of the claim index: it never walks the backlog.
-        With ``partition``, only jobs of that partition, which the worker leases (batchq.partitions);
-        such a claim is never given ``kept``: the worker deletes the jobs it keeps first.
-        """
-
-    def delete_jobs(self, jobs: Sequence[Job], kept: Sequence[Kept] | None = None) -> int:
-        """Delete finished jobs when no claim follows (with ``kept``: copied into the history
-        first, as claim() does); returns how many matched their token."""
-        if kept is not None:
-            return self._delete_keeping(jobs, kept)
-        return self.execute("jobs_delete", {"token": jobs[0].claim_token, "ids": job_ids(jobs)})
-
-    def _delete_keeping(self, jobs: Sequence[Job], kept: Sequence[Kept]) -> int:
-        """jobs_delete_keep: copy into the history and delete, in one statement."""
-        row = self.fetchone("jobs_delete_keep", {**done_params(jobs), "kept": kept_document(kept)})
-        return int(row["deleted"]) if row else 0
-
-    def check_history(self) -> None:
-        """Raise ConfigError where this server cannot keep history (old MySQL: no JSON_TABLE)."""
-
-    def release_jobs(self, jobs: Sequence[Job]) -> int:
-        """Put back claimed jobs this worker will not run, uncounted."""
-        return self.execute("jobs_release", {"token": jobs[0].claim_token, "ids": job_ids(jobs)})
-
-    def promote_due(self) -> int:
-        """Make scheduled jobs whose time has come ready; returns how many."""
-        return self.execute("jobs_promote")
-
-    def expire_due(self, keep_all: bool = False) -> int:
-        """Fail waiting jobs past their expiry as 'expired' (batchq.errors.JobExpired), copying
-        those whose history is kept (``keep_all``: `run --keep`); returns how many. One cheap
-        look first (jobs_expired_any walks an index of the jobs with an expiry only), so a
-        database without expiring jobs pays one read per tick and no lock."""
-        if self.fetchone("jobs_expired_any") is None:
-            return 0
-        from ..dependencies import fail_dependants  # both import this package
-        from ..failures import fingerprint_of
-
-        params: dict[str, Any] = {
-            "error_class": f"{JobExpired.__module__}.{JobExpired.__qualname__}",
-            "fingerprint": fingerprint_of(JobExpired.__name__, "expired"),
-        }
-        with self.transaction():
-            params["ids"] = [found[0] for found in self.rows(self.expiring_query)]
-            if not params["ids"]:
-                return 0
-            expired = self.execute("jobs_expire", params)
-            self.execute("jobs_keep_expired", {"ids": params["ids"], "keep_all": int(keep_all)})
-            fail_dependants(self, params["ids"], "expired")  # a job that waits for one never runs
-        return expired
-
-    @property
-    def expiring_query(self) -> str:
-        """The query that finds and locks expired waiting jobs (MySQL: without SKIP LOCKED on
-        servers that lack it)."""
-        return "jobs_expiring"
-
-    def unblock_due(self) -> int:
-        """Jobs waiting for a slot of their concurrency key get one where it is free; returns how
-        many became ready. One worker at a time: the others skip, the holder admits for them."""
-        locked, admitted = False, 0
-        try:
-            with self.transaction():
-                row = self.fetchone("jobs_unblock_lock")
-                locked = bool(row and row["locked"])
-                ids = [found[0] for found in self.rows("jobs_unblockable")] if locked else []
-                if ids:
-                    admitted = self.execute("jobs_unblock", {"ids": ids})
-        finally:
-            if locked:  # MySQL's lock outlives the transaction: let go only after the commit
-                self.fetchone("jobs_unblock_unlock")
-        return admitted
 
     def vacuum_if_due(self) -> bool:
         """Clean up after the finished jobs where the database leaves that to us (PostgreSQL);

@@ -16,12 +16,11 @@ import pymysql.connections
 import pymysql.cursors
 from pymysql.constants import CLIENT, SERVER_STATUS
 
-from ..config import DEFAULT_PORTS, counted
+from ..config import DEFAULT_PORTS
 from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
-from ..job import Claim, Job, Kept, kept_document
-from .base import Backend, DuplicateKey, TransientError, done_params
+from .base import Backend, DuplicateKey, TransientError
 from .liveness import Liveness
-from .mysql_drivers import Driver, driver_of, is_driver_error, is_interface_error
+from .mysql_drivers import driver_of, is_driver_error, is_interface_error
 
 _CONNECTION_LOST = {2003, 2006, 2013, 2055, 1927, 4031}  # 1927/4031: killed / idle-timeout
 # Lock wait timeout, deadlock. On Galera, 1213 is also a certification failure at COMMIT (another
@@ -46,9 +45,6 @@ _DUPLICATE_KEY = 1062
 # server does; 1044 for a database), unknown database: all refused alike, naming the URL.
 _ACCESS = {1044, 1045, 1698, 1049}
 _VALUES = re.compile(r"\s+VALUES\s+", re.IGNORECASE)
-# Stands for the payload while the rest of an enqueue_many row is escaped once: no queue or task
-# name can hold a space or '<', so its quoted form occurs nowhere else in the row.
-_PAYLOAD_MARK = "<batchq payload>"
 MULTI_ROW_STATEMENT_BYTES = 1024 * 1024  # a multi-row INSERT's size; a bigger row goes alone
 MEDIUMBLOB_BYTES = 16 * 1024 * 1024 - 1  # the payload column's capacity
 # The server refuses a statement (plus its one command byte) that is not smaller than
@@ -115,10 +111,6 @@ class MySQLBackend(Backend):
         super().__init__(*args, **kwargs)
         # An application's connection (enqueue(conn=...)) -> (its server thread, its limit).
         self._packets: weakref.WeakKeyDictionary[Any, tuple[Any, int]] = weakref.WeakKeyDictionary()
-        # A connection -> (the values but the payload, the enqueue statement around its payload).
-        self._enqueue_pieces_known: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = (
-            weakref.WeakKeyDictionary()
-        )
 
     def _liveness(self) -> Liveness:
         return self._session_or_lease(liveness_lock_names)
@@ -232,50 +224,6 @@ class MySQLBackend(Backend):
             cur.execute(self._fitting(cur, self.sql(name), params))
             return int(cur.lastrowid)
 
-    def insert_job(self, row: dict[str, Any], conn: Any = None) -> int:
-        """enqueue: the statement but its payload escaped once per connection and template (a
-        producer enqueues the same task, queue and options again and again: 13 values PyMySQL
-        would escape on every call), the payload spliced in, measured as sent."""
-        return self._on_cursor(conn, functools.partial(self._insert_job, row=row))
-
-    def _insert_job(self, cur: Any, row: dict[str, Any]) -> int:
-        connection = cur.connection
-        driver = driver_of(connection)
-        pieces = self._enqueue_pieces(cur, row, driver)
-        if pieces is None:  # mysqlclient; else cannot happen with batchq's own statement
-            statement = self._fitting(cur, self.sql("enqueue"), row)
-        else:
-            before, after = pieces
-            statement = before + driver.literal(connection, row["payload"]) + after
-            _check_statement_size(len(statement), self._statement_limit(connection))
-        cur.execute(statement)
-        return int(cur.lastrowid)
-
-    def _enqueue_pieces(self, cur: Any, row: dict[str, Any], driver: Driver) -> tuple[bytes, bytes] | None:
-        """The enqueue statement as sent before and after its payload, for this row's other
-        values on this connection (escaping depends on its character set and sql_mode): the
-        last one made is kept. None where the driver does not tell what escaping depends on
-        (mysqlclient): the statement is then built whole."""
-        connection = cur.connection
-        escaping = driver.escaping(connection)
-        if escaping is None:  # what escaping depends on is not known: nothing can be kept
-            return None
-        # Types too: 1 == 1.0 == True, but they are escaped differently.
-        key = (escaping, tuple((type(value), value) for name, value in row.items() if name != "payload"))
-        known = self._enqueue_pieces_known.get(connection)
-        if known is not None and known[0] == key:
-            return known[1]  # type: ignore[no-any-return]
-        marked = driver.statement(cur, self.sql("enqueue"), {**row, "payload": _PAYLOAD_MARK})
-        before, mark, after = marked.partition(driver.literal(connection, _PAYLOAD_MARK))
-        pieces = (before, after) if mark else None
-        self._enqueue_pieces_known[connection] = (key, pieces)
-        return pieces
-
-    def insert_unique(self, row: dict[str, Any], conn: Any = None) -> int | None:
-        with self.errors(), self._cursor(conn) as cur:
-            cur.execute(self._fitting(cur, self.sql("enqueue_unique"), row))
-            return int(cur.lastrowid) if cur.rowcount == 1 else None  # INSERT IGNORE: 0 if taken
-
     def insert_many(self, name: str, rows: Sequence[Any], conn: Any = None) -> int:
         self.count_inserted(name, rows, conn)
         return len(rows)
@@ -290,35 +238,6 @@ class MySQLBackend(Backend):
             values = [self._fitting(cur, row_sql, row, len(prefix)) for row in rows]
             budget = min(MULTI_ROW_STATEMENT_BYTES, self._statement_limit(cur.connection)) - len(prefix)
             return self._send_chunks(prefix, _chunks(values, budget), conn)
-
-    def insert_jobs(
-        self, template: dict[str, Any], payloads: Sequence[bytes | None], conn: Any = None
-    ) -> int:
-        """Rows that differ only in their payload: the rest of the VALUES row is escaped once and
-        each payload spliced in, every row measured before anything is sent. One statement (in
-        autocommit, atomic by itself) when the batch fits; else chunks in one transaction."""
-        head, row_sql = _VALUES.split(self.sql("enqueue"), maxsplit=1)
-        with self.errors(), self._cursor(conn) as cur:
-            connection = cur.connection
-            driver = driver_of(connection)
-            prefix = f"{head} VALUES ".encode(connection.encoding)
-            marked_row = driver.statement(cur, row_sql, {**template, "payload": _PAYLOAD_MARK})
-            before, marked, after = marked_row.partition(driver.literal(connection, _PAYLOAD_MARK))
-            if not marked:  # cannot happen with batchq's own statement; stay correct anyway
-                return super().insert_jobs(template, payloads, conn)
-            limit = self._statement_limit(connection)
-            values = []
-            for data in payloads:
-                value = before + driver.literal(connection, data) + after
-                _check_statement_size(len(prefix) + len(value), limit)
-                values.append(value)
-        chunks = list(_chunks(values, min(MULTI_ROW_STATEMENT_BYTES, limit) - len(prefix)))
-        if conn is None and len(chunks) > 1:
-            with self.transaction():
-                self._send_chunks(prefix, chunks, None)
-        else:
-            self._send_chunks(prefix, chunks, conn)
-        return len(payloads)
 
     def _send_chunks(self, prefix: bytes, chunks: Iterable[list[bytes]], conn: Any) -> int:
         """Send each chunk as one INSERT; how many rows they wrote."""
@@ -359,96 +278,6 @@ class MySQLBackend(Backend):
         conn = self._conn
         return conn is None or not conn.server_status & SERVER_STATUS.SERVER_STATUS_IN_TRANS
 
-    def claim(
-        self,
-        queue: str,
-        worker: str,
-        token: str,
-        limit: int = 1,
-        done: Sequence[Job] = (),
-        partition: int | None = None,
-        kept: Sequence[Kept] | None = None,
-    ) -> Claim:
-        """Two round trips, one commit: jobs_claim (begin, delete what is done, lock the next
-        jobs; jobs_claim_keep: first copy what is done into the history) as one multi-statement
-        query, then jobs_claim_mark (mark them, commit)."""
-        params = {"queue": queue, "limit": limit, "partition": partition, **done_params(done)}
-        params["done_ids"] = params["done_ids"] or [None]  # IN (NULL): PyMySQL cannot send ()
-        if partition is not None:
-            name = "jobs_claim_partition" if self.skip_locked else "jobs_claim_partition_waiting"
-        elif kept is not None and len(kept) == 1:  # one job: its figures as plain parameters
-            name = "jobs_claim_keep_one"
-            params.update(kept[0].params())
-        elif kept is not None:
-            self.check_history()
-            name, params["kept"] = "jobs_claim_keep", kept_document(kept)
-        else:
-            name = "jobs_claim" if self.skip_locked else "jobs_claim_waiting"
-        with self.session_lock:
-            try:
-                *_, (deleted, _), (_, rows) = self._multi(name, params)
-                ids = [row[0] for row in rows]
-                if ids:
-                    self._mark(ids, worker, token, params)
-                else:
-                    self._commit_without_jobs(params)
-            except BaseException:
-                self._rollback_quietly()  # a failed statement may leave the claim's transaction open
-                raise
-        return Claim(deleted, [Job.from_row(row, token) for row in rows])
-
-    def _mark(self, ids: list[Any], worker: str, token: str, claim: dict[str, Any]) -> None:
-        """jobs_claim_mark; on Galera, checked: a claim whose commit did not happen is retried."""
-        params = {"ids": ids, "worker": worker, "token": token}
-        if not self.galera:
-            self._multi("jobs_claim_mark", params)
-            return
-        checked = {**params, "done_token": claim["done_token"], "done_ids": claim["done_ids"]}
-        *_, (_, [(marked, undeleted)]) = self._multi("jobs_claim_mark_checked", checked)
-        if marked != len(ids) or undeleted:
-            raise TransientError(
-                f"the claim's commit did not happen ({marked} of {counted(len(ids), 'job')} marked, "
-                f"{counted(undeleted, 'finished job')} left): a replicated write aborted it"
-            )
-
-    def _commit_without_jobs(self, claim: dict[str, Any]) -> None:
-        """Commit a claim that found nothing; on Galera, checked as _mark checks: finished jobs
-        the commit silently left would stay `processing` under this worker's name, and once it
-        exits, gc-processing would put them back to run again."""
-        if not (self.galera and claim["done_token"] is not None):
-            with self.errors():
-                self.conn.commit()
-            return
-        *_, (_, [(undeleted,)]) = self._multi("jobs_claim_mark_none_checked", claim)
-        if undeleted:
-            raise TransientError(
-                f"the claim's commit did not happen ({counted(undeleted, 'finished job')} left): "
-                "a replicated write aborted it"
-            )
-
-    def _delete_keeping(self, jobs: Sequence[Job], kept: Sequence[Kept]) -> int:
-        """jobs_delete_keep: copy into the history and delete, one transaction, one round trip;
-        inside a transaction already open, jobs_keep then jobs_delete in it."""
-        self.check_history()
-        if self._in_transaction:
-            self.execute("jobs_keep", {**done_params(jobs), "kept": kept_document(kept)})
-            return self.delete_jobs(jobs)
-        with self.session_lock:
-            try:
-                results = self._multi("jobs_delete_keep", {**done_params(jobs), "kept": kept_document(kept)})
-            except BaseException:
-                self._rollback_quietly()
-                raise
-        return results[3][0]  # SET, START, REPLACE, DELETE, COMMIT
-
-    def check_history(self) -> None:
-        self.conn  # noqa: B018 - connect to read the version
-        if not supports_skip_locked(self.server_version):  # the same versions have JSON_TABLE
-            raise ConfigError(
-                f"keeping job history needs JSON_TABLE, which MySQL/MariaDB {self.server_version} "
-                "lacks: upgrade to MySQL 8.0 or MariaDB 10.6, or keep no history (no --keep, no keep_for)"
-            )
-
     def _multi(self, name: str, params: Any = None) -> list[tuple[int, list[tuple[Any, ...]]]]:
         """Run a multi-statement query: (row count, rows) of each statement in turn."""
         return self._query(name, params, None, _statement_results)
@@ -465,10 +294,6 @@ class MySQLBackend(Backend):
         )
         cluster = " (a Galera cluster node: claims checked after commit)" if self.galera else ""
         return f"MySQL/MariaDB {self.server_version}{cluster} at {self.url}; claims with {claim}"
-
-    @property
-    def expiring_query(self) -> str:
-        return "jobs_expiring" if self.skip_locked else "jobs_expiring_waiting"
 
     def _why_no_skip_locked(self) -> str:
         return (

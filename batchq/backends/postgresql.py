@@ -22,8 +22,7 @@ try:
 except ImportError as exc:  # an optional extra
     raise ConfigError("a postgresql:// URL needs psycopg: pip install 'batchq[postgresql]'") from exc
 
-from ..job import Claim, Job, Kept, kept_document
-from .base import Backend, DuplicateKey, TransientError, done_params
+from .base import Backend, DuplicateKey, TransientError
 from .liveness import Liveness
 
 log = logging.getLogger("batchq.backend")
@@ -163,26 +162,8 @@ class PostgreSQLBackend(Backend):
         # Tuples whatever row factory the application gave its own connection.
         return (conn if conn is not None else self.conn).cursor(row_factory=tuple_row)
 
-    def insert_jobs(
-        self, template: dict[str, Any], payloads: Sequence[bytes | None], conn: Any = None
-    ) -> int:
-        """One statement for the whole batch: its payloads as one bytea array (enqueue_many)."""
-        params = {**template, "payloads": payloads}
-        return self._query("enqueue_many", params, conn, lambda cur: len(payloads))
-
     def _inserted_id(self, cur: Any) -> int:
         return int(cur.fetchone()[0])  # enqueue ends with RETURNING id
-
-    def _unique_inserted(self, cur: Any) -> int | None:
-        row = cur.fetchone()  # enqueue_unique returns no row when the key is taken
-        return None if row is None else int(row[0])
-
-    def insert_unique_jobs(self, rows: Sequence[dict[str, Any]], conn: Any = None) -> int:
-        """One statement: the payloads and their keys as two arrays (enqueue_many_unique)."""
-        params = {k: v for k, v in rows[0].items() if k not in ("payload", "unique_key")}
-        params["payloads"] = [row["payload"] for row in rows]
-        params["unique_keys"] = [row["unique_key"] for row in rows]
-        return self._query("enqueue_many_unique", params, conn, lambda cur: int(cur.rowcount))
 
     def _begin(self) -> None:
         self.conn.execute("BEGIN")  # an autocommit connection: commit()/rollback() end it
@@ -195,33 +176,6 @@ class PostgreSQLBackend(Backend):
         conn = self._conn
         if conn is not None and conn.info.transaction_status == pq.TransactionStatus.INERROR:
             conn.rollback()
-
-    def claim(
-        self,
-        queue: str,
-        worker: str,
-        token: str,
-        limit: int = 1,
-        done: Sequence[Job] = (),
-        partition: int | None = None,
-        kept: Sequence[Kept] | None = None,
-    ) -> Claim:
-        """One statement, one round trip, its own transaction in autocommit: jobs_claim deletes
-        what is done (jobs_claim_keep: and copies it into the history), then locks and marks the
-        next jobs; its first row carries the count."""
-        params = {"queue": queue, "limit": limit, "worker": worker, "token": token, **done_params(done)}
-        if partition is not None:
-            rows = self.rows("jobs_claim_partition", {**params, "partition": partition})
-        elif kept is not None and len(kept) == 1:  # one job: its figures as plain parameters
-            rows = self.rows("jobs_claim_keep_one", {**params, **kept[0].params()})
-        elif kept is not None:
-            rows = self.rows("jobs_claim_keep", {**params, "kept": kept_document(kept)})
-        else:
-            rows = self.rows("jobs_claim", params)
-        jobs = [Job.from_row(row, token) for row in rows if row[0] is not None]
-        if jobs:
-            self._drop_notifications()
-        return Claim(int(rows[0][-1]), jobs)
 
     def vacuum_if_due(self, dead_rows: int | None = None, interval: float | None = None) -> bool:
         """VACUUM the job table when ``dead_rows`` rows (VACUUM_DEAD_ROWS) and a tenth of the

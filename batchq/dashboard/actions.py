@@ -14,8 +14,7 @@ from ..errors import ConfigError
 from ..explain import why_not_cancelled
 from ..job import JOB_ID_RANGE
 from ..registry import request_stop
-from ..sweeps import FailedJob, gc_error
-from ..sweeps import _requeue_failed as requeue_failed
+from ..sweeps import FailedJob, gc_error, requeue_failed
 from .context import current
 from .params import integer
 from .posts import back, check_action
@@ -115,7 +114,7 @@ def retry() -> str:
     job_id, shown = _job_id(request.form.get("id", "")), request.form.get("state", "")
     board = current()
     if shown == "failed":
-        row = board.backend.fetchone("dashboard_job_failed", {"id": job_id})
+        row = board.backend.stores.jobs.failed_one(job_id)
         job = None if row is None else requeue_failed(board.backend, FailedJob.from_row(row))
         if job is None:
             return f"job {job_id} was not retried: it is no longer failed"
@@ -125,8 +124,7 @@ def retry() -> str:
             return f"job {job_id} was not retried: {job.queue_full}"
         return f"retried job {job_id} now: {job.status}, its tries reset"
     if shown == "scheduled":
-        backend = board.backend
-        if backend.retrying(lambda: backend.execute("dashboard_job_run_now", {"id": job_id})) == 1:
+        if board.backend.stores.jobs.run_now(job_id):
             return f"job {job_id} is due now"
         return f"job {job_id} was not made due: it is no longer delayed"
     raise ConfigError(f"bad state {shown[:40]!r}: retry a failed or a scheduled (delayed) job, from its page")
@@ -136,7 +134,6 @@ def retry() -> str:
 def delete() -> str:
     """Delete one failed job (a waiting one is cancelled with /actions/cancel)."""
     job_id = _job_id(request.form.get("id", ""))
-    backend = current().backend
-    if backend.retrying(lambda: backend.execute("job_delete_failed", {"id": job_id})) == 1:
+    if current().backend.stores.jobs.delete_failed(job_id) == 1:
         return f"deleted failed job {job_id}"
     return f"job {job_id} was not deleted: it is no longer failed"

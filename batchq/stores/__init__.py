@@ -28,6 +28,7 @@ from .workers import WorkerStore
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
+    from .jobs import JobStore
 
 
 class Stores:
@@ -87,3 +88,9 @@ class Stores:
     @cached_property
     def message_views(self) -> MessageViewStore:
         return MessageViewStore.on(self._db)
+
+    @cached_property
+    def jobs(self) -> JobStore:
+        from .jobs import JobStore  # here, not above: it imports the backends, which import this
+
+        return JobStore.on(self._db)

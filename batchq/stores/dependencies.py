@@ -12,10 +12,11 @@ from what their DELETE returns, so its finish of a kept parent copies it too
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..failures import fingerprint_of
 from ..job import Kept, kept_document
 from .base import Store
 
@@ -119,6 +120,22 @@ class DependencyStore(Store):
         """Fail for good those of ``ids`` still waiting, with ``error``; how many."""
         params = {"ids": list(ids), "error": error, "fingerprint": fingerprint}
         return self.db.execute("deps_fail", params)
+
+    def fail_dependants(self, parents: Iterable[int], how: str = "failed for good") -> int:
+        """Fail the waiting children of ``parents`` with the reason, then theirs (each failed
+        child is a parent that failed for good); in the caller's transaction if one is open.
+        Returns how many jobs were failed."""
+        failed = 0
+        frontier = [(parent, how) for parent in parents]
+        while frontier:
+            parent, why = frontier.pop()
+            children = self.waiting_children(parent)
+            if not children:
+                continue
+            error = f"DependencyFailed: parent job {parent} {why}"
+            failed += self.fail_waiting(children, error, fingerprint_of("DependencyFailed", error))
+            frontier.extend((child, "failed for good") for child in children)
+        return failed
 
     # -- the sweep and explain -----------------------------------------------------------------
 

@@ -128,8 +128,8 @@ class FlowStore(Store):
 
     def _take(self, queue: str, worker: str, token: str, limit: int) -> list[Job]:
         """Claim up to ``limit`` due jobs of ``queue``, inside the limited claim's transaction:
-        the backend's own claim, which joins it."""
-        return self.db.claim(queue, worker, token, limit).jobs
+        the job store's own claim, which joins it."""
+        return self.db.stores.jobs.claim(queue, worker, token, limit).jobs
 
 
 class MySQLFlowStore(FlowStore, dialect="mysql"):

@@ -5,8 +5,8 @@ searches. Statements in ``sql/<dialect>/metrics.sql``, ``explain.sql`` and ``das
 It only reads: plain SELECTs in autocommit, no FOR UPDATE, no BEGIN IMMEDIATE, ages on the
 database server's clock; a worker's liveness is asked as gc-processing asks it, never by taking
 its lock. So a worker never waits on it. A row written by hand reads as far as it can be read.
-The dashboard's actions (retry, run now, delete a failed job) are job operations, not here
-(their statements: ``dashboard_actions.sql`` and the job table's).
+The dashboard's actions (retry, run now, delete a failed job) are job operations: the job
+store's (batchq.stores.jobs).
 """
 
 from __future__ import annotations

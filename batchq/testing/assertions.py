@@ -66,12 +66,9 @@ def enqueued_jobs(
     """The jobs in the table (every job not yet done: succeeded jobs are deleted), oldest first:
     of ``task`` (a name or the function), ``payload`` (equal to it: ``unittest.mock.ANY`` may
     stand inside), ``queue`` (its name) and ``status`` when given."""
-    params = {
-        "queue": None if queue is None else check_queue_name(queue),
-        "task": None if task is None else _task_name(q, task),
-        "limit": READ_LIMIT,
-    }
-    jobs = [_job(q, row) for row in q.backend.fetchall("testing_jobs", params)]
+    queue_name = None if queue is None else check_queue_name(queue)
+    task_name = None if task is None else _task_name(q, task)
+    jobs = [_job(q, row) for row in q.backend.stores.jobs.testing_jobs(queue_name, task_name, READ_LIMIT)]
     return [
         job
         for job in jobs

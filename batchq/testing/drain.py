@@ -82,7 +82,7 @@ def _queues_with_jobs(queue: Queue) -> tuple[str, ...]:
 def _make_due(queue: Queue, names: Iterable[str], within: bool | Duration) -> None:
     seconds = None if within is True else parse_duration(within, "with_scheduled")  # type: ignore[arg-type]
     for name in names:
-        queue.backend.execute("testing_make_due", {"queue": name, "within": seconds})
+        queue.backend.stores.jobs.make_due(name, seconds)
 
 
 class _Noting:

@@ -17,7 +17,7 @@ def statuses(queue: Queue) -> dict[int, str]:
 
 def claim_one(queue: Queue) -> None:
     """Claim a job and leave it processing, as a worker in the middle of running it."""
-    claim = queue.backend.claim("default", "host:1:00000000", "t" * 32)
+    claim = queue.backend.stores.jobs.claim("default", "host:1:00000000", "t" * 32)
     assert len(claim.jobs) == 1
 
 
@@ -30,10 +30,10 @@ def test_keyed_jobs_wait_blocked_and_are_admitted_up_to_their_limit(queue: Queue
     free = queue.enqueue("jobs:noop", {"i": 0})
     assert set(statuses(queue).values()) == {"blocked", "ready"}
     assert statuses(queue)[free] == "ready"  # a job without a key never waits for a slot
-    assert queue.backend.unblock_due() == 3
+    assert queue.backend.stores.jobs.unblock_due() == 3
     assert [statuses(queue)[i] for i in one] == ["ready", "blocked", "blocked"]  # oldest first
     assert [statuses(queue)[i] for i in two] == ["ready", "ready", "blocked"]
-    assert queue.backend.unblock_due() == 0  # the ready ones hold their slots
+    assert queue.backend.stores.jobs.unblock_due() == 0  # the ready ones hold their slots
     [stats] = queue.stats()
     assert (stats.ready, stats.blocked) == (3 + 1, 2 + 1)
 
@@ -41,19 +41,19 @@ def test_keyed_jobs_wait_blocked_and_are_admitted_up_to_their_limit(queue: Queue
 def test_a_running_job_holds_its_slot_until_it_ends(queue: Queue) -> None:
     first = queue.enqueue("jobs:noop", concurrency_key="k")
     second = queue.enqueue("jobs:noop", concurrency_key="k")
-    queue.backend.unblock_due()
+    queue.backend.stores.jobs.unblock_due()
     claim_one(queue)
     assert statuses(queue) == {first: "processing", second: "blocked"}
-    assert queue.backend.unblock_due() == 0
+    assert queue.backend.stores.jobs.unblock_due() == 0
     sql(queue, f"DELETE FROM batchq_job WHERE id = {first}")  # it succeeded
-    assert queue.backend.unblock_due() == 1
+    assert queue.backend.stores.jobs.unblock_due() == 1
     assert statuses(queue) == {second: "ready"}
 
 
 def test_higher_priority_is_admitted_first(queue: Queue) -> None:
     low = queue.enqueue("jobs:noop", concurrency_key="k", priority=0)
     high = queue.enqueue("jobs:noop", concurrency_key="k", priority=5)
-    queue.backend.unblock_due()
+    queue.backend.stores.jobs.unblock_due()
     assert statuses(queue) == {low: "blocked", high: "ready"}
 
 
@@ -83,7 +83,7 @@ def test_a_keyed_retry_waits_for_a_slot_again(queue: Queue) -> None:
 def test_explain_names_the_key_and_its_slots(queue: Queue) -> None:
     first = queue.enqueue("jobs:noop", concurrency_key="report:eu", concurrency_limit=1)
     second = queue.enqueue("jobs:noop", concurrency_key="report:eu", concurrency_limit=1)
-    queue.backend.unblock_due()
+    queue.backend.stores.jobs.unblock_due()
     waiting = queue.explain(second)
     assert (waiting.state, waiting.concurrency_key, waiting.key_active) == ("blocked", "report:eu", 1)
     assert "waiting for a slot of concurrency key 'report:eu', 1 of its 1 slot taken" in waiting.summary
@@ -106,7 +106,7 @@ def test_cancel_and_purge_take_blocked_jobs(queue: Queue) -> None:
 def test_a_blocked_row_written_by_hand_without_a_limit_gets_one_slot(queue: Queue) -> None:
     ids = [queue.enqueue("jobs:noop", concurrency_key="k", concurrency_limit=5) for _ in range(3)]
     sql(queue, "UPDATE batchq_job SET concurrency_limit = NULL")
-    assert queue.backend.unblock_due() == 1
+    assert queue.backend.stores.jobs.unblock_due() == 1
     assert sorted(statuses(queue).values()) == ["blocked", "blocked", "ready"]
     assert len(ids) == 3
 

@@ -164,7 +164,7 @@ def test_unresolvable_task_fails_the_job_with_the_reason(queue: Queue) -> None:
 def test_cancel_only_an_unclaimed_job(queue: Queue) -> None:
     free = queue.enqueue("jobs:noop")
     claimed = queue.enqueue("jobs:noop")
-    assert queue.backend.claim("default", "elsewhere:1", "t" * 32).jobs[0].id == free
+    assert queue.backend.stores.jobs.claim("default", "elsewhere:1", "t" * 32).jobs[0].id == free
     assert queue.cancel(free) is False  # claimed: stays
     assert queue.cancel(claimed) is True
     assert queue.cancel(claimed) is False  # gone
@@ -175,7 +175,7 @@ def test_stats_per_queue(queue: Queue) -> None:
     queue.enqueue("jobs:noop")
     queue.enqueue("jobs:noop", delay=3600)
     queue.enqueue("jobs:noop", queue="mail")
-    queue.backend.claim("mail", "elsewhere:1", "t" * 32)
+    queue.backend.stores.jobs.claim("mail", "elsewhere:1", "t" * 32)
     queue.pause("reports")
     stats = {s.queue: s for s in queue.stats()}
     assert (stats["default"].ready, stats["default"].delayed, stats["default"].processing) == (1, 1, 0)
@@ -196,7 +196,7 @@ def test_purge_leaves_running_jobs(queue: Queue) -> None:
     running = queue.enqueue("jobs:noop")
     queue.enqueue("jobs:noop")
     queue.enqueue("jobs:noop", queue="other")
-    queue.backend.claim("default", "elsewhere:1", "t" * 32)
+    queue.backend.stores.jobs.claim("default", "elsewhere:1", "t" * 32)
     assert queue.purge("default") == 1
     assert [(row["id"], row["queue"]) for row in job_rows(queue)][0] == (running, "default")
     assert len(job_rows(queue)) == 2
@@ -415,7 +415,7 @@ def test_gc_processing_requeues_a_dead_owner_and_reports_a_live_one(queue: Queue
     dead_job = queue.enqueue("jobs:noop")
     live_job = queue.enqueue("jobs:noop")
     dead_worker = f"{socket.gethostname()}:{_dead_pid()}"
-    queue.backend.claim("default", dead_worker, "d" * 32)
+    queue.backend.stores.jobs.claim("default", dead_worker, "d" * 32)
     # A live worker: this process, holding its liveness lock on a connection of its own.
     live = Queue(
         str(queue.url) if queue.backend.dialect == "sqlite" else _url_with_password(queue),
@@ -423,7 +423,7 @@ def test_gc_processing_requeues_a_dead_owner_and_reports_a_live_one(queue: Queue
     )
     live_name = f"{socket.gethostname()}:{os.getpid()}"
     live.backend.liveness.hold(live_name)
-    live.backend.claim("default", live_name, "l" * 32)
+    live.backend.stores.jobs.claim("default", live_name, "l" * 32)
 
     report = gc_processing(queue, older_than=0)
     assert [job.id for job in report.requeued] == [dead_job]
@@ -452,18 +452,18 @@ def _dead_pid() -> int:
 def test_late_finish_after_a_sweep_changes_nothing(queue: Queue) -> None:
     """Fencing: the old owner's DELETE after gc took the job back matches 0 rows."""
     job_id = queue.enqueue("jobs:noop")
-    [job] = queue.backend.claim("default", f"{socket.gethostname()}:{_dead_pid()}", "a" * 32).jobs
+    [job] = queue.backend.stores.jobs.claim("default", f"{socket.gethostname()}:{_dead_pid()}", "a" * 32).jobs
     assert gc_processing(queue).requeued[0].id == job_id
-    [new_owner] = queue.backend.claim("default", "other:1", "b" * 32).jobs
+    [new_owner] = queue.backend.stores.jobs.claim("default", "other:1", "b" * 32).jobs
     assert new_owner.id == job.id
-    assert queue.backend.delete_jobs([job]) == 0
+    assert queue.backend.stores.jobs.delete_jobs([job]) == 0
     assert job_rows(queue)[0]["status"] == "processing"
-    assert queue.backend.delete_jobs([new_owner]) == 1
+    assert queue.backend.stores.jobs.delete_jobs([new_owner]) == 1
 
 
 def test_two_sweeps_do_not_double_count(queue: Queue) -> None:
     queue.enqueue("jobs:noop")
-    queue.backend.claim("default", f"{socket.gethostname()}:{_dead_pid()}", "a" * 32)
+    queue.backend.stores.jobs.claim("default", f"{socket.gethostname()}:{_dead_pid()}", "a" * 32)
     other = Queue(str(queue.url) if queue.backend.dialect == "sqlite" else _url_with_password(queue))
     jobs_first = gc_processing(queue).requeued
     jobs_second = gc_processing(other).requeued
@@ -483,7 +483,7 @@ def test_app_clock_skew_changes_nothing(queue: Queue, skew_minutes: int) -> None
         queue.enqueue("jobs:noop", delay=120)
         assert list(run_worker(queue).summary.job_ids) == [due]  # due at once; the delayed one waits
         claimed = queue.enqueue("jobs:noop")
-        queue.backend.claim("default", f"{socket.gethostname()}:{_dead_pid()}", "c" * 32)
+        queue.backend.stores.jobs.claim("default", f"{socket.gethostname()}:{_dead_pid()}", "c" * 32)
         [stats] = queue.stats()
         assert stats.delayed == 1 and 0 <= stats.oldest_processing_seconds < 60
         assert [job.id for job in gc_processing(queue).requeued] == [claimed]
@@ -514,14 +514,14 @@ def test_a_success_is_deleted_in_the_transaction_that_claims_the_next(
     ids = [queue.enqueue("jobs:noop", i) for i in range(3)]
     seen: list[list[tuple[int, str]]] = []
     claims: list[tuple[int, int]] = []  # (finished jobs handed to the claim, jobs it claimed)
-    claim = queue.backend.claim
+    claim = queue.backend.stores.jobs.claim
 
     def watched_claim(*args: Any, **kwargs: Any) -> Any:
         result = claim(*args, **kwargs)
         claims.append((len(kwargs.get("done", args[4] if len(args) > 4 else ())), len(result.jobs)))
         return result
 
-    monkeypatch.setattr(queue.backend, "claim", watched_claim)
+    monkeypatch.setattr(queue.backend.stores.jobs, "claim", watched_claim)
     worker = run_worker(queue, handler=lambda payload: seen.append(_states(queue)))
     assert seen == [
         [(ids[0], "processing"), (ids[1], "ready"), (ids[2], "ready")],
@@ -545,9 +545,9 @@ def test_batch_mode_respects_max_jobs_and_releases_what_it_will_not_run(queue: Q
     worker = Worker(queue, RunOptions(batch_size=4))
     worker.stop()  # told to stop: claims nothing, leaves nothing claimed
     assert worker.run().processed == 0
-    jobs = queue.backend.claim("default", "w:1", "t" * 32, 3).jobs
+    jobs = queue.backend.stores.jobs.claim("default", "w:1", "t" * 32, 3).jobs
     assert len(jobs) == 3
-    assert queue.backend.release_jobs(jobs) == 3
+    assert queue.backend.stores.jobs.release_jobs(jobs) == 3
     assert [row["status"] for row in job_rows(queue)] == ["ready"] * 4
 
 

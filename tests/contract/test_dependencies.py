@@ -174,7 +174,7 @@ def test_a_parent_that_expires_fails_its_dependants(dq: Queue) -> None:
 def test_a_waiting_job_cannot_be_made_due_by_hand(dq: Queue) -> None:
     parent = dq.enqueue(*step(1))
     child = dq.enqueue(*step(2), after=parent)
-    assert dq.backend.execute("dashboard_job_run_now", {"id": child}) == 0
+    assert not dq.backend.stores.jobs.run_now(child)
     drain(dq, max_jobs=1)
     assert ran(dq) == [1]
 

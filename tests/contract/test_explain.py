@@ -94,7 +94,7 @@ def test_failed_after_n_tries_with_the_last_error(queue: Queue) -> None:
 def test_running_on_a_dead_worker(queue: Queue) -> None:
     queue.enqueue("jobs:noop")
     gone = dead_worker()
-    [job] = queue.backend.claim("default", gone, "d" * 32).jobs
+    [job] = queue.backend.stores.jobs.claim("default", gone, "d" * 32).jobs
     found = queue.explain(job.id)
     assert (found.state, found.worker, found.worker_alive) == ("running", gone, False)
     assert found.running_seconds is not None and 0 <= found.running_seconds < 60
@@ -111,7 +111,7 @@ def test_running_on_a_live_worker(queue: Queue) -> None:
     name = owner_name()
     live.backend.liveness.hold(name)
     try:
-        [job] = live.backend.claim("default", name, "l" * 32).jobs
+        [job] = live.backend.stores.jobs.claim("default", name, "l" * 32).jobs
         found = queue.explain(job.id)
         assert (found.state, found.worker, found.worker_alive) == ("running", name, True)
         assert found.summary.endswith("its worker is alive")
@@ -126,7 +126,7 @@ def test_running_on_a_live_worker(queue: Queue) -> None:
 
 def test_another_hosts_worker_cannot_be_told_on_sqlite_only(queue: Queue) -> None:
     queue.enqueue("jobs:noop")
-    [job] = queue.backend.claim("default", "elsewhere.example:4242:0123abcd", "e" * 32).jobs
+    [job] = queue.backend.stores.jobs.claim("default", "elsewhere.example:4242:0123abcd", "e" * 32).jobs
     found = queue.explain(job.id)
     if queue.backend.dialect == "sqlite":
         assert found.worker_alive is None

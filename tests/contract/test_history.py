@@ -267,7 +267,7 @@ def test_the_measurements_reach_the_record_exactly_as_measured(hq: Queue, throug
     finished job not named in ``kept`` is deleted and not kept."""
     first, second, third = hq.enqueue("jobs:noop"), hq.enqueue("jobs:noop"), hq.enqueue("jobs:noop")
     backend = hq.backend
-    done = backend.claim("default", "w1", "token-1", 3).jobs
+    done = backend.stores.jobs.claim("default", "w1", "token-1", 3).jobs
     assert [job.id for job in done] == [first, second, third]
     kept = [
         Kept(first, 123_456_789, 250_000, 123_456_789, 4_096, *encode_result({"n": [1, 2]})),
@@ -277,9 +277,9 @@ def test_the_measurements_reach_the_record_exactly_as_measured(hq: Queue, throug
     if through == "claim of one":
         kept = kept[1:]
     if through == "delete":
-        assert backend.delete_jobs(done, kept) == 3
+        assert backend.stores.jobs.delete_jobs(done, kept) == 3
     else:
-        claim = backend.claim("default", "w1", "token-2", 1, done, kept=kept)
+        claim = backend.stores.jobs.claim("default", "w1", "token-2", 1, done, kept=kept)
         assert (claim.deleted, claim.jobs) == (3, [])
     assert job_rows(hq) == []
     records = {entry.id: entry for entry in hq.history()}

@@ -37,7 +37,7 @@ def test_a_worker_is_listed_while_it_runs_and_removed_when_it_exits(queue: Queue
     registration.register()
     try:
         job = queue.enqueue("jobs:noop")
-        queue.backend.claim("default", name, "t" * 32)  # the job it runs, as the claim wrote it
+        queue.backend.stores.jobs.claim("default", name, "t" * 32)  # the job it runs, as the claim wrote it
         [info] = list_workers(queue.backend)
         assert (info.name, info.pid, info.serves, info.state) == (
             name,

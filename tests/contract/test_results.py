@@ -155,7 +155,7 @@ def test_a_cancelled_job_that_keeps_its_result_says_so(rq: Queue) -> None:
 
 def test_a_claimed_job_is_not_cancelled_nor_recorded_as_cancelled(rq: Queue) -> None:
     job = rq.enqueue("result_jobs:returns", 1, keep_result=True)
-    claim = rq.backend.claim("default", "test:1:x", "token", 1)
+    claim = rq.backend.stores.jobs.claim("default", "test:1:x", "token", 1)
     assert [j.id for j in claim.jobs] == [job]
     assert not rq.cancel(job)
     assert history_ids(rq) == []

@@ -49,7 +49,7 @@ def test_queue_metrics_count_each_state_per_queue_and_list_paused_queues(queue: 
     queue.enqueue("jobs:noop", queue="mail", delay="1h")
     queue.enqueue("jobs:noop", queue="mail", concurrency_key="k")  # ready: the key's first
     queue.enqueue("jobs:noop", queue="mail", concurrency_key="k")  # blocked
-    queue.backend.unblock_due()
+    queue.backend.stores.jobs.unblock_due()
     write_row(queue, **processing(queue, dead_worker()), queue="mail")
     write_row(queue, status="failed", queue="mail")
     queue.pause("idle")
@@ -97,7 +97,7 @@ def test_locks_held_counts_held_slots_only(queue: Queue) -> None:
 def test_job_reads_the_row_and_what_explain_draws_from_it(queue: Queue) -> None:
     inspection = store(queue)
     job = queue.enqueue("jobs:noop", {"a": 1}, queue="mail", priority=3, concurrency_key="k")
-    queue.backend.unblock_due()
+    queue.backend.stores.jobs.unblock_due()
     queue.pause("mail")
     row = inspection.job(job)
     assert row is not None
@@ -132,9 +132,9 @@ def test_key_holders_are_the_oldest_ready_or_running_jobs_of_a_key(queue: Queue)
     second = queue.enqueue("jobs:noop", concurrency_key="k", concurrency_limit=2)
     queue.enqueue("jobs:noop", concurrency_key="k", concurrency_limit=2)  # blocked: holds none
     assert inspection.key_holders("k") == []  # all blocked until admitted
-    queue.backend.unblock_due()
+    queue.backend.stores.jobs.unblock_due()
     gone = dead_worker()
-    [claimed] = queue.backend.claim("default", gone, "d" * 32).jobs
+    [claimed] = queue.backend.stores.jobs.claim("default", gone, "d" * 32).jobs
     assert claimed.id == first
     assert inspection.key_holders("k") == [
         KeyHolder(first, "processing", gone),

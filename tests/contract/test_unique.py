@@ -25,7 +25,7 @@ def keys(queue: Queue) -> list[tuple[Any, ...]]:
 
 def claim_one(queue: Queue, worker: str = "host:1:00000000") -> None:
     """Claim a job and leave it processing, as a worker in the middle of running it."""
-    assert len(queue.backend.claim("default", worker, "t" * 32).jobs) == 1
+    assert len(queue.backend.stores.jobs.claim("default", worker, "t" * 32).jobs) == 1
 
 
 def run_all(queue: Queue) -> None:

@@ -76,8 +76,7 @@ def _job_id(result_id: Any) -> int:
 
 def _call_of(queue: Any, job_id: int) -> tuple[str, dict[str, Any]] | None:
     """The job's task name and JSON payload (None: no such job, or not a Django Task's shape)."""
-    backend = queue.backend
-    row = backend.retrying(lambda: backend.fetchone("django_job_call", {"id": job_id}))
+    row = queue.backend.stores.jobs.call_of(job_id)
     if row is None or stored_text(row["serializer"]) != "json" or row["payload"] is None:
         return None
     payload = row["payload"]

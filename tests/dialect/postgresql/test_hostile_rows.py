@@ -35,6 +35,6 @@ def test_batch_claim_never_takes_more_than_its_limit_after_analyze(queue: Queue)
     sql(queue, "ANALYZE batchq_job")
     sql(queue, "DELETE FROM batchq_job")
     queue.enqueue_many("jobs:noop", list(range(10)))
-    jobs = queue.backend.claim("default", "w:1", "t" * 32, 3).jobs
+    jobs = queue.backend.stores.jobs.claim("default", "w:1", "t" * 32, 3).jobs
     assert len(jobs) == 3
     assert [r["status"] for r in job_rows(queue)].count("processing") == 3

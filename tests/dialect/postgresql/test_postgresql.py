@@ -109,7 +109,7 @@ def test_notify_when_a_job_becomes_due_now_and_only_then(pg_queue: Queue) -> Non
         pg_queue.enqueue("jobs:noop", delay="1h")
         pg_queue.enqueue_many("jobs:noop", range(50), queue="bulk")
         assert notified(conn) == ["bulk"]  # one per queue and transaction; none for the delayed job
-        [job] = pg_queue.backend.claim("mail", "w:1", "a" * 32).jobs
+        [job] = pg_queue.backend.stores.jobs.claim("mail", "w:1", "a" * 32).jobs
         assert notified(conn) == []  # a claim is not news
         params = {"id": job.id, "token": "a" * 32, "error": "x", "fingerprint": "f" * 16, "delay": 10}
         params["error_class"] = None  # no exception class (migration 020)
@@ -283,7 +283,7 @@ def test_claim_walks_the_claim_index(pg_queue: Queue) -> None:
         inner = list(_walk(picked))
         assert any(node.get("Index Name") == "batchq_job_claim" for node in inner), plan
         assert not any(node["Node Type"] == "Sort" for node in inner), plan
-    [job] = pg_queue.backend.claim("default", "w:1", "t" * 32).jobs
+    [job] = pg_queue.backend.stores.jobs.claim("default", "w:1", "t" * 32).jobs
     [(priority, overdue)] = sql(
         pg_queue, "SELECT priority, run_at < now() FROM batchq_job WHERE id = %s", (job.id,)
     )

@@ -640,51 +640,10 @@ class Queue(OnDatabase):
             return self._enqueue_unique(row, conn)
         return Enqueued(backend.stores.jobs.insert_job(row, conn))
 
-    def job_template(
-        self,
-        task: Task,
-        queue: str,
-        delay: Delay | datetime,
-        priority: int,
-        max_errors: int | None,
-        serializer: str,
-        concurrency_key: str | None = None,
-        concurrency_limit: int | None = None,
-        conn: Any = None,
-        timeout: Delay = None,
-        backoff: Delay = None,
-        keep_result: bool | Duration | None = None,
-        run_at: datetime | None = None,
-        expires: Duration | datetime | None = None,
-    ) -> dict[str, Any]:
-        """Everything of a job row but its payload (batchq.jobspec: JobSpec.of, then
-        JobBuilder.template); kept for callers of the positional form."""
-        spec = JobSpec.of(  # not builder.spec: its **options would cost a second repacking
-            self.builder.resolver,
-            task,
-            queue=queue,
-            delay=delay,
-            priority=priority,
-            max_errors=max_errors,
-            serializer=serializer,
-            concurrency_key=concurrency_key,
-            concurrency_limit=concurrency_limit,
-            timeout=timeout,
-            backoff=backoff,
-            keep_result=keep_result,
-            run_at=run_at,
-            expires=expires,
-        )
-        return self.builder.template(spec, conn)
-
     @takes_app_conn
     def payload_type(self, queue: str, *, conn: Any = None) -> QueueType:
         """A job queue's type as this process knows it, read again when over a second old."""
         return self.builder.payload_type(queue, conn)
-
-    def job_row(self, template: dict[str, Any], payload: Any) -> dict[str, Any]:
-        """A job row of the template (batchq.jobspec.JobBuilder.row)."""
-        return self.builder.row(template, payload)
 
     # -- cancel and inspect -----------------------------------------------------
 

@@ -104,9 +104,9 @@ def json_string_of(size: int) -> str:
 
 def enqueue_size_fits(queue: Queue, size: int) -> bool:
     """Does batchq's size check let a payload of ``size`` JSON bytes through? Writes nothing."""
-    template = queue.job_template("jobs:noop", "default", None, 0, 10, "json")
+    template = queue.builder.template(queue.builder.spec("jobs:noop", max_errors=10))
     try:
-        row = queue.job_row(template, json_string_of(size))
+        row = queue.builder.row(template, json_string_of(size))
         queue.backend.check_statement_sizes("enqueue", [row])
     except PayloadError:
         return False

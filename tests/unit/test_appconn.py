@@ -11,9 +11,6 @@ import pytest
 from batchq import ConfigError, MessageQueue, Queue, pubsub
 from batchq.appconn import driver_connection
 
-# batchq's own, between its modules: called with the driver connection enqueue has unwrapped.
-INTERNAL = {"Queue.job_template"}
-
 
 def conn_methods() -> list[tuple[str, object]]:
     found = [("pubsub.publish", pubsub.publish)]
@@ -21,7 +18,7 @@ def conn_methods() -> list[tuple[str, object]]:
         for name, member in inspect.getmembers(cls, inspect.isfunction):
             if not name.startswith("_") and "conn" in inspect.signature(member).parameters:
                 found.append((f"{cls.__name__}.{name}", member))
-    return [(name, method) for name, method in found if name not in INTERNAL]
+    return found
 
 
 def test_every_public_conn_entry_point_takes_what_the_app_holds() -> None:

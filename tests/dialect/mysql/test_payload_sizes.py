@@ -35,8 +35,8 @@ def test_mysql_size_check_is_exactly_what_the_server_accepts(queue: Queue, db_ur
     # And that statement is indeed one the server refuses (it then drops the connection).
     import pymysql
 
-    template = queue.job_template("jobs:noop", "default", None, 0, 10, "json")
-    row = queue.job_row(template, json_string_of(largest + 1))
+    template = queue.builder.template(queue.builder.spec("jobs:noop", max_errors=10))
+    row = queue.builder.row(template, json_string_of(largest + 1))
     throwaway = app_connection(db_url)
     with pytest.raises(pymysql.err.OperationalError) as refused, throwaway.cursor() as cur:
         cur.execute(queue.backend.sql("enqueue"), row)

@@ -17,7 +17,7 @@ and the count is decremented when it next succeeds. A job without dependants pay
 ``dependants = 0`` test on the row its DELETE already found.
 
 A parent that fails for good fails its waiting dependants, with the reason, in the transaction of
-its failure (``fail_for_good``), and theirs in turn. ``repair`` (run by gc-processing and by
+its failure (``JobStore.fail_for_good``), and theirs in turn. ``repair`` (run by gc-processing and by
 gc-error's actions) catches what another path left: a parent deleted by purge or cancel_where, a
 crash between a failure and its dependants'.
 
@@ -202,22 +202,6 @@ def finish_parents(backend: Backend, done: Sequence[Job], kept: Sequence[Kept] |
             return store.delete_keeping(owned, token, mine) if mine else store.delete(owned, token)
 
     return backend.retrying(finish)
-
-
-def fail_for_good(backend: Backend, query: str, params: dict[str, Any], keep: bool) -> int:
-    """A job's last failure (``query``: job_error or job_fail_invalid, fenced by its token), its
-    history record when kept, and the failure of its waiting dependants, in one transaction."""
-
-    def fail() -> int:
-        with backend.transaction():
-            matched = backend.execute(query, params)
-            if matched:
-                if keep:
-                    backend.execute("job_keep_failed", {"id": params["id"]})
-                backend.stores.dependencies.fail_dependants([params["id"]])
-            return matched
-
-    return backend.retrying(fail)
 
 
 # -- sweeps and explain ----------------------------------------------------------------------------

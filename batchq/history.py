@@ -71,7 +71,7 @@ class Usage:
     memory_growth_bytes: int | None = None
 
     def row_params(self) -> dict[str, Any]:
-        """job_error's parameters."""
+        """The parameters of a counted try (JobStore.error)."""
         return {
             "wall": self.wall_seconds,
             "cpu": self.cpu_seconds,

@@ -783,9 +783,7 @@ class Queue(OnDatabase):
         if new.text is None:
             return 0
         return count_mismatched(
-            self.backend,
-            "queue_waiting_payloads",
-            queue,
+            partial(self.backend.stores.jobs.waiting_payloads, queue),
             "id",
             lambda row: new.stored_mismatch(row["payload"], row["serializer"]),
             lambda row, reason: (

@@ -19,7 +19,6 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from .backends import Backend, Row, stored_count, stored_text, stored_time
@@ -115,7 +114,7 @@ def read_result(backend: Backend, job_id: int, secret: bytes | None = None) -> J
     job_id = check_job_id(job_id)
     if not JOB_ID_RANGE[0] <= job_id <= JOB_ID_RANGE[1]:
         return JobResult(job_id, "unknown")
-    rows = backend.retrying(partial(backend.fetchall, "result_read", {"id": job_id}))
+    rows = backend.stores.jobs.result_rows(job_id)
     row = next((r for r in rows if r["source"] == "job"), rows[0] if rows else None)
     return JobResult(job_id, "unknown") if row is None else _from_row(job_id, row, secret)
 
@@ -148,7 +147,7 @@ def prune_expired(backend: Backend, batch: int = PRUNE_BATCH) -> int:
     """Delete the records whose keep_result ran out, in bounded statements (as history.prune)."""
     total = 0
     while True:
-        deleted = backend.retrying(partial(backend.execute, "results_prune_expired", {"batch": batch}))
+        deleted = backend.stores.jobs.prune_expired_results(batch)
         total += deleted
         if deleted < batch:
             return total

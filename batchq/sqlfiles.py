@@ -1,6 +1,6 @@
 """Named SQL queries and migrations, read from the top-level ``sql/<dialect>/`` folders.
 
-Each ``<dialect>/*.sql`` file (``queries.sql``, ``mq.sql``) is a list of blocks headed
+Each ``<dialect>/*.sql`` file (``jobs.sql``, ``mq.sql``, ``connection.sql``, ...) is a list of blocks headed
 ``-- name: NAME`` followed by one line of description; Python refers to queries only by name.
 
 A block headed ``-- part: NAME`` is a piece of SQL that several statements of a dialect share

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get
 from .errors import ConfigError, PayloadError, PayloadInvalid
 
 if TYPE_CHECKING:
-    from .backends import Backend, Row
+    from .backends import Row
 
 CHECK_PAGE = 1000  # waiting rows per read when alter_queue checks a queue against a new type
 
@@ -220,20 +220,18 @@ class TypeCache:
 
 
 def count_mismatched(
-    backend: Backend,
-    query: str,
-    queue: str,
+    read_page: Callable[[int, int], list[Row]],
     key: str,
     reason: Callable[[Row], str | None],
     refusal: Callable[[Row, str], str],
     force: bool,
 ) -> int:
     """How many of a queue's waiting rows do not match a new type (``reason`` says why one does
-    not, None when it does), read by ``query`` in pages of CHECK_PAGE ordered by ``key``; without
-    ``force``, the first raises ConfigError(refusal(row, why))."""
+    not, None when it does), read by ``read_page(after, limit)`` in pages of CHECK_PAGE ordered
+    by ``key``; without ``force``, the first raises ConfigError(refusal(row, why))."""
     after, mismatched = 0, 0
     while True:
-        page = backend.fetchall(query, {"queue": queue, "after": after, "limit": CHECK_PAGE})
+        page = read_page(after, CHECK_PAGE)
         for row in page:
             why = reason(row)
             if why is not None and not force:

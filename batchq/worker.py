@@ -44,7 +44,7 @@ from .calls import (
 from .calls import describe_error as _describe_error  # noqa: F401  (tests/unit/test_task_security.py)
 from .config import counted, parse_timeout
 from .control import snooze_limit_error
-from .dependencies import fail_for_good, finish_parents
+from .dependencies import finish_parents
 from .errors import BackendError, BackendUnavailable, ConfigError
 from .failures import fingerprint_of, timeout_fingerprint
 from .flow import QueueLimits
@@ -628,8 +628,8 @@ class Worker:
         log.info("job %s (%s) failed: %s", job.id, job.task, error.splitlines()[0])
         last_try = stored_count(job.error_count) + 1 >= stored_count(job.max_errors)
         if last_try or for_good:  # with its history record and its dependants' failure (batchq.dependencies)
-            query = "job_discard" if for_good else "job_error"
-            fail = partial(fail_for_good, self.backend, query, params, self._keeps(job))
+            how = "discard" if for_good else "last_try"
+            fail = partial(self.backend.stores.jobs.fail_for_good, how, params, self._keeps(job))
             matched = self._with_reconnect(fail, between_jobs=False)
         else:
             matched = self._finish(partial(self.backend.stores.jobs.error, params))
@@ -679,7 +679,7 @@ class Worker:
             "error": reason[:LAST_ERROR_MAX_CHARS],
             "fingerprint": fingerprint_of("PayloadInvalid", "", job.task),
         }
-        fail = partial(fail_for_good, self.backend, "job_fail_invalid", params, self._keeps(job))
+        fail = partial(self.backend.stores.jobs.fail_for_good, "invalid", params, self._keeps(job))
         matched = self._with_reconnect(fail, between_jobs=False)
         if matched == 0:
             self._stale(1, [job])

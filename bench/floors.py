@@ -52,7 +52,7 @@ class Floor:
     """The fastest a client can run batchq's statements: raw driver, no library around them."""
 
     dialect: str
-    style: str  # paramstyle of the dialect's queries.sql
+    style: str  # paramstyle of the dialect's SQL files
 
     def __init__(self, url: str) -> None:
         self.url = parse_url(url)

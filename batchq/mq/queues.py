@@ -4,6 +4,7 @@ drop, purge, list and metrics."""
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from ..appconn import takes_app_conn
@@ -11,7 +12,7 @@ from ..backends import Row, stored_count, stored_seconds
 from ..bounds import check_bound
 from ..config import check_queue_name
 from ..errors import BatchqError, ConfigError, QueueNotFound
-from ..typed import QueueType, SchemaSpec, schema_hash, schema_text
+from ..typed import QueueType, SchemaSpec, count_mismatched, schema_hash, schema_text
 from .core import SENT_SHARDS, MessageQueueCore, _missing
 from .records import QueueInfo, QueueMetrics, _queue_info, _utc
 
@@ -138,8 +139,9 @@ class QueueLifecycle(MessageQueueCore):
         raises ConfigError."""
         if new.text is None:
             return 0
-        return self.backend.stores.messages.count_mismatched(
-            queue,
+        return count_mismatched(
+            partial(self.backend.stores.messages.messages_page, queue),
+            "msg_id",
             lambda row: new.reason(row["message"]),
             lambda row, reason: (
                 f"message {row['msg_id']} of queue {queue!r} does not match the new type "

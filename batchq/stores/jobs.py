@@ -1,6 +1,6 @@
 """The job table's operations: enqueue, claim, finish, sweep, and the job queues' own rows.
 
-Statements in ``sql/<dialect>/queries.sql`` (and the feature files beside it: results, history,
+Statements in ``sql/<dialect>/jobs.sql`` (and the feature files beside it: results, history,
 control, progress, telemetry, testing, django). The claim and the bulk enqueue are each
 dialect's own, moved here from the backends unchanged (their SQL, byte for byte, is tuned for
 speed): PostgreSQL claims in one statement (PostgreSQLJobStore), SQLite takes the write lock
@@ -51,6 +51,10 @@ ROWS_PER_INSERT = 500
 # SQLITE_MAX_VARIABLE_NUMBER's default: 32766 since 3.32, 999 before (getlimit() needs Python 3.11).
 DEFAULT_MAX_VARIABLES = 32766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
 _NAMED = re.compile(r":([A-Za-z_]\w*)")
+
+
+# fail_for_good's ways a job ends failed, and their statements.
+_FOR_GOOD = {"last_try": "job_error", "discard": "job_discard", "invalid": "job_fail_invalid"}
 
 
 class JobStore(Store):
@@ -154,8 +158,32 @@ class JobStore(Store):
         """job_error: count a failed try and push the job back (or fail it when out of tries),
         fenced by its token; the rows matched (0: taken back). ``params``: id, token, error,
         error_class, fingerprint, delay (seconds) and the try's measurements (Usage.row_params),
-        the shape batchq.dependencies.fail_for_good takes too."""
+        the shape fail_for_good takes too."""
         return self.db.execute("job_error", params)
+
+    def waiting_payloads(self, queue: str, after: int, limit: int) -> list[Row]:
+        """Up to ``limit`` of the queue's waiting jobs (id, payload, serializer) past id
+        ``after``, by id: a page of the check of a new type (batchq.typed.count_mismatched)."""
+        return self.db.fetchall("queue_waiting_payloads", {"queue": queue, "after": after, "limit": limit})
+
+    def fail_for_good(self, how: str, params: dict[str, Any], keep: bool) -> int:
+        """A job's last failure, fenced by its token: its last try counted (``how`` "last_try":
+        ``params`` as ``error`` takes them), discarded by its task ("discard": the same), or
+        its payload refused ("invalid": id, token, error, fingerprint); with its history record
+        when ``keep``, and the failure of its waiting dependants, in one transaction, retried on
+        deadlocks. The rows matched (0: taken back)."""
+        query, db = _FOR_GOOD[how], self.db
+
+        def fail() -> int:
+            with db.transaction():
+                matched = db.execute(query, params)
+                if matched:
+                    if keep:
+                        db.execute("job_keep_failed", {"id": params["id"]})
+                    db.stores.dependencies.fail_dependants([params["id"]])
+                return matched
+
+        return db.retrying(fail)
 
     def snooze(self, job_id: int, token: str | None, delay: float, max_snoozes: int | None) -> bool:
         """Put a claimed job back for ``delay`` seconds, uncounted (batchq.control); False when it
@@ -328,6 +356,22 @@ class JobStore(Store):
         name = "history_prune" if queue is None else "history_prune_queue"
         params = {"queue": queue, "older_than": older_than, "batch": batch, "spare": spare}
         return self.db.retrying(lambda: self.db.execute(name, params))
+
+    def result_rows(self, job_id: int) -> list[Row]:
+        """A job's row in the job table and its kept record, each with its ``source`` ("job",
+        "history"), as batchq.results reads a result; retried on deadlocks."""
+        return self.db.retrying(lambda: self.db.fetchall("result_read", {"id": job_id}))
+
+    def prune_expired_results(self, batch: int) -> int:
+        """Delete up to ``batch`` kept records whose keep_result ran out; one statement, retried
+        on deadlocks. How many."""
+        return self.db.retrying(lambda: self.db.execute("results_prune_expired", {"batch": batch}))
+
+    def clear_for_tests(self) -> None:
+        """The pytest plugin's fresh start on a server's test database: every job, queue setting
+        and kept record of earlier tests deleted."""
+        for name in ("testing_clear", "testing_clear_queues", "testing_clear_history"):
+            self.db.execute(name)
 
     def call_of(self, job_id: int) -> Row | None:
         """What a job calls (task, payload, serializer), from its row or its kept record; None

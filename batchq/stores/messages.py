@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from ..stored import Row
-from ..typed import count_mismatched
 from .base import Store
 from .bounds import Bound, stored_bound
 
@@ -114,16 +113,10 @@ class MessageStore(Store):
         """The queue's type, as JSON Schema text (None: untyped)."""
         self.db.execute("mq_queue_set_schema", {"queue": queue, "schema": schema}, conn)
 
-    def count_mismatched(
-        self,
-        queue: str,
-        reason: Callable[[Row], str | None],
-        refusal: Callable[[Row, str], str],
-        force: bool,
-    ) -> int:
-        """How many of the queue's messages (rows with msg_id and message) ``reason`` finds a
-        reason against; without ``force`` the first raises ConfigError(refusal(row, why))."""
-        return count_mismatched(self.db, "mq_queue_messages", queue, "msg_id", reason, refusal, force)
+    def messages_page(self, queue: str, after: int, limit: int) -> list[Row]:
+        """Up to ``limit`` of the queue's messages (msg_id, message) past id ``after``, by id: a
+        page of the check of a new type (batchq.typed.count_mismatched)."""
+        return self.db.fetchall("mq_queue_messages", {"queue": queue, "after": after, "limit": limit})
 
     def drop_counter(self, queue: str, conn: Any = None) -> None:
         """drop_queue, first: the sent counter, whose row locks wait out sends in flight."""

@@ -51,8 +51,7 @@ def batchq_queue(batchq_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Q
     queue = Queue(batchq_url)
     queue.init_db()
     if not batchq_url.startswith("sqlite:"):  # a server's test database: earlier tests' rows go
-        for name in ("testing_clear", "testing_clear_queues", "testing_clear_history"):
-            queue.backend.execute(name)
+        queue.backend.stores.jobs.clear_for_tests()
     yield queue
     queue.close()
 

@@ -70,13 +70,13 @@ def test_the_sdist_and_the_wheel_hold_what_an_install_needs(dist: Path) -> None:
     assert sdist.name == f"batchq-{version()}.tar.gz" and wheel.name.startswith(f"batchq-{version()}-")
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
-    assert {"batchq/__init__.py", "batchq/sql/sqlite/queries.sql", "batchq/cli/__init__.py"} <= names
+    assert {"batchq/__init__.py", "batchq/sql/sqlite/jobs.sql", "batchq/cli/__init__.py"} <= names
     assert any(n.startswith("batchq/sql/mysql/migrations/") and n.endswith(".sql") for n in names)
     assert any(n.startswith("batchq/dashboard/templates/") for n in names)
     assert not any(n.startswith(("tests/", "docs/", "bench/")) for n in names)
     with tarfile.open(sdist) as t:
         members = {m.name.split("/", 1)[1] for m in t.getmembers() if "/" in m.name}
-    assert {"README.md", "pyproject.toml", "sql/postgresql/queries.sql"} <= members
+    assert {"README.md", "pyproject.toml", "sql/postgresql/jobs.sql"} <= members
 
 
 def test_the_wheel_in_a_fresh_virtualenv_runs_the_quickstart(dist: Path, tmp_path: Path) -> None:

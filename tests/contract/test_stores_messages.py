@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from batchq import ConfigError, MessageQueue, PayloadError
+from batchq import MessageQueue, PayloadError
 from batchq.backends import Row
 from batchq.mq.checks import _filter_paths, _filter_text
 from batchq.stores.message_views import MessageViewStore
@@ -117,16 +117,14 @@ def test_schema_and_the_counters_type(mq: MessageQueue) -> None:
     assert messages.count_sent(S, 0, 1, schema_hash(text)) is True
 
 
-def test_count_mismatched_pages_through_the_messages(mq: MessageQueue) -> None:
+def test_messages_page_reads_the_queue_by_id_past_a_point(mq: MessageQueue) -> None:
     messages = created(mq)
     sent(messages, [{"n": 1}, "text", {"n": 2}, 7])
-
-    def reason(row: Row) -> str | None:
-        return None if isinstance(json.loads(row["message"]), dict) else "not an object"
-
-    assert messages.count_mismatched(S, reason, lambda row, why: why, force=True) == 2
-    with pytest.raises(ConfigError, match="not an object"):
-        messages.count_mismatched(S, reason, lambda row, why: why, force=False)
+    first = messages.messages_page(S, 0, 3)
+    assert [json.loads(row["message"]) for row in first] == [{"n": 1}, "text", {"n": 2}]
+    rest = messages.messages_page(S, int(first[-1]["msg_id"]), 3)
+    assert [json.loads(row["message"]) for row in rest] == [7]
+    assert messages.messages_page(S, int(rest[-1]["msg_id"]), 3) == []
 
 
 def test_drop_removes_counter_registration_messages_and_archive(mq: MessageQueue) -> None:

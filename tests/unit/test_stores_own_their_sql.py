@@ -13,35 +13,23 @@ from batchq.sqlfiles import parse_queries
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "batchq"
-# The sql/<dialect>/*.sql files whose queries belong to a store.
-STORE_FILES = (
-    "locks",
-    "partitions",
-    "schedules",
-    "bounds",
-    "workers",
-    "settings",
-    "flow",
-    "dependencies",
-    "charts",
-    "metrics",  # these three: the inspection store's
-    "explain",
-    "dashboard",
-    "mq",
-    "mqview",
-    "pubsub",
-)
 DIALECTS = ("mysql", "postgresql", "sqlite")
-# The connection's own statements in those files, run by a backend: LISTEN (wait_for_messages).
-CONNECTION_QUERIES = {"pubsub_listen_messages"}
+# Every statement file of a dialect belongs to a store, but the connection's own (batchq.backends).
+CONNECTION_FILE = "connection.sql"
+# The connection's own statements in the stores' files, run by a backend: LISTEN and UNLISTEN
+# (wait_for_messages, result_notes).
+CONNECTION_QUERIES = {"pubsub_listen_messages", "results_listen", "results_unlisten"}
+# Query names that are also a method's and a command's: a literal of them names those.
+ALSO_METHODS = {"enqueue", "enqueue_many"}
 
 
 def store_queries() -> set[str]:
     names: set[str] = set()
     for dialect in DIALECTS:
-        for file in STORE_FILES:
-            names |= parse_queries((ROOT / "sql" / dialect / f"{file}.sql").read_text("utf-8")).keys()
-    return names - CONNECTION_QUERIES
+        for path in (ROOT / "sql" / dialect).glob("*.sql"):
+            if path.name != CONNECTION_FILE:
+                names |= parse_queries(path.read_text("utf-8")).keys()
+    return names - CONNECTION_QUERIES - ALSO_METHODS
 
 
 def modules_outside_the_stores() -> list[Path]:
@@ -57,6 +45,9 @@ def test_there_are_store_queries_to_look_for() -> None:
         "deps_parents",
         "mq_read",
         "pubsub_publish",
+        "jobs_claim",
+        "result_read",
+        "testing_clear",
     }
     assert expected <= store_queries()
 

@@ -82,7 +82,7 @@ def write_waiting_many(
     check_links(len(rows), parents)
     store = backend.stores.dependencies
     waiting_on = _mark_unfinished(store, parents, conn)
-    children = [backend.insert_job(row, conn) for row in rows]
+    children = [backend.stores.jobs.insert_job(row, conn) for row in rows]
     if waiting_on and children:
         store.wait(children, waiting_on, conn)
     return children

@@ -202,11 +202,6 @@ class Backend(ABC):
         """Run an INSERT and return the new row's id."""
         return self._query(name, params, conn, self._inserted_id)
 
-    def insert_job(self, row: dict[str, Any], conn: Any = None) -> int:
-        """The job store's insert_job (batchq.stores.jobs), for batchq.dependencies until it
-        calls the store itself."""
-        return self.stores.jobs.insert_job(row, conn)
-
     def insert_many(self, name: str, rows: Sequence[Any], conn: Any = None) -> int:
         with self.errors(), self._cursor(conn) as cur:
             cur.executemany(self.sql(name), rows)

@@ -207,3 +207,12 @@ def transaction_for_call(handle: JobTransaction) -> Iterator[None]:
         yield
     finally:
         _transaction.reset(token)
+
+
+def job_ids(jobs: Sequence[Job]) -> list[int]:
+    return [job.id for job in jobs]
+
+
+def done_params(done: Sequence[Job]) -> dict[str, Any]:
+    """The finished jobs a claim deletes first: their token and ids (none: matches nothing)."""
+    return {"done_token": done[0].claim_token if done else None, "done_ids": job_ids(done)}

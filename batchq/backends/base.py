@@ -21,8 +21,7 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 
 from ..appconn import driver_connection
 from ..config import DatabaseURL, lease_length, lease_seconds, redact
-from ..errors import BackendError, BackendUnavailable, SchemaMissing
-from ..job import Job
+from ..errors import BackendError, BackendUnavailable, SchemaMissing, TransientError
 from ..sqlfiles import migrations
 from ..sqlfiles import queries as load_queries
 from ..stored import Row
@@ -33,14 +32,6 @@ T = TypeVar("T")
 
 
 TRANSIENT_BACKOFF_MAX = 0.5  # seconds: the longest pause between two tries of a transaction
-
-
-class TransientError(BackendError):
-    """A deadlock, lock wait timeout or serialization failure: safe to retry the transaction."""
-
-
-class DuplicateKey(BackendError):
-    """A write would give a job a unique key another waiting or running job holds."""
 
 
 class Backend(ABC):
@@ -396,21 +387,6 @@ class Backend(ABC):
         """Raise PayloadError, sending nothing, if a row's statement is more than the server
         accepts. Only MySQL needs it: the others bind values apart from the statement, and
         payload_limit() is already under their limits."""
-
-
-def bridged(conn: Any, dialect: str) -> bool:
-    """Is ``conn`` an asyncio driver's connection that batchq.aio presents to this code as the
-    dialect's sync driver (its statements awaited through a greenlet)?"""
-    return getattr(conn, "batchq_bridged_dialect", None) == dialect
-
-
-def job_ids(jobs: Sequence[Job]) -> list[int]:
-    return [job.id for job in jobs]
-
-
-def done_params(done: Sequence[Job]) -> dict[str, Any]:
-    """The finished jobs a claim deletes first: their token and ids (none: matches nothing)."""
-    return {"done_token": done[0].claim_token if done else None, "done_ids": job_ids(done)}
 
 
 def _column_names(cur: Any) -> list[str]:

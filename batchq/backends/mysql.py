@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import re
 import ssl
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from typing import Any
 
@@ -17,10 +15,25 @@ import pymysql.cursors
 from pymysql.constants import CLIENT, SERVER_STATUS
 
 from ..config import DEFAULT_PORTS
-from ..errors import BackendError, BackendUnavailable, ConfigError, PayloadError, SchemaMissing
-from .base import Backend, DuplicateKey, TransientError
+from ..errors import (
+    BackendError,
+    BackendUnavailable,
+    ConfigError,
+    DuplicateKey,
+    SchemaMissing,
+    TransientError,
+)
+from .base import Backend
 from .liveness import Liveness
 from .mysql_drivers import driver_of, is_driver_error, is_interface_error
+from .mysql_statements import (
+    MULTI_ROW_STATEMENT_BYTES,
+    PACKET_OVERHEAD,
+    VALUES,
+    check_statement_size,
+    chunks,
+    supports_skip_locked,
+)
 
 _CONNECTION_LOST = {2003, 2006, 2013, 2055, 1927, 4031}  # 1927/4031: killed / idle-timeout
 # Lock wait timeout, deadlock. On Galera, 1213 is also a certification failure at COMMIT (another
@@ -44,13 +57,7 @@ _DUPLICATE_KEY = 1062
 # Access denied (1045; 1698 when the server has password users at the client's host, as any real
 # server does; 1044 for a database), unknown database: all refused alike, naming the URL.
 _ACCESS = {1044, 1045, 1698, 1049}
-_VALUES = re.compile(r"\s+VALUES\s+", re.IGNORECASE)
-MULTI_ROW_STATEMENT_BYTES = 1024 * 1024  # a multi-row INSERT's size; a bigger row goes alone
 MEDIUMBLOB_BYTES = 16 * 1024 * 1024 - 1  # the payload column's capacity
-# The server refuses a statement (plus its one command byte) that is not smaller than
-# max_allowed_packet, and drops the connection: measured on MariaDB 10.11, with 1 MiB and 16 MiB,
-# a statement of max_allowed_packet - 2 bytes passes and one of max_allowed_packet - 1 does not.
-PACKET_OVERHEAD = 2
 # Run once on every new connection, in this order (bench/'s raw-driver floors run them too).
 SESSION_QUERIES = ("session_setup", "session_isolation")
 
@@ -232,12 +239,12 @@ class MySQLBackend(Backend):
         """Multi-row INSERTs of up to ~1 MiB each. PyMySQL's executemany batches only a VALUES
         list of bare placeholders; ours computes run_at and created_at on the server, so it
         would send one INSERT per row. Every row is measured before the first INSERT is sent."""
-        head, row_sql = _VALUES.split(self.sql(name), maxsplit=1)
+        head, row_sql = VALUES.split(self.sql(name), maxsplit=1)
         with self.errors(), self._cursor(conn) as cur:
             prefix = f"{head} VALUES ".encode(cur.connection.encoding)
             values = [self._fitting(cur, row_sql, row, len(prefix)) for row in rows]
             budget = min(MULTI_ROW_STATEMENT_BYTES, self._statement_limit(cur.connection)) - len(prefix)
-            return self._send_chunks(prefix, _chunks(values, budget), conn)
+            return self._send_chunks(prefix, chunks(values, budget), conn)
 
     def _send_chunks(self, prefix: bytes, chunks: Iterable[list[bytes]], conn: Any) -> int:
         """Send each chunk as one INSERT; how many rows they wrote."""
@@ -255,7 +262,7 @@ class MySQLBackend(Backend):
     def _fitting(self, cur: Any, sql: str, params: Any, extra: int = 0) -> bytes:
         """The statement as PyMySQL sends it; PayloadError if the server would refuse it."""
         statement = driver_of(cur.connection).statement(cur, sql, params)
-        _check_statement_size(len(statement) + extra, self._statement_limit(cur.connection))
+        check_statement_size(len(statement) + extra, self._statement_limit(cur.connection))
         return statement
 
     def _statement_limit(self, conn: Any) -> int:
@@ -305,48 +312,12 @@ class MySQLBackend(Backend):
         return MEDIUMBLOB_BYTES
 
 
-def _chunks(values: list[bytes], budget: int) -> Iterator[list[bytes]]:
-    """Consecutive VALUES groups of at most ``budget`` bytes joined; a bigger one goes alone."""
-    chunk: list[bytes] = []
-    size = 0
-    for value in values:
-        if chunk and size + len(value) > budget:
-            yield chunk
-            chunk, size = [], 0
-        chunk.append(value)
-        size += len(value) + 1
-    if chunk:
-        yield chunk
-
-
 def _statement_results(cur: Any) -> list[tuple[int, list[tuple[Any, ...]]]]:
     results = []
     while True:
         results.append((int(cur.rowcount), list(cur.fetchall()) if cur.description else []))
         if not cur.nextset():
             return results
-
-
-def _check_statement_size(length: int, limit: int) -> None:
-    if length > limit:
-        raise PayloadError(
-            f"the payload makes its INSERT {length:,} bytes on the wire (binary "
-            "data travels hex-encoded, at twice its size), more than this database accepts "
-            f"(max_allowed_packet {limit + PACKET_OVERHEAD:,} bytes): store large data "
-            "elsewhere and pass a reference to it, or raise max_allowed_packet"
-        )
-
-
-@functools.cache  # asked on every claim that keeps history (check_history)
-def supports_skip_locked(version: str) -> bool:
-    """MySQL >= 8.0.1 and MariaDB >= 10.6 have SKIP LOCKED."""
-    match = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
-    if not match:
-        return False
-    numbers = tuple(int(n) for n in match.groups())
-    if "mariadb" in version.lower():
-        return numbers >= (10, 6, 0)
-    return numbers >= (8, 0, 1)
 
 
 def is_galera(variables: dict[str, str]) -> bool:

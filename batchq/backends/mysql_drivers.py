@@ -16,8 +16,6 @@ import pymysql.cursors
 import pymysql.err
 from pymysql.constants import SERVER_STATUS
 
-from .base import bridged
-
 
 class PyMySQL:
     name = "PyMySQL"
@@ -105,3 +103,9 @@ def is_interface_error(exc: Exception) -> bool:
 def _is_mysqldb(exc: Exception, name: str) -> bool:
     exceptions = sys.modules.get("MySQLdb._exceptions")
     return exceptions is not None and isinstance(exc, getattr(exceptions, name))
+
+
+def bridged(conn: Any, dialect: str) -> bool:
+    """Is ``conn`` an asyncio driver's connection that batchq.aio presents to this code as the
+    dialect's sync driver (its statements awaited through a greenlet)?"""
+    return getattr(conn, "batchq_bridged_dialect", None) == dialect

@@ -7,8 +7,15 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
-from .base import Backend, DuplicateKey, TransientError
+from ..errors import (
+    BackendError,
+    BackendUnavailable,
+    ConfigError,
+    DuplicateKey,
+    SchemaMissing,
+    TransientError,
+)
+from .base import Backend
 from .liveness import Liveness, ProcessLiveness
 
 MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING

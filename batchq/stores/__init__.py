@@ -17,6 +17,7 @@ from .charts import ChartStore
 from .dependencies import DependencyStore
 from .flow import FlowStore
 from .inspection import InspectionStore
+from .jobs import JobStore
 from .locks import LockStore
 from .message_views import MessageViewStore
 from .messages import MessageStore
@@ -28,7 +29,6 @@ from .workers import WorkerStore
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
-    from .jobs import JobStore
 
 
 class Stores:
@@ -91,6 +91,4 @@ class Stores:
 
     @cached_property
     def jobs(self) -> JobStore:
-        from .jobs import JobStore  # here, not above: it imports the backends, which import this
-
         return JobStore.on(self._db)

@@ -23,18 +23,17 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ..backends.base import TransientError, done_params, job_ids
-from ..backends.mysql import (
-    _VALUES,
+from ..backends.mysql_drivers import Driver, driver_of
+from ..backends.mysql_statements import (
     MULTI_ROW_STATEMENT_BYTES,
-    _check_statement_size,
-    _chunks,
+    VALUES,
+    check_statement_size,
+    chunks,
     supports_skip_locked,
 )
-from ..backends.mysql_drivers import Driver, driver_of
 from ..config import counted
-from ..errors import ConfigError, JobExpired
-from ..job import Claim, Job, Kept, kept_document
+from ..errors import ConfigError, JobExpired, TransientError
+from ..job import Claim, Job, Kept, done_params, job_ids, kept_document
 from ..stored import Row, stored_text
 from .base import Store
 
@@ -529,10 +528,10 @@ class SQLiteJobStore(JobStore, dialect="sqlite"):
         per_insert = self._rows_per_insert(conn)
         if conn is None and len(payloads) > per_insert:
             with self.db.transaction():
-                return self._insert_chunks(template, payloads, per_insert, None)
-        return self._insert_chunks(template, payloads, per_insert, conn)
+                return self._insertchunks(template, payloads, per_insert, None)
+        return self._insertchunks(template, payloads, per_insert, conn)
 
-    def _insert_chunks(
+    def _insertchunks(
         self, template: dict[str, Any], payloads: Sequence[bytes | None], per_insert: int, conn: Any
     ) -> int:
         enqueue = self.db.sql("enqueue")
@@ -578,7 +577,7 @@ class MySQLJobStore(JobStore, dialect="mysql"):
         else:
             before, after = pieces
             statement = before + driver.literal(connection, row["payload"]) + after
-            _check_statement_size(len(statement), self.db._statement_limit(connection))
+            check_statement_size(len(statement), self.db._statement_limit(connection))
         cur.execute(statement)
         return int(cur.lastrowid)
 
@@ -615,7 +614,7 @@ class MySQLJobStore(JobStore, dialect="mysql"):
         each payload spliced in, every row measured before anything is sent. One statement (in
         autocommit, atomic by itself) when the batch fits; else chunks in one transaction."""
         db = self.db
-        head, row_sql = _VALUES.split(db.sql("enqueue"), maxsplit=1)
+        head, row_sql = VALUES.split(db.sql("enqueue"), maxsplit=1)
         with db.errors(), db._cursor(conn) as cur:
             connection = cur.connection
             driver = driver_of(connection)
@@ -628,14 +627,14 @@ class MySQLJobStore(JobStore, dialect="mysql"):
             values = []
             for data in payloads:
                 value = before + driver.literal(connection, data) + after
-                _check_statement_size(len(prefix) + len(value), limit)
+                check_statement_size(len(prefix) + len(value), limit)
                 values.append(value)
-        chunks = list(_chunks(values, min(MULTI_ROW_STATEMENT_BYTES, limit) - len(prefix)))
-        if conn is None and len(chunks) > 1:
+        statements = list(chunks(values, min(MULTI_ROW_STATEMENT_BYTES, limit) - len(prefix)))
+        if conn is None and len(statements) > 1:
             with db.transaction():
-                db._send_chunks(prefix, chunks, None)
+                db._send_chunks(prefix, statements, None)
         else:
-            db._send_chunks(prefix, chunks, conn)
+            db._send_chunks(prefix, statements, conn)
         return len(payloads)
 
     def claim(
@@ -740,7 +739,7 @@ class MySQLJobStore(JobStore, dialect="mysql"):
 @lru_cache(maxsize=32)  # one per batch size in use; sqlite3 caches each compiled
 def _multi_row_insert(enqueue: str, rows: int) -> str:
     """The enqueue statement with ``rows`` VALUES rows, payload n bound as :p<n>."""
-    head, row_sql = _VALUES.split(enqueue.strip().rstrip(";"), maxsplit=1)
+    head, row_sql = VALUES.split(enqueue.strip().rstrip(";"), maxsplit=1)
     values = ",".join(row_sql.replace(":payload", f":p{n}") for n in range(rows))
     return f"{head} VALUES {values}"
 

@@ -18,16 +18,6 @@ class BackendError(BatchqError):
     """The database refused or failed a statement."""
 
 
-class TransientError(BackendError):
-    """A deadlock, lock wait timeout or serialization failure: safe to retry the transaction
-    (batchq's own: a backend or a store retries it, and it never reaches the caller)."""
-
-
-class DuplicateKey(BackendError):
-    """A write would give a job a unique key another waiting or running job holds (batchq's
-    own: caught where it is written)."""
-
-
 class BackendUnavailable(BackendError):
     """The database could not be reached, or the connection was lost."""
 

@@ -21,11 +21,12 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 
 from ..appconn import driver_connection
 from ..config import DatabaseURL, lease_length, lease_seconds, redact
-from ..errors import BackendError, BackendUnavailable, SchemaMissing, TransientError
+from ..errors import BackendError, BackendUnavailable, SchemaMissing
 from ..sqlfiles import migrations
 from ..sqlfiles import queries as load_queries
 from ..stored import Row
 from ..stores import Stores
+from .errors import TransientError
 from .liveness import LeaseLiveness, Liveness
 
 T = TypeVar("T")

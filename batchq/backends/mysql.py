@@ -19,11 +19,10 @@ from ..errors import (
     BackendError,
     BackendUnavailable,
     ConfigError,
-    DuplicateKey,
     SchemaMissing,
-    TransientError,
 )
 from .base import Backend
+from .errors import DuplicateKey, TransientError
 from .liveness import Liveness
 from .mysql_drivers import driver_of, is_driver_error, is_interface_error
 from .mysql_statements import (

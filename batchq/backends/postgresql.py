@@ -22,8 +22,8 @@ try:
 except ImportError as exc:  # an optional extra
     raise ConfigError("a postgresql:// URL needs psycopg: pip install 'batchq[postgresql]'") from exc
 
-from ..errors import DuplicateKey, TransientError
 from .base import Backend
+from .errors import DuplicateKey, TransientError
 from .liveness import Liveness
 
 log = logging.getLogger("batchq.backend")

@@ -11,11 +11,10 @@ from ..errors import (
     BackendError,
     BackendUnavailable,
     ConfigError,
-    DuplicateKey,
     SchemaMissing,
-    TransientError,
 )
 from .base import Backend
+from .errors import DuplicateKey, TransientError
 from .liveness import Liveness, ProcessLiveness
 
 MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING

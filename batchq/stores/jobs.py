@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from ..backends.errors import TransientError
 from ..backends.mysql_drivers import Driver, driver_of
 from ..backends.mysql_statements import (
     MULTI_ROW_STATEMENT_BYTES,
@@ -32,7 +33,7 @@ from ..backends.mysql_statements import (
     supports_skip_locked,
 )
 from ..config import counted
-from ..errors import ConfigError, JobExpired, TransientError
+from ..errors import ConfigError, JobExpired
 from ..job import Claim, Job, Kept, done_params, job_ids, kept_document
 from ..stored import Row, stored_text
 from .base import Store

@@ -36,10 +36,10 @@ def _parse_blocks(text: str) -> tuple[dict[str, str], dict[str, str]]:
         lines = [line for line in body.splitlines() if not line.lstrip().startswith("--")]
         if name in blocks[kind]:
             raise ValueError(f"{'query' if kind == 'name' else 'part'} {name!r} is defined twice")
-        text = "\n".join(lines).strip("\n").rstrip()
+        sql = "\n".join(lines).strip("\n").rstrip()
         # A part keeps its first line's indentation (relative to the line that uses it) and its
         # semicolons (a MySQL multi-statement query's statements end in them).
-        blocks[kind][name] = text if kind == "part" else text.rstrip(";").strip()
+        blocks[kind][name] = sql if kind == "part" else sql.rstrip(";").strip()
     return blocks["name"], blocks["part"]
 
 

@@ -200,11 +200,7 @@ FOR UPDATE;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
 {{finished_delete}}
-{{claimed_columns}}
-FROM batchq_job FORCE INDEX (batchq_job_partition)
-WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
-  AND run_at <= UTC_TIMESTAMP(6)
-{{claim_pick_rest}}
+{{claim_pick_partition}}
 FOR UPDATE SKIP LOCKED;
 
 -- name: jobs_claim_partition_waiting
@@ -213,11 +209,7 @@ FOR UPDATE SKIP LOCKED;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 START TRANSACTION;
 {{finished_delete}}
-{{claimed_columns}}
-FROM batchq_job FORCE INDEX (batchq_job_partition)
-WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
-  AND run_at <= UTC_TIMESTAMP(6)
-{{claim_pick_rest}}
+{{claim_pick_partition}}
 FOR UPDATE;
 
 -- name: jobs_claim_mark
@@ -485,6 +477,14 @@ LIMIT %(limit)s
 {{claimed_columns}}
 FROM batchq_job
 WHERE queue = %(queue)s AND status = 'ready' AND run_at <= UTC_TIMESTAMP(6)
+{{claim_pick_rest}}
+
+-- part: claim_pick_partition
+-- claim_pick within one leased partition, through batchq_job_partition (the locking clause follows).
+{{claimed_columns}}
+FROM batchq_job FORCE INDEX (batchq_job_partition)
+WHERE queue = %(queue)s AND status = 'ready' AND claim_partition = %(partition)s
+  AND run_at <= UTC_TIMESTAMP(6)
 {{claim_pick_rest}}
 
 -- part: claim_mark

@@ -628,8 +628,10 @@ class Worker:
         log.info("job %s (%s) failed: %s", job.id, job.task, error.splitlines()[0])
         last_try = stored_count(job.error_count) + 1 >= stored_count(job.max_errors)
         if last_try or for_good:  # with its history record and its dependants' failure (batchq.dependencies)
-            how = "discard" if for_good else "last_try"
-            fail = partial(self.backend.stores.jobs.fail_for_good, how, params, self._keeps(job))
+            jobs = self.backend.stores.jobs
+            fail = partial(
+                jobs.fail_for_good, "discard" if for_good else "last_try", params, self._keeps(job)
+            )
             matched = self._with_reconnect(fail, between_jobs=False)
         else:
             matched = self._finish(partial(self.backend.stores.jobs.error, params))

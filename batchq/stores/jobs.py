@@ -21,7 +21,7 @@ import sqlite3
 import weakref
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..backends.errors import TransientError
 from ..backends.mysql_drivers import Driver, driver_of
@@ -54,7 +54,12 @@ _NAMED = re.compile(r":([A-Za-z_]\w*)")
 
 
 # fail_for_good's ways a job ends failed, and their statements.
-_FOR_GOOD = {"last_try": "job_error", "discard": "job_discard", "invalid": "job_fail_invalid"}
+ForGood = Literal["last_try", "discard", "invalid"]
+_FOR_GOOD: dict[ForGood, str] = {
+    "last_try": "job_error",
+    "discard": "job_discard",
+    "invalid": "job_fail_invalid",
+}
 
 
 class JobStore(Store):
@@ -166,7 +171,7 @@ class JobStore(Store):
         ``after``, by id: a page of the check of a new type (batchq.typed.count_mismatched)."""
         return self.db.fetchall("queue_waiting_payloads", {"queue": queue, "after": after, "limit": limit})
 
-    def fail_for_good(self, how: str, params: dict[str, Any], keep: bool) -> int:
+    def fail_for_good(self, how: ForGood, params: dict[str, Any], keep: bool) -> int:
         """A job's last failure, fenced by its token: its last try counted (``how`` "last_try":
         ``params`` as ``error`` takes them), discarded by its task ("discard": the same), or
         its payload refused ("invalid": id, token, error, fingerprint); with its history record

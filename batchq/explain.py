@@ -20,8 +20,15 @@ from .dependencies import waiting_for
 from .errors import ConfigError
 from .failures import EXPIRED_REASON
 from .job import JOB_ID_RANGE
-from .reporting import PROGRESS_MESSAGE_MAX_CHARS, clean_message, stored_fraction
-from .stored import Row, stored_seconds, stored_text, stored_time
+from .stored import (
+    PROGRESS_MESSAGE_MAX_CHARS,
+    Row,
+    clean_message,
+    stored_fraction,
+    stored_seconds,
+    stored_text,
+    stored_time,
+)
 from .stores.inspection import KeyHolder
 
 # The statuses in which a job holds its unique key (the partial index batchq_job_unique).

@@ -26,10 +26,12 @@ A new or changed limit applies from the workers' next tick (within a second).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from .config import parse_duration
 from .errors import ConfigError
+from .stores.flow import QueueLimits as QueueLimits  # re-exported: the store defines what it reads
+from .stores.flow import Rate as Rate
+from .stores.flow import format_period as format_period
 
 # The limits' largest values: the columns are 32-bit integers on every backend.
 MAX_LIMIT = 2_147_483_647
@@ -38,29 +40,6 @@ _RATE = re.compile(r"\s*(\d+)\s*/\s*(\S.*?)\s*")
 _UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "m": 60.0, "min": 60.0, "minute": 60.0}
 _UNITS |= {"h": 3600.0, "hour": 3600.0, "d": 86400.0, "day": 86400.0}
 RATE_HELP = "N/PERIOD: at most N jobs start in any PERIOD (s, m, h, d or a duration as in 10s, 5m)"
-
-
-@dataclass(frozen=True)
-class Rate:
-    """At most ``limit`` starts in any window of ``period`` seconds."""
-
-    limit: int
-    period: float
-
-    def __str__(self) -> str:
-        return f"{self.limit}/{format_period(self.period)}"
-
-
-@dataclass(frozen=True)
-class QueueLimits:
-    """A queue's flow limits as stored (None: no such limit)."""
-
-    rate: Rate | None = None
-    max_running: int | None = None
-
-    @property
-    def any(self) -> bool:
-        return self.rate is not None or self.max_running is not None
 
 
 def parse_rate(value: object) -> Rate:
@@ -99,13 +78,3 @@ def check_max_running(value: object) -> int:
             "or None for no limit"
         )
     return value
-
-
-def format_period(seconds: float) -> str:
-    """A period as the rate was likely written: s, m, h, d for one of them, else e.g. 10s, 90s."""
-    for unit, length in (("s", 1.0), ("m", 60.0), ("h", 3600.0), ("d", 86400.0)):
-        if seconds == length:
-            return unit
-    if seconds == int(seconds):
-        return f"{int(seconds)}s"
-    return f"{seconds:g}s"

@@ -50,7 +50,7 @@ from .mq.topics import (
     subscriptions,
     unsubscribe,
 )
-from .tasks import TASK_MODULES_ENV, Resolver, _not_plain, task_path
+from .tasks import TASK_MODULES_ENV, Resolver, not_plain, task_path
 
 F = TypeVar("F", bound=Callable[..., Any])
 log = logging.getLogger("batchq.consumer")
@@ -101,7 +101,7 @@ def subscriber(
 
     def register(fn: F) -> F:
         path = task_path(fn)  # module level only: a consumer finds it by importing its module
-        if _not_plain(fn):
+        if not_plain(fn):
             raise TaskError(
                 f"handler {path} is a generator or async generator, whose body would never run "
                 "when called: make it a plain function (or async def without yield)"

@@ -44,10 +44,10 @@ from typing import Any, NamedTuple, Protocol
 
 from .errors import BackendError, ConfigError, SchemaMissing
 from .job import Job, current_job
+from .stored import clean_message
 
 log = logging.getLogger("batchq.worker")
 
-PROGRESS_MESSAGE_MAX_CHARS = 200  # the progress_message column (VARCHAR(200) on MySQL)
 WRITE_INTERVAL_SECONDS = 1.0  # at most one write per job this often
 REPORTS_KEPT = 1000  # reports kept in memory per call, for the test helpers (the latest ones)
 
@@ -86,28 +86,6 @@ def checked_report(fraction: Any, message: Any) -> Report:
     if not isinstance(message, str):
         raise ConfigError(f"bad progress message {type(message).__name__}: use a string")
     return Report(value, clean_message(message))
-
-
-def clean_message(text: str) -> str:
-    """At most PROGRESS_MESSAGE_MAX_CHARS printable characters: cut first (a 1 MB message costs
-    no more than a short one), then what is not printable (control characters, line breaks, lone
-    surrogates that no database stores) made a space."""
-    text = text[:PROGRESS_MESSAGE_MAX_CHARS]
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else " " for ch in text)
-
-
-def stored_fraction(value: Any) -> float | None:
-    """A progress column as a fraction from 0 to 1; None when it is none (NULL, or what a row
-    written by hand holds: text, 5.0, -1, NaN)."""
-    if value is None or isinstance(value, (str, bytes, bool)):
-        return None
-    try:
-        fraction = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return fraction if 0.0 <= fraction <= 1.0 else None  # NaN compares False
 
 
 # -- in a call ------------------------------------------------------------------------------

@@ -54,3 +54,29 @@ def stored_seconds(value: Any) -> float | None:
     except (TypeError, ValueError, OverflowError):
         return None
     return seconds if math.isfinite(seconds) else None
+
+
+# Progress as a job reports it and its row holds it (batchq.reporting writes, the registry reads).
+PROGRESS_MESSAGE_MAX_CHARS = 200  # the progress_message column (VARCHAR(200) on MySQL)
+
+
+def clean_message(text: str) -> str:
+    """At most PROGRESS_MESSAGE_MAX_CHARS printable characters: cut first (a 1 MB message costs
+    no more than a short one), then what is not printable (control characters, line breaks, lone
+    surrogates that no database stores) made a space."""
+    text = text[:PROGRESS_MESSAGE_MAX_CHARS]
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else " " for ch in text)
+
+
+def stored_fraction(value: Any) -> float | None:
+    """A progress column as a fraction from 0 to 1; None when it is none (NULL, or what a row
+    written by hand holds: text, 5.0, -1, NaN)."""
+    if value is None or isinstance(value, (str, bytes, bool)):
+        return None
+    try:
+        fraction = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return fraction if 0.0 <= fraction <= 1.0 else None  # NaN compares False

@@ -137,7 +137,7 @@ def _check_upgrades(version: int, upgrade: Mapping[int, Upgrade] | None) -> dict
                 f"version they upgrade from, a whole number from {low} to {version - 1}"
                 + (" (a version-1 task has none: raise its version first)" if version == 1 else "")
             )
-        if not callable(step) or inspect.isclass(step) or _not_plain(step):
+        if not callable(step) or inspect.isclass(step) or not_plain(step):
             raise ConfigError(
                 f"bad upgrade step {old}: {step!r} is not a plain function; give one that takes a "
                 f"version-{old} payload and returns the version-{old + 1} payload"
@@ -153,7 +153,7 @@ def _check_upgrades(version: int, upgrade: Mapping[int, Upgrade] | None) -> dict
     return {old: upgrade[old] for old in range(low, version)}
 
 
-def _not_plain(func: Any) -> bool:
+def not_plain(func: Any) -> bool:
     """async def or a generator: calling it would not run its body."""
     kinds = (inspect.iscoroutinefunction, inspect.isasyncgenfunction, inspect.isgeneratorfunction)
     return any(kind(func) for kind in kinds)

@@ -8,10 +8,42 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..flow import QueueLimits, Rate
 from ..job import Job
 from ..stored import Row, stored_count, stored_seconds, stored_text, stored_time
 from .base import Store
+
+
+@dataclass(frozen=True)
+class Rate:
+    """At most ``limit`` starts in any window of ``period`` seconds."""
+
+    limit: int
+    period: float
+
+    def __str__(self) -> str:
+        return f"{self.limit}/{format_period(self.period)}"
+
+
+@dataclass(frozen=True)
+class QueueLimits:
+    """A queue's flow limits as stored (None: no such limit)."""
+
+    rate: Rate | None = None
+    max_running: int | None = None
+
+    @property
+    def any(self) -> bool:
+        return self.rate is not None or self.max_running is not None
+
+
+def format_period(seconds: float) -> str:
+    """A period as the rate was likely written: s, m, h, d for one of them, else e.g. 10s, 90s."""
+    for unit, length in (("s", 1.0), ("m", 60.0), ("h", 3600.0), ("d", 86400.0)):
+        if seconds == length:
+            return unit
+    if seconds == int(seconds):
+        return f"{int(seconds)}s"
+    return f"{seconds:g}s"
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import format_duration
-from ..flow import Rate
 from ..stored import stored_seconds, stored_text
 from .base import Store
 from .bounds import stored_bound
-from .flow import stored_limits
+from .flow import Rate, stored_limits
 
 
 @dataclass

@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..reporting import clean_message, stored_fraction
-from ..stored import Row, stored_count, stored_seconds, stored_text
+from ..stored import Row, clean_message, stored_count, stored_fraction, stored_seconds, stored_text
 from .base import Store
 
 

@@ -10,7 +10,8 @@ import pytest
 
 import batchq
 from batchq import ConfigError
-from batchq.reporting import REPORTS_KEPT, Report, Tracker, checked_report, stored_fraction, tracking
+from batchq.reporting import REPORTS_KEPT, Report, Tracker, checked_report, tracking
+from batchq.stored import stored_fraction
 
 
 @pytest.mark.parametrize("fraction", [0, 0.0, 1, 1.0, 0.5, Fraction(1, 3), 5e-324])

@@ -2,7 +2,8 @@
 
 from typing import TYPE_CHECKING, Any
 
-from .control import Discard, Snooze
+from .coordination.locks import Acquired, Lock, LockInfo, Semaphore
+from .core.job import current_job, job_transaction
 from .errors import (
     BackendError,
     BackendUnavailable,
@@ -23,17 +24,16 @@ from .errors import (
     TaskError,
     TaskNotAllowed,
 )
-from .job import current_job, job_transaction
-from .locks import Acquired, Lock, LockInfo, Semaphore
+from .jobs.control import Discard, Snooze
+from .jobs.reporting import progress
+from .jobs.results import JobError, JobResult
+from .jobs.tasks import task
+from .jobs.timeouts import JobTimeout
 from .queue import Enqueued, Group, Queue, QueueStats
-from .reporting import progress
-from .results import JobError, JobResult
-from .tasks import task
-from .timeouts import JobTimeout
 
 if TYPE_CHECKING:
     from .mq import ArchivedMessage, Message, MessageQueue, QueueInfo, QueueMetrics
-    from .pubsub import Subscription, subscriber
+    from .mq.pubsub import Subscription, subscriber
 
 # The message-queue API loads on first use: `batchq run`, started by cron every minute, never needs it.
 _MQ_NAMES = {"ArchivedMessage", "Message", "MessageQueue", "QueueInfo", "QueueMetrics"}
@@ -46,7 +46,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(mq, name)
     if name in _PUBSUB_NAMES:
-        from . import pubsub
+        from .mq import pubsub
 
         return getattr(pubsub, name)
     raise AttributeError(f"module 'batchq' has no attribute {name!r}")

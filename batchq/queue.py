@@ -9,11 +9,15 @@ from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar
 
-from .appconn import takes_app_conn
 from .backends import OnDatabase, stored_text
-from .bounds import BOUND_CACHE_SECONDS, make_room, set_bound, take_turn
-from .config import Duration, check_queue_name, existing_queue_name, parse_duration
-from .dependencies import (
+from .backends.appconn import takes_app_conn
+from .coordination.locks import Lock, Semaphore
+from .coordination.partitions import PartitionInfo, list_partitions, set_partition_count
+from .core.config import Duration, check_queue_name, existing_queue_name, parse_duration
+from .core.job import JOB_ID_RANGE
+from .core.serializers import secret_from_env
+from .errors import BackendError, ConfigError
+from .jobs.dependencies import (
     check_after,
     check_links,
     check_parents,
@@ -23,13 +27,9 @@ from .dependencies import (
     write_waiting,
     write_waiting_many,
 )
-from .errors import BackendError, ConfigError
-from .explain import Explanation, explain
-from .flow import Rate, check_max_running, parse_rate
-from .history import HistoryEntry, prune, read_history
-from .hooks import ENQUEUE_LAYERS, Enqueue, EnqueueMiddleware, checked_enqueue_middleware, run_enqueue
-from .job import JOB_ID_RANGE
-from .jobspec import (
+from .jobs.history import HistoryEntry, prune, read_history
+from .jobs.hooks import ENQUEUE_LAYERS, Enqueue, EnqueueMiddleware, checked_enqueue_middleware, run_enqueue
+from .jobs.jobspec import (
     Delay,
     JobBuilder,
     JobSpec,
@@ -38,14 +38,14 @@ from .jobspec import (
     check_unique_key,
     set_unique_keys,
 )
-from .locks import Lock, Semaphore
-from .oncommit import after_commit
-from .partitions import PartitionInfo, list_partitions, set_partition_count
-from .results import JobResult, prune_expired, wait_for_result
-from .schedules import Schedule, Schedules, TickReport
-from .serializers import secret_from_env
-from .tasks import Resolver, check_task_name, modules_from_env, split_modules
-from .typed import QueueType, SchemaSpec, TypeCache, count_mismatched, schema_text
+from .jobs.oncommit import after_commit
+from .jobs.results import JobResult, prune_expired, wait_for_result
+from .jobs.schedules import Schedule, Schedules, TickReport
+from .jobs.tasks import Resolver, check_task_name, modules_from_env, split_modules
+from .ops.explain import Explanation, explain
+from .policy.bounds import BOUND_CACHE_SECONDS, make_room, set_bound, take_turn
+from .policy.flow import Rate, check_max_running, parse_rate
+from .policy.typed import QueueType, SchemaSpec, TypeCache, count_mismatched, schema_text
 
 T = TypeVar("T")
 # An enqueue whose key's job ended between its INSERT and its lookup inserts again; only a key
@@ -83,7 +83,7 @@ class Enqueued(int):
     """What ``enqueue()`` returns: the job's id, an ``int`` as ever, and ``created``: True if this
     call wrote the job, False if a job with its ``unique_key`` was already waiting or running and
     this is that job's id (nothing was written). ``result(wait=...)`` is its queue's
-    ``Queue.result(id, wait=...)`` (batchq.results)."""
+    ``Queue.result(id, wait=...)`` (batchq.jobs.results)."""
 
     created: bool
     _source: Queue | None
@@ -116,7 +116,7 @@ class Queue(OnDatabase):
     own connection, opened on first use.
 
     ``enqueue_middleware``: layers around this queue's enqueues, after those registered for the
-    whole process (batchq.hooks: telemetry, such as batchq.contrib.otel's spans).
+    whole process (batchq.jobs.hooks: telemetry, such as batchq.contrib.otel's spans).
     """
 
     def __init__(
@@ -131,8 +131,8 @@ class Queue(OnDatabase):
         self.enqueue_middleware = checked_enqueue_middleware(enqueue_middleware)
         modules = modules_from_env() if task_modules is None else split_modules(task_modules)
         self._bounds_known: dict[str, tuple[float, bool]] = {}  # queue: (valid until, bounded)
-        self._types = TypeCache()  # the job queues' types (batchq.typed), re-read every second
-        # Job rows: JobSpec's checks, the partition count and the queues' types (batchq.jobspec).
+        self._types = TypeCache()  # the job queues' types (batchq.policy.typed), re-read every second
+        # Job rows: JobSpec's checks, the partition count and the queues' types (batchq.jobs.jobspec).
         self.builder = JobBuilder(
             self,  # its backend, asked at each use: batchq.aio replaces the Queue's database
             Resolver(modules),
@@ -184,7 +184,7 @@ class Queue(OnDatabase):
         """Write one job and return its id. Bad input raises before anything is written.
 
         With ``conn=`` (what the app holds: a Django connection, an SQLAlchemy Connection or
-        Session, a PyMySQL / mysqlclient / psycopg / sqlite3 connection; batchq.appconn) the
+        Session, a PyMySQL / mysqlclient / psycopg / sqlite3 connection; batchq.backends.appconn) the
         INSERT joins that transaction: the job exists only if the caller commits.
 
         With ``concurrency_key``, workers run at most ``concurrency_limit`` (default 1) jobs of
@@ -196,7 +196,7 @@ class Queue(OnDatabase):
         for good no longer holds its key.
 
         With ``timeout``, a call of the job that runs longer is stopped and counted as a failure
-        (batchq.timeouts); without, the task's ``@task(timeout=...)`` applies, else the worker's.
+        (batchq.jobs.timeouts); without, the task's ``@task(timeout=...)`` applies, else the worker's.
 
         ``backoff`` (a duration) is this job's first retry delay, doubling with each failure up
         to an hour; without it, the task's @task(backoff=...), else `batchq run --backoff`.
@@ -207,7 +207,7 @@ class Queue(OnDatabase):
 
         ``after`` (a job id or ids: waiting, running, or succeeded with its history kept) makes
         the job wait until every one of them has succeeded; if one fails for good, this job fails
-        too, with the reason (batchq.dependencies, docs/guides/dependencies.md).
+        too, with the reason (batchq.jobs.dependencies, docs/guides/dependencies.md).
 
         ``run_at`` (an aware datetime) is when the job is due, as a datetime ``delay`` is: on the
         server's clock, a time past meaning now; give one of them, not both.
@@ -236,7 +236,7 @@ class Queue(OnDatabase):
             run_at=run_at,
             expires=expires,
         )
-        if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.hooks
+        if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.jobs.hooks
             write = partial(
                 self._enqueue_spec, payload=payload, unique_key=unique_key, parents=parents, conn=conn
             )
@@ -252,7 +252,7 @@ class Queue(OnDatabase):
         return self._write_job(row, conn)
 
     def _write_waiting(self, row: dict[str, Any], parents: list[int], conn: Any) -> Enqueued:
-        """Write a job row of _job that waits for ``parents`` (batchq.dependencies), within its
+        """Write a job row of _job that waits for ``parents`` (batchq.jobs.dependencies), within its
         queue's bound as any job (the parents refused before the bound makes room)."""
         backend, queue = self.backend, row["queue"]
         if not self._bounded(queue, conn):
@@ -273,7 +273,7 @@ class Queue(OnDatabase):
     def chain(self, steps: Sequence[Step]) -> list[Enqueued]:
         """Enqueue ``steps`` (each ``(task, payload)`` or ``(task, payload, {enqueue options})``)
         so that each waits for the one before it to succeed; all in one transaction. A step that
-        fails for good fails the rest (batchq.dependencies)."""
+        fails for good fails the rest (batchq.jobs.dependencies)."""
         built = [self._step(step) for step in _check_steps(steps, "chain")]
         rows = [row for _, row in built]
 
@@ -339,7 +339,7 @@ class Queue(OnDatabase):
         return spec, self._job(spec, payload, None, None)
 
     def _steps_through_hooks(self, first: JobSpec, count: int, write: Callable[[JobSpec], Any]) -> Any:
-        """A chain or a group as one enqueue for the middleware (batchq.hooks), seen as its first
+        """A chain or a group as one enqueue for the middleware (batchq.jobs.hooks), seen as its first
         step; the trace context the layers set goes on every job of it."""
         if ENQUEUE_LAYERS or self.enqueue_middleware:
             return run_enqueue(self._enqueue_layers(), Enqueue(first, count), write)
@@ -373,7 +373,7 @@ class Queue(OnDatabase):
         if parents is not None:  # refused now if unknown or failed; read again at the write
             check_parents(self.backend, parents)
         write = partial(self._on_commit, app=app, payload=payload, unique_key=unique_key, parents=parents)
-        if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.hooks: around the build, not the write
+        if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.jobs.hooks: around the build, not the write
             run_enqueue(self._enqueue_layers(), Enqueue(spec, 1, on_commit=True), write)
         else:
             write(spec)
@@ -490,7 +490,7 @@ class Queue(OnDatabase):
         write = partial(
             self._enqueue_many_spec, payloads=payloads, unique_keys=unique_keys, parents=parents, conn=conn
         )
-        if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.hooks
+        if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.jobs.hooks
             count = len(payloads) if isinstance(payloads, Sized) else None
             return run_enqueue(self._enqueue_layers(), Enqueue(spec, count, conn), write)  # type: ignore[no-any-return]
         return write(spec)
@@ -536,7 +536,7 @@ class Queue(OnDatabase):
             return insert(conn)
         return backend.retrying(insert)
 
-    # -- bounded queues (batchq.bounds) ------------------------------------------------------
+    # -- bounded queues (batchq.policy.bounds) ------------------------------------------------------
 
     def configure(
         self,
@@ -561,7 +561,7 @@ class Queue(OnDatabase):
         Other producer processes apply a new bound within a second.
 
         ``rate``: at most N of the queue's jobs start in any window of a period, across every
-        worker and host (``"100/m"``, ``"10/s"``, ``"5/30s"``: batchq.flow); None lifts it.
+        worker and host (``"100/m"``, ``"10/s"``, ``"5/30s"``: batchq.policy.flow); None lifts it.
         ``max_running``: at most that many of its jobs run at once, across every worker; None
         lifts it. Jobs over a limit wait, uncounted; workers apply a change within a second
         (docs/guides/flow-control.md).
@@ -694,7 +694,7 @@ class Queue(OnDatabase):
         return check_task_name(task) if isinstance(task, str) else self.resolver.name_for(task)
 
     def explain(self, job_id: int) -> Explanation:
-        """Why a job is or is not running, in plain words (batchq.explain); reads only."""
+        """Why a job is or is not running, in plain words (batchq.ops.explain); reads only."""
         return explain(self.backend, job_id)
 
     def stats(self) -> list[QueueStats]:
@@ -736,7 +736,7 @@ class Queue(OnDatabase):
         return self.backend.stores.jobs.paused_queues()
 
     def create_queue(self, queue: str, *, schema: SchemaSpec | None = None) -> bool:
-        """Declare the type of a job queue's payloads (batchq.typed): a JSON Schema (a dict), or a
+        """Declare the type of a job queue's payloads (batchq.policy.typed): a JSON Schema (a dict), or a
         dataclass or TypedDict one is derived from. True if this set it; False if the queue has
         this type already (or no schema was given). A queue of another type raises ConfigError:
         change it with alter_queue. Job queues need no creating otherwise: enqueue makes them."""
@@ -827,7 +827,7 @@ class Queue(OnDatabase):
         return read_history(self.backend, filters)
 
     def result(self, job_id: int, *, wait: float | None = None) -> JobResult:
-        """A job's state and, once it ended, its outcome (batchq.results.JobResult): waiting,
+        """A job's state and, once it ended, its outcome (batchq.jobs.results.JobResult): waiting,
         running, failed (from its row while it is in the job table), succeeded or failed for good
         (from its kept result), unknown (no job and no kept result: never existed, not kept, or
         expired). With ``wait`` (seconds), until the job has ended or that time has passed (then
@@ -839,7 +839,7 @@ class Queue(OnDatabase):
         that (of ``queue`` when given); without it, each queue's records older than its
         keep_for (only ``queue``'s when given), but for those whose own keep_result has not
         run out. Without ``queue``, also the kept results whose keep_result ran out
-        (batchq.results). In bounded batches (batchq.history.prune); returns how many."""
+        (batchq.jobs.results). In bounded batches (batchq.jobs.history.prune); returns how many."""
         if queue is not None:
             check_queue_name(queue)
         expired = 0 if queue is not None else prune_expired(self.backend)
@@ -865,7 +865,7 @@ class Queue(OnDatabase):
 
         return existing_queue_name(queue, self.backend.stores.jobs.queue_exists)
 
-    # -- locks and semaphores (batchq.locks) ----------------------------------------------
+    # -- locks and semaphores (batchq.coordination.locks) ----------------------------------------------
 
     def lock(self, name: str, *, ttl: Duration = 60, wait: Duration = 0) -> Lock:
         """A handle on the lock ``name``; nothing is written until it is acquired."""
@@ -875,7 +875,7 @@ class Queue(OnDatabase):
         """A handle on one of ``limit`` slots of the semaphore ``name``."""
         return Semaphore(self.database, name, limit, ttl=ttl, wait=wait)
 
-    # -- partitioned claims (batchq.partitions) ---------------------------------------------
+    # -- partitioned claims (batchq.coordination.partitions) ---------------------------------------------
 
     def set_partitions(self, count: int) -> None:
         """Spread new jobs over ``count`` partitions for `batchq run --claim partition` (0: off),
@@ -889,7 +889,7 @@ class Queue(OnDatabase):
         """Every partition, with who leases it and for how long yet."""
         return list_partitions(self.backend)
 
-    # -- cron schedules (batchq.schedules) ------------------------------------------------
+    # -- cron schedules (batchq.jobs.schedules) ------------------------------------------------
 
     @property
     def schedules(self) -> Schedules:

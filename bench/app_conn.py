@@ -25,7 +25,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from batchq import Queue
-from batchq.config import parse_url
+from batchq.core.config import parse_url
 
 from loads import reset
 from options import parse, parser

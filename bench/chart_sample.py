@@ -1,5 +1,5 @@
-"""The cost of the dashboard charts' sample (batchq.charts.sample, run by `batchq tick`) and of
-reading the charts page's data (batchq.charts.read), on a backlog and a busy history (issue 28).
+"""The cost of the dashboard charts' sample (batchq.ops.charts.sample, run by `batchq tick`) and of
+reading the charts page's data (batchq.ops.charts.read), on a backlog and a busy history (issue 28).
 
     .venv/bin/python bench/chart_sample.py --url URL --jobs 100000 --queues 20 --kept-per-minute 1000
 
@@ -16,7 +16,8 @@ import argparse
 import time
 from datetime import datetime, timedelta, timezone
 
-from batchq import Queue, charts
+from batchq import Queue
+from batchq.ops import charts
 
 from settings import TASK
 

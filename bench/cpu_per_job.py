@@ -7,7 +7,7 @@ Where process.py says how fast, this says where the difference goes: user and sy
 per job of one process draining --jobs pre-loaded no-op jobs, with no process start-up in the
 figure. Each system gets a fresh table loaded the same way (bulk_load, then a fresh
 connection); `--synchronous OFF` (SQLite only) takes the fsync out, leaving the Python and
-SQL work alone. The Worker is batchq's own (`batchq.worker.Worker`, as `batchq run` uses it);
+SQL work alone. The Worker is batchq's own (`batchq.runtime.worker.Worker`, as `batchq run` uses it);
 `--timeout` runs every job under that timeout (`batchq run --timeout`): the watchdog's cost.
 `--batch N` claims N jobs per transaction on both sides (`batchq run --batch N`; the floor's
 batch claim). `--profile FILE` also runs one more batchq drain under cProfile (not timed) and
@@ -22,8 +22,8 @@ from collections.abc import Callable
 from functools import partial
 
 from batchq import Queue
-from batchq.config import parse_duration
-from batchq.worker import RunOptions, Worker
+from batchq.core.config import parse_duration
+from batchq.runtime.worker import RunOptions, Worker
 
 from floors import floor_for
 from loads import bulk_load, reset

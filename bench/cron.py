@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import time
 
-from batchq.config import parse_url
+from batchq.core.config import parse_url
 
 from loads import reset
 from options import parse, parser

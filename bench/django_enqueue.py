@@ -34,7 +34,7 @@ BLOCK = 100  # jobs per app transaction
 
 
 def configure(url: str) -> None:
-    from batchq.config import parse_url
+    from batchq.core.config import parse_url
 
     parsed = parse_url(url)
     if parsed.dialect == "sqlite":

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from batchq import Queue  # noqa: E402
 from batchq.backends.schema import migrate  # noqa: E402
-from batchq.worker import RunOptions, Worker  # noqa: E402
+from batchq.runtime.worker import RunOptions, Worker  # noqa: E402
 
 MODES = ("noop", "plain", "transactional")
 

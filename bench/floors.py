@@ -1,6 +1,6 @@
 """The raw-driver floors: batchq's own statements on a bare connection, no library around them.
 
-Every statement comes from ``batchq.sqlfiles.queries(dialect)`` (the very text batchq runs), and so
+Every statement comes from ``batchq.backends.sqlfiles.queries(dialect)`` (the very text batchq runs), and so
 does the session setup: each floor runs its backend's ``SESSION_QUERIES`` by name, as batchq's
 backend does on connect. The only derived statement is the multi-row enqueue (the enqueue
 row repeated, one statement, as batchq's MySQL enqueue_many sends). Adding a backend means
@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from batchq.config import parse_url
-from batchq.sqlfiles import queries
+from batchq.backends.sqlfiles import queries
+from batchq.core.config import parse_url
 
 from settings import TASK, url_for
 

@@ -86,7 +86,7 @@ def server_clock(backend: str, queue: object) -> Callable[[], float]:
 
 def measuring_worker() -> type:
     """A Worker that measures every success as one it keeps, then drops the figures."""
-    from batchq.worker import Worker
+    from batchq.runtime.worker import Worker
 
     class MeasuringWorker(Worker):
         def _keeps(self, job: object) -> bool:
@@ -106,7 +106,7 @@ def measuring_worker() -> type:
 def child(backend: str, jobs: int, batch: int, mode: str) -> None:
     """One drain, in this process: prints {rate, client, server} as JSON."""
     from batchq import Queue
-    from batchq.worker import RunOptions, Worker
+    from batchq.runtime.worker import RunOptions, Worker
 
     reset(backend)
     floor = floor_for(backend)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 
 from batchq import MessageQueue
-from batchq.sqlfiles import queries
+from batchq.backends.sqlfiles import queries
 
 from report import command_line, table
 from settings import url_for

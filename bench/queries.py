@@ -1,13 +1,13 @@
 """The SQL the benchmarks run beyond batchq's own, by name: one ``bench/sql/<dialect>.sql`` per
 dialect, in the format of the product's ``sql/<dialect>/*.sql`` (``-- name: X``, one line of
-description, the statement). batchq's own statements come from ``batchq.sqlfiles.queries``."""
+description, the statement). batchq's own statements come from ``batchq.backends.sqlfiles.queries``."""
 
 from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
 
-from batchq.sqlfiles import parse_queries
+from batchq.backends.sqlfiles import parse_queries
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 

@@ -29,7 +29,7 @@ FORBIDDEN_DATABASES = {"test"}
 
 def url_for(backend: str) -> str:
     """The backend's benchmark URL; exits if it names a test database."""
-    from batchq.config import parse_url  # read as batchq reads it
+    from batchq.core.config import parse_url  # read as batchq reads it
 
     url = URLS[backend]
     parsed = parse_url(url)

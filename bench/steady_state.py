@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from batchq import Queue
-from batchq.config import parse_url
+from batchq.core.config import parse_url
 
 import settings
 from floors import floor_for

@@ -37,7 +37,7 @@ BATCH = 100
 def check_alone(msgs: list[dict[str, object]]) -> float:
     """Median seconds of batchq's own check of a batch (no database): what typing adds."""
     from batchq.mq.checks import _check_type, _json_text
-    from batchq.typed import QueueType, schema_text
+    from batchq.policy.typed import QueueType, schema_text
 
     known = QueueType(schema_text(SCHEMA))
     rows = [{"message": _json_text(m, "message")} for m in msgs]

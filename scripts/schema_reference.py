@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from batchq.sqlfiles import migrations
+from batchq.backends.sqlfiles import migrations
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ROOT / "docs" / "reference" / "schema"

@@ -1,2 +1,2 @@
 """The SQL of every dialect, as data: installed as the package ``batchq.sql`` and read by
-``batchq.sqlfiles`` through importlib.resources. No code lives here."""
+``batchq.backends.sqlfiles`` through importlib.resources. No code lives here."""

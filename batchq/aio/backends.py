@@ -15,7 +15,7 @@ from ..backends import Backend
 from ..backends.mysql import MySQLBackend
 from ..backends.postgresql import PostgreSQLBackend
 from ..backends.sqlite import SQLiteBackend
-from ..config import DatabaseURL
+from ..core.config import DatabaseURL
 from ..errors import ConfigError
 from .bridge import AiomysqlBridge, AiosqliteBridge, AsyncmyBridge, PsycopgBridge, await_
 

@@ -9,14 +9,14 @@ from contextvars import ContextVar
 from typing import Any, Generic, TypeVar, overload
 
 from ..backends import Backend, Database
-from ..config import DatabaseURL, parse_duration
+from ..core.config import DatabaseURL, parse_duration
 from ..errors import ConfigError
-from ..explain import Explanation
-from ..hooks import EnqueueMiddleware
+from ..jobs.hooks import EnqueueMiddleware
+from ..jobs.results import FIRST_POLL_SECONDS, MAX_POLL_SECONDS, JobResult, check_job_id, check_wait
 from ..mq import MessageQueue, TopicBinding
 from ..mq.records import Message, QueueMetrics
+from ..ops.explain import Explanation
 from ..queue import Enqueued, Queue, QueueStats, Task
-from ..results import FIRST_POLL_SECONDS, MAX_POLL_SECONDS, JobResult, check_job_id, check_wait
 from .appconn import app_connection
 from .backends import async_backend
 from .bridge import greenlet_spawn

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import threading
 
-from ..config import DatabaseURL, parse_url, resolve_url
-from ..stored import Row, stored_count, stored_seconds, stored_text, stored_time
+from ..core.config import DatabaseURL, parse_url, resolve_url
+from ..core.stored import Row, stored_count, stored_seconds, stored_text, stored_time
 from .base import Backend
 from .errors import DuplicateKey, TransientError
 from .liveness import LivenessHeld

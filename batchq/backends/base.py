@@ -19,15 +19,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar, NoReturn, TypeVar
 
-from ..appconn import driver_connection
-from ..config import DatabaseURL, lease_length, lease_seconds, redact
+from ..core.config import DatabaseURL, lease_length, lease_seconds, redact
+from ..core.stored import Row
 from ..errors import BackendError, BackendUnavailable, SchemaMissing
-from ..sqlfiles import migrations
-from ..sqlfiles import queries as load_queries
-from ..stored import Row
 from ..stores import Stores
+from .appconn import driver_connection
 from .errors import TransientError
 from .liveness import LeaseLiveness, Liveness
+from .sqlfiles import migrations
+from .sqlfiles import queries as load_queries
 
 T = TypeVar("T")
 
@@ -354,7 +354,7 @@ class Backend(ABC):
     def app_connection(self, conn: Any) -> Any:
         """The driver connection under what the application passed as ``conn=`` (a Django
         connection, an SQLAlchemy Connection or Session, a driver's), refused with ConfigError
-        if batchq cannot write on it or it is of another dialect (batchq.appconn)."""
+        if batchq cannot write on it or it is of another dialect (batchq.backends.appconn)."""
         return driver_connection(conn, self.dialect, self.url)
 
     @contextmanager

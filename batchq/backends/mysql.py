@@ -14,7 +14,7 @@ import pymysql.connections
 import pymysql.cursors
 from pymysql.constants import CLIENT, SERVER_STATUS
 
-from ..config import DEFAULT_PORTS
+from ..core.config import DEFAULT_PORTS
 from ..errors import (
     BackendError,
     BackendUnavailable,

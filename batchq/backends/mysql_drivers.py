@@ -85,7 +85,7 @@ Driver = type[PyMySQL] | type[MySQLdb]
 
 def driver_of(conn: Any) -> Driver:
     """The driver of a connection: batchq's own (None) and any PyMySQL one, else mysqlclient
-    (batchq.appconn lets no other through)."""
+    (batchq.backends.appconn lets no other through)."""
     if conn is None or isinstance(conn, pymysql.connections.Connection) or bridged(conn, "mysql"):
         return PyMySQL  # and aiomysql's and asyncmy's, bridged by batchq.aio: PyMySQL's protocol
     return MySQLdb

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..config import DEFAULT_PORTS, DatabaseURL, driver_options
+from ..core.config import DEFAULT_PORTS, DatabaseURL, driver_options
 from ..errors import BackendError, BackendUnavailable, ConfigError, SchemaMissing
 
 try:

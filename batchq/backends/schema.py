@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 from ..errors import BackendError, ConfigError
-from ..sqlfiles import migrations
 from .base import Backend
+from .sqlfiles import migrations
 
 MIGRATION_LOCK_WAIT_SECONDS = 60  # as in MySQL's migration_lock (PostgreSQL waits for its turn)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from ..config import URL_ENV
+from ..core.config import URL_ENV
 from ..errors import BatchqError
 from .common import URL_HELP, VERBOSE_HELP, fail_batchq, fail_click, set_verbosity
 

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 import click
 
 from ..backends import OnDatabase
-from ..config import counted, format_duration, parse_duration, parse_timeout
+from ..core.config import counted, format_duration, parse_duration, parse_timeout
 from ..errors import BatchqError, ConfigError, PayloadError, TaskError
 from ..queue import Queue
 

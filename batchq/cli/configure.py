@@ -11,10 +11,10 @@ from typing import Any
 
 import click
 
-from ..config import check_queue_name, counted, format_duration
+from ..core.config import check_queue_name, counted, format_duration
 from ..errors import ConfigError
-from ..flow import RATE_HELP, check_max_running, parse_rate
-from ..queue_settings import JobQueueSettings
+from ..policy.flow import RATE_HELP, check_max_running, parse_rate
+from ..policy.settings import JobQueueSettings
 from .common import common_options, open_queue, print_json, printable
 
 OFF = "off"

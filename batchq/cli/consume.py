@@ -6,9 +6,9 @@ import logging
 
 import click
 
-from ..config import counted
-from ..tasks import TASK_MODULES_ENV, Resolver, modules_from_env, split_modules
-from ..timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS
+from ..core.config import counted
+from ..jobs.tasks import TASK_MODULES_ENV, Resolver, modules_from_env, split_modules
+from ..jobs.timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS
 from .common import DURATION, common_options, existing_only, timeout_value
 
 
@@ -84,9 +84,9 @@ def consume(
     not yet. Runs until SIGTERM (which finishes the message at hand, then exits 0) or a limit.
     A handler's call that would not stop within its timeout's grace period ends the process
     with exit status 4."""
-    from ..consumer import ConsumeOptions, Consumer
     from ..mq import MessageQueue
-    from ..pubsub import load_handlers
+    from ..mq.pubsub import load_handlers
+    from ..runtime.consumer import ConsumeOptions, Consumer
 
     resolver = Resolver(modules_from_env() if task_modules is None else split_modules(task_modules))
     handlers, import_failures = load_handlers(resolver, topics, subscribers)

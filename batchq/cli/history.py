@@ -7,8 +7,8 @@ import logging
 
 import click
 
-from ..config import counted, format_time
-from ..history import HistoryEntry, format_seconds
+from ..core.config import counted, format_time
+from ..jobs.history import HistoryEntry, format_seconds
 from ..queue import HISTORY_LIMIT_RANGE
 from .common import DURATION, common_options, open_queue, print_json
 

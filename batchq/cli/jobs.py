@@ -10,17 +10,17 @@ from typing import Any
 
 import click
 
-from ..config import check_queue_name, counted
+from ..coordination.partitions import DEFAULT_JOBS_PER_LEASE
+from ..coordination.slots import host_slot
+from ..core.config import check_queue_name, counted
 from ..errors import TaskError
-from ..explain import why_not_cancelled
-from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
-from ..hooks import MIDDLEWARE_ENV, load_middleware, middleware_paths
-from ..partitions import DEFAULT_JOBS_PER_LEASE
+from ..jobs.heartbeat import DEFAULT_HEARTBEAT_SECONDS
+from ..jobs.hooks import MIDDLEWARE_ENV, load_middleware, middleware_paths
+from ..jobs.tasks import TASK_MODULES_ENV
+from ..jobs.timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS
+from ..ops.explain import why_not_cancelled
 from ..queue import Queue
-from ..slots import host_slot
-from ..tasks import TASK_MODULES_ENV
-from ..timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS
-from ..worker import BACKOFF_BASE_SECONDS, RunOptions, Worker
+from ..runtime.worker import BACKOFF_BASE_SECONDS, RunOptions, Worker
 from .common import (
     DURATION,
     common_options,

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import click
 
-from ..locks import LockInfo, check_lock_name, force_release, list_locks
+from ..coordination.locks import LockInfo, check_lock_name, force_release, list_locks
 from .common import age, common_options, fail, open_queue, print_json, usage_error
 
 

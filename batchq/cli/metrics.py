@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..metrics import DEFAULT_HISTORY_WINDOW_SECONDS, render, write_textfile
+from ..ops.metrics import DEFAULT_HISTORY_WINDOW_SECONDS, render, write_textfile
 from .common import DURATION, common_options, fail, open_queue, usage_error
 
 

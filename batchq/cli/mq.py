@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..config import counted, format_duration, format_time
+from ..core.config import counted, format_duration, format_time
 from ..errors import ConfigError
 from ..mq import Message, MessageQueue, TopicBinding
 from ..mq.archive import PRUNE_BATCH

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import click
 
-from ..partitions import MAX_PARTITIONS, PartitionInfo
+from ..coordination.partitions import MAX_PARTITIONS, PartitionInfo
 from .common import age, common_options, open_queue, print_json
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from ..config import counted
+from ..core.config import counted
 from ..mq.overview import queue_figures
+from ..policy.settings import JobQueueSettings
 from ..queue import QueueStats
-from ..queue_settings import JobQueueSettings
 from .common import age, common_options, n_jobs, open_queue, print_json, printable, usage_error
 from .mq import print_mq_table
 

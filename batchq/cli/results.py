@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ..results import JobResult
+from ..jobs.results import JobResult
 from .common import DURATION, common_options, fail, open_queue, print_json
 
 

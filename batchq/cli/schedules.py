@@ -1,4 +1,4 @@
-"""`batchq tick` and `batchq schedule ...`: cron schedules from the shell (batchq.schedules).
+"""`batchq tick` and `batchq schedule ...`: cron schedules from the shell (batchq.jobs.schedules).
 
 Registered in batchq/cli/__init__.py. Quiet when all is well, as every command cron runs.
 """
@@ -13,13 +13,13 @@ from typing import Any
 
 import click
 
-from .. import charts
-from ..config import counted
-from ..cron import CATCH_UP_POLICIES
+from ..core.config import counted
 from ..errors import BackendError
+from ..jobs.cron import CATCH_UP_POLICIES
+from ..jobs.schedules import Schedule, TickReport
+from ..jobs.tasks import TASK_MODULES_ENV
+from ..ops import charts
 from ..queue import Queue
-from ..schedules import Schedule, TickReport
-from ..tasks import TASK_MODULES_ENV
 from .common import common_options, fail, open_queue, print_json
 
 log = logging.getLogger("batchq")
@@ -35,7 +35,7 @@ _task_modules = click.option(
 
 def tick_once(queue: Queue) -> TickReport:
     """Enqueue the due schedules' jobs; log each with -v. Failures are logged as warnings. Then
-    sample the dashboard's charts for this minute (batchq.charts), after the jobs are written."""
+    sample the dashboard's charts for this minute (batchq.ops.charts), after the jobs are written."""
     report = queue.tick()
     for job in report.enqueued:
         log.info("schedule %s: job #%d for %s", job.schedule, job.job_id, job.slot.isoformat())

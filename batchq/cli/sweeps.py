@@ -8,12 +8,12 @@ from functools import partial
 
 import click
 
-from .. import sweeps
-from ..config import format_time, parse_utc_time
-from ..failures import FailureGroup, group_failures
-from ..heartbeat import DEFAULT_HEARTBEAT_SECONDS
-from ..history import format_usage
-from ..tasks import load_trusted
+from ..core.config import format_time, parse_utc_time
+from ..core.failures import FailureGroup, group_failures
+from ..jobs.heartbeat import DEFAULT_HEARTBEAT_SECONDS
+from ..jobs.history import format_usage
+from ..jobs.tasks import load_trusted
+from ..runtime import sweeps
 from .common import DURATION, age, common_options, n_jobs, open_queue, report_found, usage_error
 
 JOBS_SHOWN_PER_GROUP = 3  # gc-error's text report: a few jobs of each group, then a count

@@ -6,8 +6,8 @@ from dataclasses import asdict
 
 import click
 
-from ..config import counted
-from ..registry import WorkerInfo, list_workers, request_stop
+from ..core.config import counted
+from ..ops.registry import WorkerInfo, list_workers, request_stop
 from .common import age, common_options, open_queue, print_json
 
 

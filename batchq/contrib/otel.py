@@ -1,7 +1,7 @@
 """OpenTelemetry for batchq (the ``batchq[otel]`` extra): a span per enqueue and per job, in the
 trace of the request that enqueued the job.
 
-- ``EnqueueSpans``, an enqueue middleware (batchq.hooks): a PRODUCER span ``send <queue>`` around
+- ``EnqueueSpans``, an enqueue middleware (batchq.jobs.hooks): a PRODUCER span ``send <queue>`` around
   each enqueue, whose context (the W3C ``traceparent``, and ``tracestate`` when it fits) is
   stored on the job's row. ``install()`` adds it for every Queue of the process.
 - ``JobSpans``, a job middleware: a CONSUMER span ``process <queue>`` around each job's call,
@@ -26,9 +26,9 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvid
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ..backends import stored_count
-from ..calls import NEWER_VERSION, Call, CallNext, CallOutcome
-from ..hooks import Enqueue, EnqueueNext, add_enqueue_middleware
-from ..jobspec import TRACE_CONTEXT_MAX_CHARS
+from ..jobs.calls import NEWER_VERSION, Call, CallNext, CallOutcome
+from ..jobs.hooks import Enqueue, EnqueueNext, add_enqueue_middleware
+from ..jobs.jobspec import TRACE_CONTEXT_MAX_CHARS
 
 SYSTEM = "batchq"
 TRACER_NAME = "batchq.contrib.otel"
@@ -138,7 +138,7 @@ def _record_outcome(span: Span, outcome: CallOutcome) -> None:
 
 def install(tracer_provider: TracerProvider | None = None) -> EnqueueSpans:
     """Add EnqueueSpans for every Queue of this process (the Django backend's and AsyncQueue's
-    too); returns it (batchq.hooks.remove_enqueue_middleware takes it off again)."""
+    too); returns it (batchq.jobs.hooks.remove_enqueue_middleware takes it off again)."""
     layer = EnqueueSpans(tracer_provider)
     add_enqueue_middleware(layer)
     return layer

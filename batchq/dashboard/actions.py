@@ -9,12 +9,12 @@ from typing import Any
 
 from flask import Blueprint, redirect, request
 
-from ..config import check_queue_name, counted, parse_utc_time
+from ..core.config import check_queue_name, counted, parse_utc_time
+from ..core.job import JOB_ID_RANGE
 from ..errors import ConfigError
-from ..explain import why_not_cancelled
-from ..job import JOB_ID_RANGE
-from ..registry import request_stop
-from ..sweeps import FailedJob, gc_error, requeue_failed
+from ..ops.explain import why_not_cancelled
+from ..ops.registry import request_stop
+from ..runtime.sweeps import FailedJob, gc_error, requeue_failed
 from .context import current
 from .params import integer
 from .posts import back, check_action

@@ -14,9 +14,9 @@ from typing import Any
 from flask import Flask, Response, g, make_response, render_template, request
 from werkzeug.exceptions import HTTPException
 
-from ..config import format_duration, format_time
+from ..core.config import format_duration, format_time
 from ..errors import BackendUnavailable, ConfigError
-from ..explain import percent
+from ..ops.explain import percent
 from ..queue import Queue
 from . import actions, auth, messages, views
 from .context import Dashboard, current, install
@@ -117,7 +117,7 @@ def _add_filters(app: Flask) -> None:
     app.jinja_env.filters["when"] = _when
     app.jinja_env.filters["due"] = _due
     app.jinja_env.filters["size"] = _size
-    app.jinja_env.filters["percent"] = percent  # a job's progress (batchq.reporting)
+    app.jinja_env.filters["percent"] = percent  # a job's progress (batchq.jobs.reporting)
 
 
 def _when(value: datetime | str | None) -> str:

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..charts import Charts, Series
-from ..config import format_duration
+from ..core.config import format_duration
+from ..ops.charts import Charts, Series
 
 WIDTH, HEIGHT = 640, 180
 LEFT, RIGHT, TOP, BOTTOM = 64, 24, 10, 24  # room for the axes' labels

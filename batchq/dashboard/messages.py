@@ -13,11 +13,11 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, abort, current_app, redirect, render_template, request
 
-from ..config import counted
+from ..core.config import counted
 from ..errors import ConfigError
 from ..mq import MessageQueue
 from ..mq.overview import MSG_ID_RANGE, PAGE_SIZE, message_page, peek, purge_up_to, queue_figures
-from ..queue_settings import schema_name
+from ..policy.settings import schema_name
 from .context import current
 from .params import integer
 from .posts import back, check_action

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backends import Backend
+from ..core.stored import Row
 from ..errors import ConfigError
-from ..jobspec import PRIORITY_RANGE
-from ..stored import Row
+from ..jobs.jobspec import PRIORITY_RANGE
 from ..stores.inspection import ClaimHolder
 from .params import integer
 

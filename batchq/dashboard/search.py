@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backends import Backend
+from ..core.job import JOB_ID_RANGE
+from ..core.stored import Row, stored_text
 from ..errors import ConfigError
-from ..job import JOB_ID_RANGE
-from ..stored import Row, stored_text
 from .params import integer
 
 SEARCH_WINDOW = 10_000  # rows of one state a text or task search reads, newest first

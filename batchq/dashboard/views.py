@@ -7,14 +7,14 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, abort, render_template, request
 
-from .. import charts as rollup
 from ..backends import Backend
+from ..coordination.locks import list_locks
+from ..core.job import JOB_ID_RANGE
 from ..errors import BackendError, BackendUnavailable, ConfigError
-from ..job import JOB_ID_RANGE
-from ..locks import list_locks
-from ..metrics import read_queues, render
-from ..registry import list_workers
-from ..sweeps import failure_groups
+from ..ops import charts as rollup
+from ..ops.metrics import read_queues, render
+from ..ops.registry import list_workers
+from ..runtime.sweeps import failure_groups
 from . import drawing, reads, search
 from .context import current
 

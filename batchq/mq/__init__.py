@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..appconn import takes_app_conn
+from ..backends.appconn import takes_app_conn
 from .after_reading import AfterReading
 from .archive import Archive
 from .core import Seconds, When
@@ -52,7 +52,7 @@ class MessageQueue(QueueLifecycle, Sending, Reading, AfterReading, Archive):
     from ``batchq init-db`` (or ``init_db()``); queues from ``create_queue``.
 
     Every operation that writes takes ``conn=``: what the application holds (a Django
-    connection, an SQLAlchemy Connection or Session, a driver's connection: batchq.appconn),
+    connection, an SQLAlchemy Connection or Session, a driver's connection: batchq.backends.appconn),
     whose transaction it then joins (nothing is committed or rolled back
     by batchq). A consumer can so read a message, write its effects and delete the message
     in one transaction.

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..appconn import takes_app_conn
 from ..backends import Row
+from ..backends.appconn import takes_app_conn
 from ..errors import ConfigError, MessageHeld
 from .checks import _when
 from .core import MessageQueueCore, When

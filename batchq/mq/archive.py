@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..appconn import takes_app_conn
-from ..config import check_queue_name, parse_duration
+from ..backends.appconn import takes_app_conn
+from ..core.config import check_queue_name, parse_duration
 from ..errors import ConfigError
 from .checks import _epoch
 from .core import MAX_QTY, OVERFLOW_REASON, MessageQueueCore, Seconds

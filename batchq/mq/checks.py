@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..config import aware_epoch, counted, parse_when
+from ..core.config import aware_epoch, counted, parse_when
+from ..core.serializers import dumps, numbered, which_of
 from ..errors import ConfigError, PayloadError
-from ..serializers import dumps, numbered, which_of
-from ..typed import QueueType
+from ..policy.typed import QueueType
 from .core import When
 
 

@@ -9,9 +9,9 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..backends import OnDatabase
-from ..config import Duration, check_queue_name, existing_queue_name
+from ..core.config import Duration, check_queue_name, existing_queue_name
 from ..errors import ConfigError, QueueNotFound
-from ..typed import QueueType, TypeCache
+from ..policy.typed import QueueType, TypeCache
 
 Seconds = Duration
 When = Duration | datetime  # a delay, or an absolute (aware) time

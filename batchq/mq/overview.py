@@ -16,9 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from ..backends import Backend, Row, stored_count, stored_seconds, stored_text
-from ..bounds import stored_bound
 from ..errors import ConfigError
-from ..queue_settings import schema_name, stored_schema
+from ..policy.bounds import stored_bound
+from ..policy.settings import schema_name, stored_schema
 from .records import _is_true, _json_or_text, _utc_or_text
 
 PAGE_SIZE = 50  # messages per page of a queue (`mq peek QUEUE`, the dashboard)

@@ -7,12 +7,12 @@ import logging
 from functools import partial
 from typing import Any
 
-from ..appconn import takes_app_conn
 from ..backends import Row, stored_count, stored_seconds
-from ..bounds import check_bound
-from ..config import check_queue_name
+from ..backends.appconn import takes_app_conn
+from ..core.config import check_queue_name
 from ..errors import BatchqError, ConfigError, QueueNotFound
-from ..typed import QueueType, SchemaSpec, count_mismatched, schema_hash, schema_text
+from ..policy.bounds import check_bound
+from ..policy.typed import QueueType, SchemaSpec, count_mismatched, schema_hash, schema_text
 from .core import SENT_SHARDS, MessageQueueCore, _missing
 from .records import QueueInfo, QueueMetrics, _queue_info, _utc
 
@@ -39,7 +39,7 @@ class QueueLifecycle(MessageQueueCore):
         table, faster, emptied by a server crash. A queue that exists with other settings
         than the ones given raises ConfigError (configure_queue changes a bound).
 
-        ``schema`` declares the type of its messages (batchq.typed): a JSON Schema (a dict), or a
+        ``schema`` declares the type of its messages (batchq.policy.typed): a JSON Schema (a dict), or a
         dataclass or TypedDict one is derived from. An existing queue with another type is left
         alone and raises ConfigError: change a type with alter_queue.
         """
@@ -95,7 +95,7 @@ class QueueLifecycle(MessageQueueCore):
         Refused (ConfigError, nothing changed) while a message in the queue, held or not, does not
         match the new type, unless ``force``: such messages are then archived with the reason when
         read. Sends in flight are waited out, and every later send, in any process, is checked
-        against the new type (it rides on the send's counter update: batchq.typed).
+        against the new type (it rides on the send's counter update: batchq.policy.typed).
         """
         check_queue_name(queue)
         if not isinstance(force, bool):

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any, overload
 
-from ..appconn import takes_app_conn
 from ..backends import Row
-from ..config import check_queue_name, parse_duration
+from ..backends.appconn import takes_app_conn
+from ..core.config import check_queue_name, parse_duration
 from ..errors import ConfigError, QueueNotFound
-from ..typed import QueueType
+from ..policy.typed import QueueType
 from .checks import _filter_paths, _filter_text
 from .core import MAX_QTY, MessageQueueCore, Seconds
 from .records import Message, Unreadable, _message_or_unreadable, _utc_text

@@ -8,9 +8,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..backends import Row, stored_text
-from ..bounds import stored_bound
+from ..core.serializers import loads
 from ..errors import PayloadError
-from ..serializers import loads
+from ..policy.bounds import stored_bound
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ..appconn import takes_app_conn
 from ..backends import Row, stored_text
-from ..config import check_queue_name
+from ..backends.appconn import takes_app_conn
+from ..core.config import check_queue_name
 from ..errors import ConfigError, QueueNotFound
 from .checks import _headers_per_message, _json_texts
 from .core import When, _missing

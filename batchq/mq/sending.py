@@ -8,10 +8,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from ..appconn import takes_app_conn
-from ..config import check_queue_name
+from ..backends.appconn import takes_app_conn
+from ..core.config import check_queue_name
 from ..errors import BackendError, QueueFull
-from ..typed import QueueType
+from ..policy.typed import QueueType
 from .checks import _check_sizes, _check_type, _headers_per_message, _json_texts, _when
 from .core import SENT_SHARDS, MessageQueueCore, When, _missing
 
@@ -49,7 +49,7 @@ class Sending(MessageQueueCore):
 
         ``headers``: one dict (or None) per message, in order, as PGMQ; a single dict is every
         message's. Every message is validated before anything is written. The queue must exist.
-        With ``conn=`` (what the application holds: batchq.appconn) the messages join that
+        With ``conn=`` (what the application holds: batchq.backends.appconn) the messages join that
         transaction: they exist only if the caller commits.
         A bounded queue that is full drops its oldest messages or raises QueueFull (nothing
         written), by its overflow policy.
@@ -93,7 +93,7 @@ class Sending(MessageQueueCore):
         if bound is not None:
             self._make_room(queue, bound.max_length, bound.overflow, len(rows), conn)
         # Counted only where the shard's type is the one the rows were checked against: else
-        # learn the new type and check them again (batchq.typed).
+        # learn the new type and check them again (batchq.policy.typed).
         if not store.count_sent(queue, shard, len(rows), known.hash, conn):
             self._read_type(queue, conn)
             raise _TypeChanged

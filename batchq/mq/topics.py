@@ -12,7 +12,7 @@ publish locks one shard (picked at random, so concurrent publishers rarely meet)
 others lock every shard. So a subscription sees exactly the publishes that commit after it,
 and an unsubscribe never leaves a copy behind in a queue it dropped.
 
-The handlers `batchq consume` calls are batchq.pubsub's, above this package.
+The handlers `batchq consume` calls are batchq.mq.pubsub's, above this package.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..appconn import takes_app_conn
 from ..backends import Row, stored_count, stored_seconds, stored_text
-from ..config import Duration, parse_duration
+from ..backends.appconn import takes_app_conn
+from ..core.config import Duration, parse_duration
 from ..errors import ConfigError, PayloadError
 from .checks import _check_sizes, _json_text
 from .core import SENT_SHARDS

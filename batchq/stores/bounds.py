@@ -1,4 +1,4 @@
-"""The operations of bounded job queues (batchq.bounds): a queue's bound, its waiting jobs, and
+"""The operations of bounded job queues (batchq.policy.bounds): a queue's bound, its waiting jobs, and
 failing the oldest of them. Statements in ``sql/<dialect>/bounds.sql``.
 
 Each read may run on ``conn``, the application's connection, inside its transaction (an enqueue
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..stored import Row, stored_count
+from ..core.stored import Row, stored_count
 from .base import Store
 
 

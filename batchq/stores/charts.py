@@ -1,4 +1,4 @@
-"""The dashboard charts' rollup (batchq.charts): rows of ``batchq_chart_minute``, one per queue
+"""The dashboard charts' rollup (batchq.ops.charts): rows of ``batchq_chart_minute``, one per queue
 and minute, written by `batchq tick` and read in buckets. Statements in
 ``sql/<dialect>/charts.sql``; a minute is Unix time / 60 on the database's clock.
 
@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..stored import Row, stored_count, stored_seconds, stored_text
+from ..core.stored import Row, stored_count, stored_seconds, stored_text
 from .base import Store
 
 

@@ -1,10 +1,10 @@
-"""The operations of job dependencies (batchq.dependencies): a waiting job's parents and edges,
+"""The operations of job dependencies (batchq.jobs.dependencies): a waiting job's parents and edges,
 the release of a finished parent's children, the failure of a failed one's, and the sweep's reads.
 Statements in ``sql/<dialect>/dependencies.sql``.
 
 What may run in an enqueue (the parents' read, their mark, the children's wait and links) takes
 ``conn``, the application's connection, inside its transaction (an enqueue with ``conn=``);
-without it, the store's own. Nothing here opens a transaction or retries: batchq.dependencies
+without it, the store's own. Nothing here opens a transaction or retries: batchq.jobs.dependencies
 composes these calls into its transactions. PostgreSQL's claims copy a kept job into the history
 from what their DELETE returns, so its finish of a kept parent copies it too
 (PostgreSQLDependencyStore).
@@ -16,8 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..failures import fingerprint_of
-from ..job import Kept, kept_document
+from ..core.failures import fingerprint_of
+from ..core.job import Kept, kept_document
 from .base import Store
 
 ORPHAN_BATCH = 1000  # deps_orphans' and deps_gone_edges' LIMIT

@@ -1,4 +1,4 @@
-"""The operations of flow control (batchq.flow): a queue's rate and running limits on its
+"""The operations of flow control (batchq.policy.flow): a queue's rate and running limits on its
 ``batchq_queue`` row, the starts of rate-limited queues (``batchq_queue_start``), and the limited
 claim. Statements in ``sql/<dialect>/flow.sql``."""
 
@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..job import Job
-from ..stored import Row, stored_count, stored_seconds, stored_text, stored_time
+from ..core.job import Job
+from ..core.stored import Row, stored_count, stored_seconds, stored_text, stored_time
 from .base import Store
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.stored import Row, stored_count, stored_seconds, stored_text
 from ..errors import BackendUnavailable, BatchqError
-from ..stored import Row, stored_count, stored_seconds, stored_text
 from .base import Store
 
 
@@ -123,7 +123,7 @@ class InspectionStore(Store):
 
     def job(self, job_id: int) -> Row | None:
         """Job ``job_id``'s row with what explain draws from it (its queue's pause, its key's
-        use, how due it is); None: no such job. Read leniently by batchq.explain."""
+        use, how due it is); None: no such job. Read leniently by batchq.ops.explain."""
         return self.db.fetchone("explain_job", {"id": job_id})
 
     def jobs_ahead(self, job_id: int) -> int | None:

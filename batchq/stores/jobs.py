@@ -32,10 +32,10 @@ from ..backends.mysql_statements import (
     chunks,
     supports_skip_locked,
 )
-from ..config import counted
+from ..core.config import counted
+from ..core.job import Claim, Job, Kept, done_params, job_ids, kept_document
+from ..core.stored import Row, stored_text
 from ..errors import ConfigError, JobExpired
-from ..job import Claim, Job, Kept, done_params, job_ids, kept_document
-from ..stored import Row, stored_text
 from .base import Store
 
 if TYPE_CHECKING:
@@ -119,13 +119,14 @@ class JobStore(Store):
         """In one transaction: delete the jobs ``done`` (finished by this worker, fenced by their
         claim's token) and claim up to ``limit`` due jobs of ``queue``, in the claim index's
         order (priority, then due time, then id), marked ours with ``token``. With ``kept`` (the
-        measurements of some of ``done``, batchq.history.Meter.kept), those jobs are first copied
+        measurements of some of ``done``, batchq.jobs.history.Meter.kept), those jobs are first copied
         into batchq_history, in the same transaction.
 
         Every 'ready' row is due (jobs_promote moves 'scheduled' ones once their time comes), so
         a claim takes the first unlocked rows of the claim index: it never walks the backlog.
-        With ``partition``, only jobs of that partition, which the worker leases (batchq.partitions);
-        such a claim is never given ``kept``: the worker deletes the jobs it keeps first.
+        With ``partition``, only jobs of that partition, which the worker leases
+        (batchq.coordination.partitions); such a claim is never given ``kept``: the worker deletes
+        the jobs it keeps first.
 
         Each dialect claims its own way (a variant each).
         """
@@ -168,7 +169,7 @@ class JobStore(Store):
 
     def waiting_payloads(self, queue: str, after: int, limit: int) -> list[Row]:
         """Up to ``limit`` of the queue's waiting jobs (id, payload, serializer) past id
-        ``after``, by id: a page of the check of a new type (batchq.typed.count_mismatched)."""
+        ``after``, by id: a page of the check of a new type (batchq.policy.typed.count_mismatched)."""
         return self.db.fetchall("queue_waiting_payloads", {"queue": queue, "after": after, "limit": limit})
 
     def fail_for_good(self, how: ForGood, params: dict[str, Any], keep: bool) -> int:
@@ -191,7 +192,7 @@ class JobStore(Store):
         return db.retrying(fail)
 
     def snooze(self, job_id: int, token: str | None, delay: float, max_snoozes: int | None) -> bool:
-        """Put a claimed job back for ``delay`` seconds, uncounted (batchq.control); False when it
+        """Put a claimed job back for ``delay`` seconds, uncounted (batchq.jobs.control); False when it
         has snoozed ``max_snoozes`` times already or is no longer this claim's."""
         params = {"id": job_id, "token": token, "delay": delay, "max_snoozes": max_snoozes}
         return bool(self.db.execute("job_snooze", params))
@@ -200,7 +201,7 @@ class JobStore(Store):
         self, job_id: int, token: str | None, note: str, min_delay: float, max_delay: float, spread: float
     ) -> int:
         """Put back a job of a task version this worker does not know, uncounted, with ``note``
-        (batchq.tasks), due again between ``min_delay`` and ``max_delay`` seconds (times
+        (batchq.jobs.tasks), due again between ``min_delay`` and ``max_delay`` seconds (times
         ``spread``); the rows matched (0: no longer this claim's)."""
         params = {
             "id": job_id,
@@ -237,7 +238,7 @@ class JobStore(Store):
         db = self.db
         if db.fetchone("jobs_expired_any") is None:
             return 0
-        from ..failures import fingerprint_of
+        from ..core.failures import fingerprint_of
 
         params: dict[str, Any] = {
             "error_class": f"{JobExpired.__module__}.{JobExpired.__qualname__}",
@@ -364,7 +365,7 @@ class JobStore(Store):
 
     def result_rows(self, job_id: int) -> list[Row]:
         """A job's row in the job table and its kept record, each with its ``source`` ("job",
-        "history"), as batchq.results reads a result; retried on deadlocks."""
+        "history"), as batchq.jobs.results reads a result; retried on deadlocks."""
         return self.db.retrying(lambda: self.db.fetchall("result_read", {"id": job_id}))
 
     def prune_expired_results(self, batch: int) -> int:

@@ -1,4 +1,4 @@
-"""The lock table's operations (batchq.locks): take, renew and release a slot, list, force.
+"""The lock table's operations (batchq.coordination.locks): take, renew and release a slot, list, force.
 
 Statements in ``sql/<dialect>/locks.sql``. A slot is taken by one atomic UPDATE where it is free
 or expired; MySQL, with no UPDATE ... RETURNING, then reads which slot it took (MySQLLockStore).
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..stored import Row, stored_time
+from ..core.stored import Row, stored_time
 from .base import Store
 
 

@@ -6,7 +6,7 @@ database server's clock, and the purge of what an operator was shown. Statements
 
 from __future__ import annotations
 
-from ..stored import Row
+from ..core.stored import Row
 from .base import Store
 
 

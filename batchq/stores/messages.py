@@ -2,7 +2,7 @@
 sending, reading and popping, a message after reading, and the archive. Statements in
 ``sql/<dialect>/mq.sql`` (and, for what `batchq consume` archives, ``pubsub.sql``).
 
-Every method that may run in the application's transaction takes ``conn`` (what batchq.appconn
+Every method that may run in the application's transaction takes ``conn`` (what batchq.backends.appconn
 made of what it holds); without it, the store's own connection. A method with several
 statements that must be atomic (a read on MySQL, a pop that archives) is run in a transaction
 of its own, retried, when it has no ``conn``; the others run where they are called (in the
@@ -24,7 +24,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from ..stored import Row
+from ..core.stored import Row
 from .base import Store
 from .bounds import Bound, stored_bound
 
@@ -115,7 +115,7 @@ class MessageStore(Store):
 
     def messages_page(self, queue: str, after: int, limit: int) -> list[Row]:
         """Up to ``limit`` of the queue's messages (msg_id, message) past id ``after``, by id: a
-        page of the check of a new type (batchq.typed.count_mismatched)."""
+        page of the check of a new type (batchq.policy.typed.count_mismatched)."""
         return self.db.fetchall("mq_queue_messages", {"queue": queue, "after": after, "limit": limit})
 
     def drop_counter(self, queue: str, conn: Any = None) -> None:

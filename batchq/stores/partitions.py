@@ -1,4 +1,4 @@
-"""The partition table's operations (batchq.partitions): count, list, resize, lease, release.
+"""The partition table's operations (batchq.coordination.partitions): count, list, resize, lease, release.
 
 Statements in ``sql/<dialect>/partitions.sql``. A lease is one UPDATE of the least recently used
 free partition with work; MySQL, with no UPDATE ... RETURNING, then reads which partition it
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..stored import Row
+from ..core.stored import Row
 from .base import Store
 
 REPARTITION_BATCH = 1000  # rows per jobs_repartition statement (the queries' LIMIT)

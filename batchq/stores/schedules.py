@@ -1,15 +1,15 @@
-"""The schedule table's operations (batchq.schedules): define, pause, list, and tick's
+"""The schedule table's operations (batchq.jobs.schedules): define, pause, list, and tick's
 compare-and-set. Statements in ``sql/<dialect>/schedules.sql``.
 
 Times travel as whole seconds since the epoch (UTC). Rows are returned as read: a schedule row
-written by hand may hold anything, and batchq.schedules reports what is wrong with it.
+written by hand may hold anything, and batchq.jobs.schedules reports what is wrong with it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..stored import Row
+from ..core.stored import Row
 from .base import Store
 
 

@@ -1,4 +1,4 @@
-"""A job queue's settings as stored on its ``batchq_queue`` row (batchq.queue_settings): the
+"""A job queue's settings as stored on its ``batchq_queue`` row (batchq.policy.settings): the
 pause flag, history retention, bound, type and flow limits. Statements in ``sql/<dialect>/settings.sql``."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import format_duration
-from ..stored import stored_seconds, stored_text
+from ..core.config import format_duration
+from ..core.stored import stored_seconds, stored_text
 from .base import Store
 from .bounds import stored_bound
 from .flow import Rate, stored_limits
@@ -22,7 +22,7 @@ class JobQueueSettings:
     max_length: int | None = None  # None: unbounded
     overflow: str | None = None
     schema: dict[str, Any] | str | None = None  # the type; its text when it is no JSON object
-    rate: Rate | None = None  # None: no rate limit (batchq.flow)
+    rate: Rate | None = None  # None: no rate limit (batchq.policy.flow)
     max_running: int | None = None  # None: no running limit
 
     @property

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..stored import Row
+from ..core.stored import Row
 from .base import Store
 
 

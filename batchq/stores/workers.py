@@ -1,4 +1,4 @@
-"""The worker registry's operations (batchq.registry): a worker's own row, the list `batchq
+"""The worker registry's operations (batchq.ops.registry): a worker's own row, the list `batchq
 status` shows, and `batchq stop`'s request. Statements in ``sql/<dialect>/workers.sql``."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..stored import Row, clean_message, stored_count, stored_fraction, stored_seconds, stored_text
+from ..core.stored import Row, clean_message, stored_count, stored_fraction, stored_seconds, stored_text
 from .base import Store
 
 
@@ -29,7 +29,7 @@ class WorkerInfo:
     job_id: int | None  # the job it runs (the oldest, in batch mode)
     jobs_held: int  # claimed jobs it holds
     job_seconds: float | None  # how long it has held job_id
-    # What job_id's try last reported with batchq.progress() (batchq.reporting): a fraction from
+    # What job_id's try last reported with batchq.progress() (batchq.jobs.reporting): a fraction from
     # 0 to 1 and a message; None when it has reported nothing yet (or nothing readable).
     job_progress: float | None = None
     job_progress_message: str | None = None

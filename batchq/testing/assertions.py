@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backends import stored_text
-from ..config import check_queue_name
+from ..core.config import check_queue_name
+from ..core.serializers import loads
+from ..jobs.tasks import check_task_name
 from ..queue import Queue, Task
-from ..serializers import loads
-from ..tasks import check_task_name
 
 ANY: Any = object()  # a filter not given: anything matches
 LISTED = 20  # rows a failure message lists

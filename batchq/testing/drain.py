@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..calls import NEWER_VERSION, SNOOZED, Call, CallNext, CallOutcome
-from ..config import Duration, check_queue_name, parse_duration
+from ..core.config import Duration, check_queue_name, parse_duration
+from ..core.job import Job
 from ..errors import ConfigError
-from ..job import Job
+from ..jobs.calls import NEWER_VERSION, SNOOZED, Call, CallNext, CallOutcome
 from ..queue import Queue
-from ..worker import RunOptions, Worker
+from ..runtime.worker import RunOptions, Worker
 from .outcomes import Outcome, Outcomes
 
 DEFAULT_MAX_JOBS = 10_000
@@ -86,7 +86,7 @@ def _make_due(queue: Queue, names: Iterable[str], within: bool | Duration) -> No
 
 
 class _Noting:
-    """Middleware (batchq.calls), outermost around each job's call: keeps each job's outcome, and
+    """Middleware (batchq.jobs.calls), outermost around each job's call: keeps each job's outcome, and
     what its task raised, read once the run is over (the worker may still change an outcome as it
     records it: a snooze past its task's max_snoozes fails the job instead). A job put back for a
     newer version of its task is not run."""

@@ -15,14 +15,14 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..calls import describe_error
-from ..control import Snooze
+from ..core.serializers import loads
 from ..errors import ConfigError
-from ..jobspec import OPTIONS, check_unique_key, set_unique_keys
+from ..jobs.calls import describe_error
+from ..jobs.control import Snooze
+from ..jobs.jobspec import OPTIONS, check_unique_key, set_unique_keys
+from ..jobs.reporting import Tracker, tracking
+from ..jobs.tasks import Resolver, call_task, modules_from_env, split_modules
 from ..queue import Enqueued, Queue
-from ..reporting import Tracker, tracking
-from ..serializers import loads
-from ..tasks import Resolver, call_task, modules_from_env, split_modules
 from .outcomes import Outcome, Outcomes
 
 ERRORS = ("raise", "record")
@@ -54,7 +54,7 @@ class Inline:
 
     def run(self, queue: Queue, task: Any, payloads: list[Any], options: dict[str, Any]) -> int:
         """Check as enqueue does, then run one job per payload; returns the last job's number."""
-        conn = options["conn"]  # what the app holds, as enqueue unwraps it (batchq.appconn)
+        conn = options["conn"]  # what the app holds, as enqueue unwraps it (batchq.backends.appconn)
         conn = None if conn is None else queue.backend.app_connection(conn)
         spec = queue.builder.spec(task, **{name: options[name] for name in OPTIONS})
         template = queue.builder.template(spec, conn)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..reporting import Report
+from ..jobs.reporting import Report
 
 
 class JobFailed(AssertionError):

@@ -5,7 +5,7 @@
 -- name: explain_job
 -- One job with its times on the server's clock and whether its queue is paused (as workers
 -- read it: paused = 1). due is the claim's own test.
--- Its progress (batchq.reporting): the message read no longer than 201 characters, which
+-- Its progress (batchq.jobs.reporting): the message read no longer than 201 characters, which
 -- tells a longer one written by hand.
 SELECT j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.error_count,
        j.max_errors, j.last_error, j.locked_by,

@@ -1,4 +1,4 @@
--- Flow control of job queues (batchq.flow, batchq.stores.flow), on MySQL/MariaDB: rate and
+-- Flow control of job queues (batchq.policy.flow, batchq.stores.flow), on MySQL/MariaDB: rate and
 -- running limits on a queue's batchq_queue row; the starts of rate-limited queues in
 -- batchq_queue_start, on the database's clock (UTC_TIMESTAMP(6)).
 

@@ -6,7 +6,7 @@
 -- One job, due after `delay` seconds on the server's clock, or at `at` (Unix seconds, from an aware
 -- datetime; the later of it and now): 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote).
--- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
+-- Its claim partition is a random one of %(partitions)s (batchq.coordination.partitions; 1 when none are set up).
 -- Its expiry: %(expires)s seconds from now, or the instant %(expires_at)s (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
@@ -157,7 +157,7 @@ FOR UPDATE SKIP LOCKED;
 -- into batchq_history before their DELETE, fenced by the same token, in the same transaction (in
 -- its REPEATABLE READ the INSERT ... SELECT reads the rows locked, as the DELETE then finds them;
 -- `j.id IN` makes it primary-key lookups). Their measurements come as one JSON array %(kept)s
--- of arrays [id, wall ns, CPU us, peak, growth(, result, note)] (batchq.history.kept_entry). REPLACE: a job id used again (a TRUNCATE of
+-- of arrays [id, wall ns, CPU us, peak, growth(, result, note)] (batchq.jobs.history.kept_entry). REPLACE: a job id used again (a TRUNCATE of
 -- batchq_job restarts the ids) replaces the older record rather than failing the claim. Needs
 -- JSON_TABLE (MySQL >= 8.0.4, MariaDB >= 10.6).
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
@@ -243,7 +243,7 @@ DELETE FROM batchq_job WHERE claim_token = %(token)s AND id IN %(ids)s AND depen
 
 -- name: jobs_keep
 -- The finished jobs to keep, copied into batchq_history as jobs_delete_keep copies them, inside a
--- transaction already open (a job finished in its own: batchq.calls.FinishInTransaction);
+-- transaction already open (a job finished in its own: batchq.jobs.calls.FinishInTransaction);
 -- jobs_delete follows in it.
 {{keep_from_json}}
 
@@ -372,7 +372,7 @@ ORDER BY id;
 
 -- name: job_run_now
 -- A delayed job (scheduled: a delay or a retry backoff) made due now; any other state is left, and so
--- is a job waiting for its parents (batchq.dependencies).
+-- is a job waiting for its parents (batchq.jobs.dependencies).
 UPDATE batchq_job SET status = 'ready', run_at = UTC_TIMESTAMP(6)
 WHERE id = %(id)s AND status = 'scheduled' AND coalesce(parents_left, 0) = 0;
 
@@ -387,8 +387,8 @@ WHERE id = %(id)s AND status = 'failed';
 
 -- name: job_requeue_failed
 -- Give a failed job a fresh set of tries, due now (a job with a concurrency key waits for a slot);
--- a job that still has unfinished parents (batchq.dependencies) waits for them again. Its
--- snoozes start again from 0 too (batchq.control: a job failed for snoozing too often).
+-- a job that still has unfinished parents (batchq.jobs.dependencies) waits for them again. Its
+-- snoozes start again from 0 too (batchq.jobs.control: a job failed for snoozing too often).
 UPDATE batchq_job
 SET status = CASE WHEN EXISTS (SELECT 1 FROM batchq_dependency d WHERE d.child_id = batchq_job.id) THEN 'scheduled'
                   WHEN concurrency_key IS NULL THEN 'ready' ELSE 'blocked' END,
@@ -457,7 +457,7 @@ WHERE id = %(id)s AND claim_token = %(token)s;
 
 -- part: finished_delete
 -- The jobs a worker finished, fenced by their claim's token; a parent whose dependants are not
--- yet released stays (batchq.dependencies releases them, then deletes it).
+-- yet released stays (batchq.jobs.dependencies releases them, then deletes it).
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s AND dependants = 0;
 
 -- part: claimed_columns
@@ -504,7 +504,7 @@ REPLACE INTO batchq_history (id, queue, task, payload, serializer, outcome, atte
 -- part: keep_from_json
 -- The finished jobs (%(done_ids)s, fenced by %(done_token)s) copied into the history with their
 -- measurements from %(kept)s, a JSON array of arrays [id, wall ns, CPU us, peak, growth(, result,
--- note)] (batchq.history.kept_entry). Needs JSON_TABLE (MySQL >= 8.0.4, MariaDB >= 10.6).
+-- note)] (batchq.jobs.history.kept_entry). Needs JSON_TABLE (MySQL >= 8.0.4, MariaDB >= 10.6).
 {{history_replace_succeeded}}
 SELECT j.id, j.queue, j.task, j.payload, j.serializer, 'succeeded', j.error_count + 1, j.locked_by,
        j.created_at, j.processing_at, UTC_TIMESTAMP(6), k.wall_ns / 1e9, k.cpu_us / 1e6, k.peak, k.growth,

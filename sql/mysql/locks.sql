@@ -1,4 +1,4 @@
--- Locks and semaphores (batchq.locks) on MySQL/MariaDB, by name (PyMySQL paramstyle). Times are
+-- Locks and semaphores (batchq.coordination.locks) on MySQL/MariaDB, by name (PyMySQL paramstyle). Times are
 -- UTC DATETIME(6) against UTC_TIMESTAMP(6), the server's clock. A row is held while its state is
 -- not 'free' and its expire_at is in the future; a holder is named by lock_by (owner) and its
 -- acquisition by token, so renew and release touch the row only if nobody took it since.

@@ -1,4 +1,4 @@
--- Partitioned claims (batchq.partitions) on MySQL/MariaDB, by name (PyMySQL paramstyle). A
+-- Partitioned claims (batchq.coordination.partitions) on MySQL/MariaDB, by name (PyMySQL paramstyle). A
 -- partition is leased while its expire_at is in the future (UTC_TIMESTAMP(6), the server's
 -- clock); lock_by names the worker that leased it last. A release sets expire_at to now, so the
 -- least recently released partition is the next one leased. Holders are compared as BINARY:

@@ -1,4 +1,4 @@
--- Cron schedules (batchq.schedules), by name. Times travel between Python and SQL as whole
+-- Cron schedules (batchq.jobs.schedules), by name. Times travel between Python and SQL as whole
 -- seconds since the epoch, UTC (slots are whole seconds); stored as DATETIME(6) and compared
 -- with UTC_TIMESTAMP(6), the server's clock, whatever the session's time zone.
 

@@ -1,4 +1,4 @@
--- A job queue's settings as `batchq configure` and `batchq stats` show them (batchq.queue_settings).
+-- A job queue's settings as `batchq configure` and `batchq stats` show them (batchq.policy.settings).
 
 -- name: settings_job_queues
 -- Every job queue with a row in batchq_queue (paused once, or configured), or one (:queue).

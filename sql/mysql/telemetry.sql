@@ -1,4 +1,4 @@
--- Telemetry (batchq.hooks, batchq.contrib.otel): what a job's middleware reads besides the claim.
+-- Telemetry (batchq.jobs.hooks, batchq.contrib.otel): what a job's middleware reads besides the claim.
 
 -- name: job_trace_context
 -- The W3C trace context the job's enqueue stored (NULL: none), read by its primary key only when

@@ -1,4 +1,4 @@
--- The worker registry (batchq.registry) on MySQL/MariaDB, by name (PyMySQL paramstyle). Times
+-- The worker registry (batchq.ops.registry) on MySQL/MariaDB, by name (PyMySQL paramstyle). Times
 -- are UTC DATETIME(6) against UTC_TIMESTAMP(6), the server's clock. serves is the worker's
 -- queues joined by commas (a queue name holds none). Names and hosts are compared as BINARY too:
 -- the tables' utf8mb4_bin is PAD SPACE, so name = 'vm ' alone would match 'vm'. The name's own
@@ -39,7 +39,7 @@ LEFT JOIN (
     SELECT locked_by, MIN(id) AS job_id, COUNT(*) AS jobs_held, MIN(processing_at) AS since
     FROM batchq_job WHERE status = 'processing' GROUP BY locked_by
 ) j ON BINARY j.locked_by = w.name
--- The progress its job's try reported (batchq.reporting): one read of that row by its key;
+-- The progress its job's try reported (batchq.jobs.reporting): one read of that row by its key;
 -- an earlier try's (older than the claim) is not this job's progress now.
 LEFT JOIN batchq_job p ON p.id = j.job_id AND p.progress_at >= p.processing_at
 ORDER BY w.host, w.started_at, w.name;

@@ -1,4 +1,4 @@
--- The dashboard's charts on PostgreSQL (batchq.charts): a per-minute rollup,
+-- The dashboard's charts on PostgreSQL (batchq.ops.charts): a per-minute rollup,
 -- batchq_chart_minute, written once a minute by `batchq tick`; a minute is Unix time / 60 on the
 -- server's clock.
 

@@ -1,4 +1,4 @@
--- Control from inside a task (batchq.control): the finishes of a job whose task raised
+-- Control from inside a task (batchq.jobs.control): the finishes of a job whose task raised
 -- batchq.Snooze or batchq.Discard, or an exception its @task(retry_on=, discard_on=) says is not
 -- worth another try. Each is fenced by the claim's token, as job_error is.
 

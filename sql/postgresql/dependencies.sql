@@ -1,4 +1,4 @@
--- Job dependencies on PostgreSQL (batchq.dependencies): enqueue(after=...), the release of a
+-- Job dependencies on PostgreSQL (batchq.jobs.dependencies): enqueue(after=...), the release of a
 -- finished parent's children, the failure of a failed parent's dependants, and the sweep that
 -- keeps dependants consistent. A waiting job: status 'scheduled', run_at at the end of time,
 -- parents_left > 0.

@@ -5,7 +5,7 @@
 -- name: explain_job
 -- One job with its times on the server's clock and whether its queue is paused. due is the
 -- claim's own test; an infinite time has no age.
--- Its progress (batchq.reporting): the message read no longer than 201 characters, which
+-- Its progress (batchq.jobs.reporting): the message read no longer than 201 characters, which
 -- tells a longer one written by hand.
 SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors, j.last_error,
        j.locked_by,

@@ -7,7 +7,7 @@
 -- One job, due after `delay` seconds on the server's clock, or at `at` (Unix seconds, from an aware
 -- datetime; the later of it and now): 'ready' when due now, else
 -- 'scheduled' until a worker promotes it (jobs_promote). A trigger NOTIFYs waiting workers.
--- Its claim partition is a random one of %(partitions)s (batchq.partitions; 1 when none are set up).
+-- Its claim partition is a random one of %(partitions)s (batchq.coordination.partitions; 1 when none are set up).
 -- Its expiry: %(expires)s seconds from now, or the instant %(expires_at)s (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
@@ -212,7 +212,7 @@ WITH done AS (
 -- name: jobs_claim_keep
 -- jobs_claim when finished jobs are to be kept (history): the DELETE of the finished jobs returns
 -- them, and they go into batchq_history with their measurements (one JSON array %(kept)s of
--- arrays [id, wall ns, CPU us, peak, growth(, result, note)]: batchq.history.kept_entry), in
+-- arrays [id, wall ns, CPU us, peak, growth(, result, note)]: batchq.jobs.history.kept_entry), in
 -- the same statement: only what was deleted, fenced by its token, is kept.
 WITH done AS (
     {{finished_delete}}
@@ -271,7 +271,7 @@ SELECT count(*) AS deleted FROM done;
 
 -- part: finished_delete
 -- The jobs a worker finished, fenced by their claim's token; a parent whose dependants are not
--- yet released stays (batchq.dependencies releases them, then deletes it).
+-- yet released stays (batchq.jobs.dependencies releases them, then deletes it).
 DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id = ANY(%(done_ids)s::bigint[]) AND dependants = 0
 
 -- part: finished_returning
@@ -314,7 +314,7 @@ INSERT INTO batchq_history (id, queue, task, payload, serializer, outcome, attem
 
 -- part: history_values_from_json
 -- The finished jobs deleted (done) with their measurements from %(kept)s, a JSON array of arrays
--- [id, wall ns, CPU us, peak, growth(, result, note)] (batchq.history.kept_entry).
+-- [id, wall ns, CPU us, peak, growth(, result, note)] (batchq.jobs.history.kept_entry).
 SELECT done.id, done.queue, done.task, done.payload, done.serializer, 'succeeded',
        done.error_count + 1, done.locked_by, done.created_at, done.processing_at,
        statement_timestamp(), (k.e->>1)::float8 / 1e9::float8, (k.e->>2)::float8 / 1e6::float8,
@@ -462,7 +462,7 @@ ORDER BY id;
 
 -- name: job_run_now
 -- A delayed job (scheduled: a delay or a retry backoff) made due now; any other state is left, and so
--- is a job waiting for its parents (batchq.dependencies).
+-- is a job waiting for its parents (batchq.jobs.dependencies).
 UPDATE batchq_job SET status = 'ready', run_at = statement_timestamp()
 WHERE id = %(id)s AND status = 'scheduled' AND coalesce(parents_left, 0) = 0;
 
@@ -477,8 +477,8 @@ WHERE id = %(id)s AND status = 'failed';
 
 -- name: job_requeue_failed
 -- Give a failed job a fresh set of tries, due now (a job with a concurrency key waits for a slot);
--- a job that still has unfinished parents (batchq.dependencies) waits for them again. Its
--- snoozes start again from 0 too (batchq.control: a job failed for snoozing too often).
+-- a job that still has unfinished parents (batchq.jobs.dependencies) waits for them again. Its
+-- snoozes start again from 0 too (batchq.jobs.control: a job failed for snoozing too often).
 UPDATE batchq_job
 SET status = CASE WHEN EXISTS (SELECT 1 FROM batchq_dependency d WHERE d.child_id = batchq_job.id) THEN 'scheduled'
                   WHEN concurrency_key IS NULL THEN 'ready' ELSE 'blocked' END,

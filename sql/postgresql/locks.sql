@@ -1,4 +1,4 @@
--- Locks and semaphores (batchq.locks) on PostgreSQL, by name (psycopg paramstyle). Times are
+-- Locks and semaphores (batchq.coordination.locks) on PostgreSQL, by name (psycopg paramstyle). Times are
 -- timestamptz against clock_timestamp(), the server's clock. A row is held while its state is
 -- not 'free' and its expire_at is in the future; a holder is named by lock_by (owner) and its
 -- acquisition by token, so renew and release touch the row only if nobody took it since.

@@ -1,4 +1,4 @@
--- Partitioned claims (batchq.partitions) on PostgreSQL, by name (psycopg paramstyle). A
+-- Partitioned claims (batchq.coordination.partitions) on PostgreSQL, by name (psycopg paramstyle). A
 -- partition is leased while its expire_at is in the future (clock_timestamp(), the server's
 -- clock); lock_by names the worker that leased it last. A release sets expire_at to now, so the
 -- least recently released partition is the next one leased.

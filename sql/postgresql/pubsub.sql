@@ -1,4 +1,4 @@
--- Topics and subscriptions (batchq.pubsub) on PostgreSQL, by name. A subscription's copies
+-- Topics and subscriptions (batchq.mq.pubsub) on PostgreSQL, by name. A subscription's copies
 -- are ordinary messages of its queue (mq.sql). Lock order, everywhere: topic shards, then the
 -- subscription rows, then the queues' counters and messages.
 

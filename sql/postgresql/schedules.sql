@@ -1,4 +1,4 @@
--- Cron schedules (batchq.schedules), by name. Times travel between Python and SQL as whole
+-- Cron schedules (batchq.jobs.schedules), by name. Times travel between Python and SQL as whole
 -- seconds since the epoch (slots are whole seconds); stored as timestamptz and compared with
 -- statement_timestamp(), the server's clock.
 

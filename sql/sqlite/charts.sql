@@ -1,4 +1,4 @@
--- The dashboard's charts on SQLite (batchq.charts): a per-minute rollup, batchq_chart_minute,
+-- The dashboard's charts on SQLite (batchq.ops.charts): a per-minute rollup, batchq_chart_minute,
 -- written once a minute by `batchq tick`; a minute is Unix time / 60 on the database's clock.
 
 -- name: chart_now

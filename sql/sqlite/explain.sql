@@ -5,7 +5,7 @@
 -- name: explain_job
 -- One job with its times on the database's clock and whether its queue is paused (as workers
 -- read it: paused = 1). due is the claim's own test, so a row written by hand reads as it claims.
--- Its progress (batchq.reporting): the message read no longer than 201 characters, which
+-- Its progress (batchq.jobs.reporting): the message read no longer than 201 characters, which
 -- tells a longer one written by hand.
 SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors, j.last_error,
        j.locked_by, j.run_at, j.processing_at, j.created_at,

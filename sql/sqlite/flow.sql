@@ -1,4 +1,4 @@
--- Flow control of job queues (batchq.flow, batchq.stores.flow): rate and running limits on a
+-- Flow control of job queues (batchq.policy.flow, batchq.stores.flow): rate and running limits on a
 -- queue's batchq_queue row; the starts of rate-limited queues in batchq_queue_start. Times are
 -- the stored text of processing_at ('YYYY-MM-DD HH:MM:SS.SSS', UTC), on the database's clock.
 

@@ -5,11 +5,11 @@
 -- One job, due after `delay` seconds, or at `at` (Unix seconds, from an aware datetime; the later
 -- of it and now): 'ready' when due now, else 'scheduled' until a worker
 -- promotes it (jobs_promote).
--- Its claim partition is a random one of :partitions (batchq.partitions; 1 when none are set up).-- name: enqueue
+-- Its claim partition is a random one of :partitions (batchq.coordination.partitions; 1 when none are set up).-- name: enqueue
 -- One job, due after `delay` seconds, or at `at` (Unix seconds, from an aware datetime; the later
 -- of it and now): 'ready' when due now, else 'scheduled' until a worker
 -- promotes it (jobs_promote).
--- Its claim partition is a random one of :partitions (batchq.partitions; 1 when none are set up).
+-- Its claim partition is a random one of :partitions (batchq.coordination.partitions; 1 when none are set up).
 -- Its expiry: :expires seconds from now, or the instant :expires_at (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
@@ -298,7 +298,7 @@ ORDER BY id;
 
 -- name: job_run_now
 -- A delayed job (scheduled: a delay or a retry backoff) made due now; any other state is left, and so
--- is a job waiting for its parents (batchq.dependencies).
+-- is a job waiting for its parents (batchq.jobs.dependencies).
 UPDATE batchq_job SET status = 'ready', run_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
 WHERE id = :id AND status = 'scheduled' AND coalesce(parents_left, 0) = 0;
 
@@ -313,8 +313,8 @@ WHERE id = :id AND status = 'failed';
 
 -- name: job_requeue_failed
 -- Give a failed job a fresh set of tries, due now (a job with a concurrency key waits for a slot);
--- a job that still has unfinished parents (batchq.dependencies) waits for them again. Its
--- snoozes start again from 0 too (batchq.control: a job failed for snoozing too often).
+-- a job that still has unfinished parents (batchq.jobs.dependencies) waits for them again. Its
+-- snoozes start again from 0 too (batchq.jobs.control: a job failed for snoozing too often).
 UPDATE batchq_job
 SET status = CASE WHEN EXISTS (SELECT 1 FROM batchq_dependency d WHERE d.child_id = batchq_job.id) THEN 'scheduled'
                   WHEN concurrency_key IS NULL THEN 'ready' ELSE 'blocked' END,

@@ -1,4 +1,4 @@
--- Locks and semaphores (batchq.locks) on SQLite, by name. Times are UTC text from strftime()
+-- Locks and semaphores (batchq.coordination.locks) on SQLite, by name. Times are UTC text from strftime()
 -- ('now' is the database's clock, the one host's), compared as text: the table's CHECK keeps
 -- expire_at in the one form that sorts as time. A row is held while its state is not 'free' and
 -- its expire_at is in the future; a holder is named by lock_by (owner) and its acquisition by

@@ -1,4 +1,4 @@
--- Partitioned claims (batchq.partitions) on SQLite, by name. Times are UTC text from strftime()
+-- Partitioned claims (batchq.coordination.partitions) on SQLite, by name. Times are UTC text from strftime()
 -- ('now', the database's clock), compared as text. A partition is leased while its expire_at is
 -- in the future; lock_by names the worker that leased it last. A release sets expire_at to now,
 -- so the least recently released partition is the next one leased. Lists come as JSON arrays.

@@ -1,4 +1,4 @@
--- Topics and subscriptions (batchq.pubsub) on SQLite, by name. A subscription's copies are
+-- Topics and subscriptions (batchq.mq.pubsub) on SQLite, by name. A subscription's copies are
 -- ordinary messages of its queue (mq.sql). Every write transaction is BEGIN IMMEDIATE (one
 -- writer), so a publish never overlaps a subscribe or unsubscribe.
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from batchq.sweeps import failure_groups
+from batchq.runtime.sweeps import failure_groups
 from tests.support.cli import invoke_batchq
 from tests.support.dashboard import dashboard
 from tests.support.db import ledger, run_query, sql

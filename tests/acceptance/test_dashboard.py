@@ -15,10 +15,10 @@ import urllib.parse
 from pathlib import Path
 
 from batchq import Queue
-from batchq.locks import list_locks
-from batchq.registry import list_workers
-from batchq.sweeps import failure_groups
-from batchq.worker import RunOptions, Worker
+from batchq.coordination.locks import list_locks
+from batchq.ops.registry import list_workers
+from batchq.runtime.sweeps import failure_groups
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.cli import invoke_batchq
 from tests.support.dashboard import TOKEN, Dashboard, dashboard
 from tests.support.db import job_rows, sql

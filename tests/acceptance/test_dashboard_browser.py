@@ -26,9 +26,9 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from batchq import MessageQueue, Queue
 from batchq.mq.overview import queue_figures
-from batchq.registry import Registration, list_workers
-from batchq.sweeps import failure_groups
-from batchq.worker import RunOptions, Worker
+from batchq.ops.registry import Registration, list_workers
+from batchq.runtime.sweeps import failure_groups
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.dashboard import TOKEN, chromium, dashboard
 from tests.support.db import job_rows, sql
 from tests.support.rows import dead_worker, processing, write_row

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from batchq import Queue
-from batchq.charts import RETAIN_MINUTES, sample
+from batchq.ops.charts import RETAIN_MINUTES, sample
 from tests.contract.test_charts import minute_now, write
 from tests.support.cli import invoke_batchq
 from tests.support.dashboard import dashboard

@@ -12,7 +12,7 @@ import urllib.parse
 
 from batchq import Queue
 from batchq.dashboard.search import SEARCH_WINDOW
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.dashboard import Dashboard, dashboard
 from tests.support.db import job_rows, sql
 from tests.support.rows import dead_worker, processing, write_row

@@ -488,7 +488,7 @@ def test_django_backend_contract(backend_name: str, db_url: str, project: Django
 
 
 def test_a_task_snoozes_and_discards(project: DjangoProject) -> None:
-    """batchq.Snooze and batchq.Discard from a Django Task (batchq.control): a snooze leaves the
+    """batchq.Snooze and batchq.Discard from a Django Task (batchq.jobs.control): a snooze leaves the
     job READY with no try counted, a Discard fails it for good whatever MAX_ERRORS allows."""
     project.extra_env["DJPROJ_MAX_ERRORS"] = "3"
     snoozing, discarded = shell(
@@ -502,7 +502,7 @@ def test_a_task_snoozes_and_discards(project: DjangoProject) -> None:
     failed = shell(project, f"out = described(backend.get_result({discarded!r}))")
     assert failed["status"] == "FAILED" and failed["attempts"] == 1
     [[exception, traceback]] = failed["errors"]
-    assert exception == "batchq.control.Discard" and "no such order" in traceback
+    assert exception == "batchq.jobs.control.Discard" and "no such order" in traceback
     _make_due(project)
     run_worker(project)
     woke = shell(project, f"out = described(backend.get_result({snoozing!r}))")

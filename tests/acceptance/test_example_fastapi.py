@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from batchq import Queue
-from batchq.config import parse_url
+from batchq.core.config import parse_url
 from tests.contract.test_app_frameworks import engine_url
 from tests.support.examples import (
     EXAMPLES,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from batchq.explain import explain
+from batchq.ops.explain import explain
 from tests.support.db import ledger, run_query, sql
 from tests.support.processes import run_batchq, start_batchq, wait_for
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from batchq import Queue
-from batchq.metrics import write_textfile
+from batchq.ops.metrics import write_textfile
 from tests.support.cli import invoke_batchq
 from tests.support.processes import assert_one_line_error, batchq_env, start_batchq, wait_for
 

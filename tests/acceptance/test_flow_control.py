@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from batchq import Queue
-from batchq.sweeps import gc_processing
+from batchq.runtime.sweeps import gc_processing
 from tests.support.db import job_rows, run_query, sql
 from tests.support.processes import run_batchq, start_batchq, wait_for
 

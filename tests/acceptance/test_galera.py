@@ -18,7 +18,7 @@ import pytest
 
 from batchq import Queue
 from batchq.backends import Backend, create_backend
-from batchq.sweeps import gc_processing
+from batchq.runtime.sweeps import gc_processing
 from tests.support.db import create_database, job_rows, ledger, prepare_database, sql
 from tests.support.galera import PROVIDER, GaleraCluster, GaleraNode
 from tests.support.harness import Figures, WorkerPool, account, unfinished

@@ -370,7 +370,7 @@ def test_odd_rows_in_every_table_leave_every_reader_going(queue: Queue, db_url: 
 def test_times_python_cannot_hold_leave_every_reader_going(queue: Queue, db_url: str) -> None:
     """PostgreSQL keeps times from 4713 BC to 294276 AD, and infinity: a row written by hand
     with one no longer fails the whole query of a listing (psycopg cannot make a datetime of it)."""
-    from batchq.registry import Registration
+    from batchq.ops.registry import Registration
 
     failing = queue.enqueue("jobs:fail", max_errors=1)
     assert run_batchq(db_url, "run").returncode == 0

@@ -24,7 +24,7 @@ import pytest
 from psycopg import sql
 
 from batchq import ConfigError, MessageQueue, PayloadError, Queue
-from batchq.config import parse_url
+from batchq.core.config import parse_url
 from tests.support.cli import invoke_batchq
 from tests.support.db import SERVER_URLS, autocommit_connection, job_rows
 from tests.support.processes import assert_one_line_error, batchq_cmd, batchq_env, run_batchq

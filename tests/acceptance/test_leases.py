@@ -11,7 +11,7 @@ from pathlib import Path
 
 from batchq import Queue
 from batchq.backends.liveness import LeaseLiveness
-from batchq.sweeps import gc_processing
+from batchq.runtime.sweeps import gc_processing
 from tests.acceptance.test_liveness import LONG_JOB, SweepLoop, _fresh_look, _start_worker
 from tests.support.cli import invoke_batchq
 from tests.support.db import job_rows, ledger, sql

@@ -17,9 +17,9 @@ import pytest
 from batchq import Queue
 from batchq.backends import create_backend
 from batchq.backends.liveness import owner_name
-from batchq.config import parse_url
+from batchq.core.config import parse_url
 from batchq.errors import BackendUnavailable
-from batchq.sweeps import StuckJob, gc_processing
+from batchq.runtime.sweeps import StuckJob, gc_processing
 from tests.support.cli import invoke_batchq
 from tests.support.db import create_database, job_rows, ledger, prepare_database
 from tests.support.harness import FIGURES, Figures, account

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from batchq import Queue
-from batchq.locks import list_locks
+from batchq.coordination.locks import list_locks
 from tests.support.cli import invoke_batchq
 from tests.support.processes import APPS_DIR, batchq_env, wait_for
 

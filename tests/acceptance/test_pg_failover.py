@@ -13,9 +13,9 @@ import psycopg
 import pytest
 
 from batchq import Queue
-from batchq.config import parse_url
+from batchq.core.config import parse_url
 from batchq.errors import BackendUnavailable
-from batchq.sweeps import gc_processing
+from batchq.runtime.sweeps import gc_processing
 from tests.support.db import create_database, job_rows, ledger, prepare_database, sql
 from tests.support.harness import Figures, WorkerPool, account, unfinished
 from tests.support.pgha import STANDBY_NAME, PrimaryStandby

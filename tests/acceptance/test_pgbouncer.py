@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from batchq import Queue
-from batchq.config import parse_url
+from batchq.core.config import parse_url
 from tests.acceptance.test_reliability import kill_at_random
 from tests.support.db import (
     SERVER_URLS,

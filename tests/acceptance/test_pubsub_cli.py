@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from batchq import MessageQueue, Queue
-from batchq.pubsub import failures
-from batchq.timeouts import WATCHDOG_EXIT_STATUS
+from batchq.jobs.timeouts import WATCHDOG_EXIT_STATUS
+from batchq.mq.pubsub import failures
 from tests.support.cli import invoke_batchq
 from tests.support.db import sql
 from tests.support.processes import assert_one_line_error, run_batchq, start_batchq, wait_for

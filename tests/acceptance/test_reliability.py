@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from batchq.sweeps import gc_processing
+from batchq.runtime.sweeps import gc_processing
 from tests.support.db import (
     SERVER_URLS,
     app_connection,

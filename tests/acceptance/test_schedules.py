@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from batchq.cron import parse_cron
+from batchq.jobs.cron import parse_cron
 from tests.support.cli import invoke_batchq
 from tests.support.db import autocommit_connection, job_rows, ledger, run_query, run_query_on
 from tests.support.processes import (

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 GREET = "versioned_jobs:greet"
 NEW_JOBS = 6
 OLD_JOBS = 4
-# A job put back waits 5-7.5 s (batchq.worker.VERSION_WAIT_*, not configurable), then goes to one
+# A job put back waits 5-7.5 s (batchq.runtime.worker.VERSION_WAIT_*, not configurable), then goes to one
 # of the idle workers; when that is the old one, it waits 5-7.5 s again. With both workers polling
 # alike, each worker had even chances (the test took 40-60 s); the new worker's poll interval
 # here gives it the better odds, so most jobs reach it the first time they come due. Who gets a

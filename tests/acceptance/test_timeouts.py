@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from batchq.timeouts import RECORD_WAIT_SECONDS, WATCHDOG_EXIT_STATUS
+from batchq.jobs.timeouts import RECORD_WAIT_SECONDS, WATCHDOG_EXIT_STATUS
 from tests.support.cli import invoke_batchq
 from tests.support.db import SERVER_URLS, app_connection, job_rows, ledger, run_query, run_query_on, sql
 from tests.support.processes import APPS_DIR, assert_one_line_error, batchq_env, run_batchq, wait_for

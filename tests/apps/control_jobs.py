@@ -1,4 +1,4 @@
-"""Tasks that steer their own jobs (batchq.control): tests/contract/test_task_control.py and
+"""Tasks that steer their own jobs (batchq.jobs.control): tests/contract/test_task_control.py and
 tests/acceptance/test_task_control.py. Calls are counted as files in a folder the payload names,
 so that a count survives the worker process."""
 

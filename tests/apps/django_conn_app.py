@@ -19,7 +19,7 @@ import django
 from django.conf import settings
 
 from batchq import MessageQueue, Queue
-from batchq.config import parse_url
+from batchq.core.config import parse_url
 
 
 def databases(url: str) -> dict[str, Any]:

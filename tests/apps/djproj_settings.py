@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from batchq.config import parse_url
 from batchq.contrib.django.compat import DUMMY_BACKEND
+from batchq.core.config import parse_url
 
 URL = os.environ["DJPROJ_URL"]
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import batchq
 from batchq import Queue
-from batchq.registry import list_workers
+from batchq.ops.registry import list_workers
 from tests.support.db import sql  # run in the test's own process (Worker, not `batchq run`)
 
-INTERVAL = 1.0  # batchq.reporting.WRITE_INTERVAL_SECONDS
+INTERVAL = 1.0  # batchq.jobs.reporting.WRITE_INTERVAL_SECONDS
 
 
 def _seen(url: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import sys
 import threading
 
 from batchq import Queue
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.worker import RunOptions, Worker
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ import pytest_asyncio
 
 from batchq import ConfigError, MessageQueue, PayloadError, Queue, QueueFull, TaskError
 from batchq.aio import AsyncMessageQueue, AsyncQueue
-from batchq.config import parse_url
+from batchq.core.config import parse_url
 from tests.support.aio import KINDS, app_conn
 from tests.support.db import SERVER_URLS, autocommit_connection, job_rows, ledger, sql
 from tests.support.processes import run_batchq, start_batchq

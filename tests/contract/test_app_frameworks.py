@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, scoped_session, sessionmaker
 
 from batchq import ConfigError, MessageQueue, Queue, SchemaMissing
-from batchq.config import parse_url
+from batchq.core.config import parse_url
 from tests.contract import test_app_row_shapes as shapes
 from tests.support.db import ledger
 

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from batchq import ConfigError, Queue, QueueFull
-from batchq.sweeps import failure_groups, gc_error
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.sweeps import failure_groups, gc_error
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.cli import invoke_batchq
 from tests.support.db import app_connection, job_rows, run_query, sql
 

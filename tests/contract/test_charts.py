@@ -1,4 +1,4 @@
-"""The dashboard charts' per-minute rollup (batchq.charts, issue 28) on every backend: what a
+"""The dashboard charts' per-minute rollup (batchq.ops.charts, issue 28) on every backend: what a
 sample counts and reads, that one sample a minute does the work, gaps, pruning, and rows
 written by hand with odd values (NULLs, negative counts, future minutes, hostile names), which
 must read as sanely as they can and never fail the reader or the writer."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from batchq import Queue
-from batchq.charts import BACKFILL_MINUTES, OTHER, RETAIN_MINUTES, read, sample
-from batchq.worker import RunOptions, Worker
+from batchq.ops.charts import BACKFILL_MINUTES, OTHER, RETAIN_MINUTES, read, sample
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import sql
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from batchq import ConfigError, Queue
-from batchq.sweeps import gc_error
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.sweeps import gc_error
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import job_rows, run_query, sql
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from batchq import ConfigError, PayloadError, Queue, SchemaMissing, TaskError, TaskNotAllowed
-from batchq.sweeps import gc_error, gc_processing
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.sweeps import gc_error, gc_processing
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.cli import invoke_batchq
 from tests.support.db import (
     SERVER_URLS,
@@ -229,7 +229,7 @@ def test_enqueue_many(queue: Queue) -> None:
 
 def test_enqueue_many_keeps_the_payloads_order_and_none(queue: Queue) -> None:
     """Ids follow the payloads' order (PostgreSQL sends them as one array), None included."""
-    from batchq.serializers import loads
+    from batchq.core.serializers import loads
 
     payloads = [{"n": 1}, None, "x", {"n": 3}]
     assert queue.enqueue_many("jobs:echo", payloads, delay=60) == 4
@@ -241,7 +241,7 @@ def test_enqueue_many_keeps_the_payloads_order_and_none(queue: Queue) -> None:
 def test_enqueue_many_over_several_statements_keeps_order(queue: Queue) -> None:
     """More payloads than one INSERT carries (SQLite: 500 rows a statement): all written, ids in
     the payloads' order across the statements."""
-    from batchq.serializers import loads
+    from batchq.core.serializers import loads
 
     payloads = [{"n": i} for i in range(1203)]
     assert queue.enqueue_many("jobs:echo", payloads, queue="bulk") == 1203
@@ -274,7 +274,7 @@ def test_json_payloads_round_trip_including_unicode(queue: Queue, tmp_path: Path
     payload = {"text": "héllo wörld 🎉 数据", "n": [1, 2.5, None, True], "nested": {"a": {}}}
     queue.enqueue("jobs:echo", payload)
     [row] = sql(queue, "SELECT payload FROM batchq_job")
-    from batchq.serializers import loads
+    from batchq.core.serializers import loads
 
     assert loads(row[0], "json", None) == payload
 

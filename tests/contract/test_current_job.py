@@ -6,7 +6,7 @@ from datetime import datetime
 
 import batchq
 from batchq import Queue
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import run_query
 
 

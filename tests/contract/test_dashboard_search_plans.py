@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from batchq.sqlfiles import queries
+from batchq.backends.sqlfiles import queries
 from tests.support.db import sql
 
 PARAMS = {

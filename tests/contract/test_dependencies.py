@@ -14,10 +14,11 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from batchq import ConfigError, Queue, QueueFull, dependencies
+from batchq import ConfigError, Queue, QueueFull
 from batchq.aio import AsyncQueue
-from batchq.sweeps import gc_error, gc_processing
-from batchq.worker import RunOptions, Worker
+from batchq.jobs import dependencies
+from batchq.runtime.sweeps import gc_error, gc_processing
+from batchq.runtime.worker import RunOptions, Worker
 from tests.apps.dep_jobs import LEDGER_CREATE
 from tests.support.db import app_connection, run_query, sql
 

@@ -9,7 +9,7 @@ import pytest
 
 from batchq import ConfigError, Queue
 from batchq.backends.liveness import owner_name
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import SERVER_URLS, run_query, sql
 from tests.support.processes import wait_for
 from tests.support.rows import ERROR_COUNT_MAX, dead_worker, processing, write_row

@@ -6,8 +6,8 @@ from __future__ import annotations
 import shlex
 
 from batchq import Queue
-from batchq.sweeps import failure_groups, gc_error, gc_processing
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.sweeps import failure_groups, gc_error, gc_processing
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.cli import invoke_batchq
 from tests.support.db import job_rows, sql
 from tests.support.rows import dead_worker, processing, write_row

@@ -13,8 +13,8 @@ import pytest
 import batchq
 from batchq import ConfigError, Queue
 from batchq.backends import create_backend
-from batchq.sweeps import ProcessingReport, gc_processing
-from batchq.worker import RunOptions, RunSummary, Worker
+from batchq.runtime.sweeps import ProcessingReport, gc_processing
+from batchq.runtime.worker import RunOptions, RunSummary, Worker
 from tests.support.db import job_rows, ledger
 from tests.support.queries import query
 

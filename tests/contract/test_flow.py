@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from batchq import ConfigError, Queue
-from batchq.flow import Rate, parse_rate
+from batchq.policy.flow import Rate, parse_rate
+from batchq.runtime.worker import RunOptions, Worker
 from batchq.stores.flow import FlowStore
-from batchq.worker import RunOptions, Worker
 from tests.support.db import job_rows, sql
 
 WORKER = "host:1:00000000"

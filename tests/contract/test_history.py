@@ -10,11 +10,11 @@ from datetime import timedelta
 import pytest
 
 from batchq import ConfigError, Queue
-from batchq.history import KEPT_STATEMENT_BYTES, RESULT_MAX_BYTES, encode_result, prune
-from batchq.job import Kept
-from batchq.metrics import read_finished
-from batchq.sweeps import gc_error
-from batchq.worker import RunOptions, Worker
+from batchq.core.job import Kept
+from batchq.jobs.history import KEPT_STATEMENT_BYTES, RESULT_MAX_BYTES, encode_result, prune
+from batchq.ops.metrics import read_finished
+from batchq.runtime.sweeps import gc_error
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import job_rows, run_query, sql
 from tests.support.processes import batchq_cmd, batchq_env
 

@@ -264,7 +264,7 @@ def test_a_broken_type_fails_its_queues_jobs_and_the_worker_serves_the_others(
 ) -> None:
     """A type written by hand that is no JSON Schema: the jobs of its queue fail with why (a
     human fixes the type, then requeues them); the worker goes on with its other queues."""
-    from batchq.worker import RunOptions, Worker
+    from batchq.runtime.worker import RunOptions, Worker
 
     queue.create_queue("typed", schema={"type": "object"})
     typed = queue.enqueue("jobs:noop", {"a": 1}, queue="typed")

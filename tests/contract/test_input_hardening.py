@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from batchq import ConfigError, MessageQueue, Queue
-from batchq.config import check_queue_name
+from batchq.core.config import check_queue_name
 from tests.support.db import job_rows
 
 # -- item 13: queue names and delays -------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Locks and semaphores (batchq.locks), on every backend, against real servers.
+"""Locks and semaphores (batchq.coordination.locks), on every backend, against real servers.
 
 Expiry is the server's: ttls of about a second, and waiting for the lock to come free, never a
 fake clock for the database. A fake client clock shows the client's time has no say.
@@ -21,7 +21,7 @@ from batchq import (
     LockNotAcquired,
     Queue,
 )
-from batchq.locks import MAX_TOKEN, force_release, list_locks
+from batchq.coordination.locks import MAX_TOKEN, force_release, list_locks
 from tests.support.db import run_query
 from tests.support.processes import wait_for
 
@@ -145,7 +145,7 @@ def test_expired_lock_nobody_took_can_still_be_renewed(queue: Queue) -> None:
 def test_ttl_shorter_than_a_round_trip_still_says_acquired(server_url: str, limit: int) -> None:
     """The holding expires before the answer is back: the answer is still what happened (the
     token advanced, the row names this holder), and renew proves nobody held it in between."""
-    from batchq.config import parse_url
+    from batchq.core.config import parse_url
     from tests.support.tcp_proxy import TcpProxy
 
     port = parse_url(server_url).port or {"mysql": 3306, "postgresql": 5432}[parse_url(server_url).dialect]

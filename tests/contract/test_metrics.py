@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from batchq import Queue
-from batchq.metrics import STATES, read_queues, render
+from batchq.ops.metrics import STATES, read_queues, render
 from tests.support.db import sql
 from tests.support.rows import dead_worker, processing, write_row
 
@@ -141,7 +141,7 @@ def test_workers_by_state_and_schedules_next_slot(queue: Queue, db_url: str) -> 
     import os
     import socket
 
-    from batchq.registry import Registration
+    from batchq.ops.registry import Registration
 
     live = Queue(db_url)
     name = f"{socket.gethostname()}:{os.getpid()}:feed0002"

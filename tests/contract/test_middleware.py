@@ -1,12 +1,12 @@
-"""The middleware seam around each job's call (batchq.calls): Worker(middleware=...)."""
+"""The middleware seam around each job's call (batchq.jobs.calls): Worker(middleware=...)."""
 
 from __future__ import annotations
 
 import pytest
 
 from batchq import ConfigError, Queue
-from batchq.calls import CALLED, Call, CallNext, CallOutcome, Failure
-from batchq.worker import RunOptions, Worker
+from batchq.jobs.calls import CALLED, Call, CallNext, CallOutcome, Failure
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import job_rows
 
 

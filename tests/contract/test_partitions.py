@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from batchq import ConfigError, Queue
-from batchq.partitions import PartitionLease
-from batchq.worker import RunOptions, Worker
+from batchq.coordination.partitions import PartitionLease
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import job_rows, run_query
 
 

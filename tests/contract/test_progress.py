@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from batchq import Queue, reporting
-from batchq.registry import list_workers
+from batchq import Queue
+from batchq.jobs import reporting
+from batchq.ops.registry import list_workers
+from batchq.runtime.worker import RunOptions, Worker
 from batchq.testing import drain, inline
-from batchq.worker import RunOptions, Worker
 from tests.support.db import sql
 
 
@@ -121,7 +122,7 @@ def test_a_database_still_at_023_runs_the_jobs_and_says_why_no_progress(
         sql(progress_queue, f"ALTER TABLE batchq_job DROP COLUMN {column}")
     sql(progress_queue, "DELETE FROM batchq_schema WHERE version >= 24")  # as a database at 023
     job_id = progress_queue.enqueue("progress_tasks:reports_twice", keep_result=True)
-    with caplog.at_level("WARNING", logger="batchq.worker"):
+    with caplog.at_level("WARNING", logger="batchq.runtime.worker"):
         _run(progress_queue)
     assert progress_queue.result(job_id).value == "ok"
     [warning] = [r.getMessage() for r in caplog.records if "progress" in r.getMessage()]

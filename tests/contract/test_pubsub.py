@@ -1,4 +1,4 @@
-"""Topics with subscribers (batchq.pubsub) and the consumer's policies, on every backend."""
+"""Topics with subscribers (batchq.mq.pubsub) and the consumer's policies, on every backend."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from batchq import ConfigError, MessageQueue, PayloadError, QueueNotFound, TaskError
-from batchq.consumer import ConsumeOptions, Consumer, ConsumeSummary
-from batchq.pubsub import failures, load_handlers, subscriber
-from batchq.tasks import Resolver
+from batchq.jobs.tasks import Resolver
+from batchq.mq.pubsub import failures, load_handlers, subscriber
+from batchq.runtime.consumer import ConsumeOptions, Consumer, ConsumeSummary
 from tests.support.db import app_connection
 from tests.support.processes import APPS_DIR
 
@@ -323,7 +323,7 @@ def test_at_most_once_drops_a_failed_message_and_logs_it(
     consume(mq, "orders")
     mq.publish("orders", {"n": 1, "fail_shipping": True})
     mq.publish("orders", {"n": 2})
-    with caplog.at_level(logging.ERROR, logger="batchq.consumer"):
+    with caplog.at_level(logging.ERROR, logger="batchq.runtime.consumer"):
         summary = consume(mq, "orders")
     assert [body["n"] for who, body in calls if who == "shipping"] == [1, 2]  # no retry
     assert summary.dropped == 1

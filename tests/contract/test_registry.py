@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 from batchq import ConfigError, Queue
-from batchq.registry import Registration, list_workers, prune_gone, request_stop
-from batchq.sweeps import gc_processing
-from batchq.worker import RunOptions, Worker
+from batchq.ops.registry import Registration, list_workers, prune_gone, request_stop
+from batchq.runtime.sweeps import gc_processing
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import job_rows, run_query
 from tests.support.processes import wait_for
 

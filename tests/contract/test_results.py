@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from batchq import ConfigError, Enqueued, JobError, JobResult, Queue
-from batchq import results as results_module
-from batchq.worker import RunOptions, Worker
+from batchq.jobs import results as results_module
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import job_rows, ledger, sql
 from tests.support.processes import run_batchq
 
@@ -391,7 +391,7 @@ def test_a_pickled_jobs_value_json_cannot_carry_is_kept_pickled_and_signed(db_ur
     """A job whose enqueuer opted in to pickle (a signed payload) keeps a value JSON cannot carry
     pickled and signed as its payload is; read back only with the secret. JSON values stay JSON,
     and a JSON job's set is still its repr (nobody opted in to pickle there)."""
-    from batchq.history import PICKLED_NOTE
+    from batchq.jobs.history import PICKLED_NOTE
 
     signed = Queue(db_url, task_modules=MODULES, secret=b"s3cret")
     try:

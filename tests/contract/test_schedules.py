@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from batchq.cron import parse_cron
+from batchq.core.serializers import loads
 from batchq.errors import BatchqError, ConfigError, PayloadError, TaskError
-from batchq.schedules import SLOT_KEY, read_schedules_file
-from batchq.serializers import loads
+from batchq.jobs.cron import parse_cron
+from batchq.jobs.schedules import SLOT_KEY, read_schedules_file
 from tests.support.db import job_rows, run_query, sql
 
 EVERY_SECOND = "* * * * * *"
@@ -157,7 +157,7 @@ def test_a_ticker_that_saw_a_slot_another_took_enqueues_nothing(queue: Queue, db
     try:
         (stale,) = other.backend.fetchall("schedules_due")
         assert len(queue.tick().enqueued) == 1
-        from batchq.schedules import TickReport
+        from batchq.jobs.schedules import TickReport
 
         report = TickReport()
         other.schedules._fire(stale, "other:1", report)

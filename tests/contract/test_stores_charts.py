@@ -1,5 +1,5 @@
 """The chart store's contract (batchq.stores.charts): each method called directly, on every
-dialect. What batchq.charts builds on it (one sample a minute, backfill, top queues and
+dialect. What batchq.ops.charts builds on it (one sample a minute, backfill, top queues and
 "other") is tested in test_charts.py; here the rollup's operations alone."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from batchq import Queue
+from batchq.runtime.worker import RunOptions, Worker
 from batchq.stores.charts import ChartBucket, ChartClock, ChartStore, MinuteCount, MinuteSample
-from batchq.worker import RunOptions, Worker
 from tests.contract.test_charts import write
 
 

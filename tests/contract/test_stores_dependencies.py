@@ -1,7 +1,7 @@
 """The dependency store's contract (batchq.stores.dependencies): each method called directly, on
 every dialect.
 
-What batchq.dependencies builds on it (enqueue(after=), the worker's finish, the failure of
+What batchq.jobs.dependencies builds on it (enqueue(after=), the worker's finish, the failure of
 dependants, the sweep) is tested in test_dependencies.py; here the operations alone, so that a
 dialect's store can be checked by itself. Jobs are made with Queue.enqueue; a claim is made by
 hand (its status and token), as a worker's would leave it.
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from batchq.job import Kept
+from batchq.core.job import Kept
+from batchq.runtime.worker import RunOptions, Worker
 from batchq.stores.dependencies import DependencyStore, Orphan, Parent, PostgreSQLDependencyStore, WaitingFor
-from batchq.worker import RunOptions, Worker
 from tests.support.db import sql
 
 TOKEN = "claim-token-1"

@@ -10,6 +10,7 @@ import time
 
 from batchq import Queue
 from batchq.backends.liveness import owner_name
+from batchq.runtime.worker import RunOptions, Worker
 from batchq.stores.inspection import (
     ClaimHolder,
     FinishedJobs,
@@ -19,7 +20,6 @@ from batchq.stores.inspection import (
     SearchWindow,
     StoredPayload,
 )
-from batchq.worker import RunOptions, Worker
 from tests.support.db import SERVER_URLS, run_query
 from tests.support.rows import dead_worker, processing, write_row
 

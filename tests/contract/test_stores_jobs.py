@@ -15,7 +15,7 @@ import pytest
 
 from batchq import Queue
 from batchq.backends import DuplicateKey
-from batchq.job import Job, Kept
+from batchq.core.job import Job, Kept
 from batchq.stores.jobs import JobStore, MySQLJobStore, PostgreSQLJobStore, SQLiteJobStore
 from tests.support.db import app_connection, job_rows, run_query, sql
 

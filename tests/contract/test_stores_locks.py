@@ -1,6 +1,6 @@
 """The lock store's contract (batchq.stores.locks): each method called directly, on every dialect.
 
-What batchq.locks builds on it (polling, LockLost, semaphores as handles) is tested in
+What batchq.coordination.locks builds on it (polling, LockLost, semaphores as handles) is tested in
 test_locks.py; here the operations alone, so that a dialect's store can be checked by itself.
 """
 

@@ -16,9 +16,9 @@ import pytest
 from batchq import MessageQueue, PayloadError
 from batchq.backends import Row
 from batchq.mq.checks import _filter_paths, _filter_text
+from batchq.policy.typed import schema_hash
 from batchq.stores.message_views import MessageViewStore
 from batchq.stores.messages import MessageStore, MySQLMessageStore, PostgreSQLMessageStore, SendSettings
-from batchq.typed import schema_hash
 
 S = "store_q"  # the queue these tests create through the store (the mq fixture has made "mail")
 UNTYPED = schema_hash(None)

@@ -1,4 +1,4 @@
-"""Control from inside a task (issue 30, part 3; batchq.control): Snooze, Discard and @task's
+"""Control from inside a task (issue 30, part 3; batchq.jobs.control): Snooze, Discard and @task's
 retry_on/discard_on/max_snoozes, on every backend, through batchq's own Worker (the claim, the
 chain and the finishes of `batchq run`)."""
 
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from batchq.calls import LAST_ERROR_MAX_CHARS
-from batchq.sweeps import gc_error
+from batchq.jobs.calls import LAST_ERROR_MAX_CHARS
+from batchq.runtime.sweeps import gc_error
+from batchq.runtime.worker import RunOptions, RunSummary, Worker
 from batchq.testing import drain, inline
-from batchq.worker import RunOptions, RunSummary, Worker
 from tests.support.db import run_query
 
 TASKS = "control_jobs"
@@ -169,12 +169,15 @@ def test_discard_fails_for_good_with_its_reason_and_its_dependants_fail(q: Queue
     summary = run(q)
     assert (summary.errors, summary.succeeded) == (1, 0)
     row = control(q, parent)
-    assert (row["status"], row["errors"], row["error_class"]) == ("failed", 1, "batchq.control.Discard")
+    assert (row["status"], row["errors"], row["error_class"]) == ("failed", 1, "batchq.jobs.control.Discard")
     assert row["last_error"].startswith("Discard: the order was cancelled\n")
     result = q.result(parent)
     assert result.status == "failed" and result.error is not None
     error = result.error
-    assert (error.exception_class, error.message) == ("batchq.control.Discard", "the order was cancelled")
+    assert (error.exception_class, error.message) == (
+        "batchq.jobs.control.Discard",
+        "the order was cancelled",
+    )
     child_row = control(q, child)
     assert child_row["status"] == "failed"
     assert child_row["last_error"] == f"DependencyFailed: parent job {parent} failed for good"
@@ -216,7 +219,7 @@ def test_a_timeout_is_retried_whatever_retry_on_says(q: Queue) -> None:
     assert summary.timed_out == 1
     row = control(q, job_id)
     assert (row["status"], row["errors"]) == ("scheduled", 1)
-    assert row["error_class"] == "batchq.timeouts.JobTimeout"
+    assert row["error_class"] == "batchq.jobs.timeouts.JobTimeout"
 
 
 # -- batchq.testing ---------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 
 import batchq
 from batchq import ConfigError, Queue
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import job_rows, run_query
 
 

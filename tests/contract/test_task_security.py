@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from batchq import Queue, TaskError, TaskNotAllowed
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import job_rows
 from tests.support.tasks import HOSTILE, hostile_payload
 

@@ -16,7 +16,7 @@ import pytest
 import versioned_jobs
 
 from batchq import ConfigError, Queue
-from batchq.worker import VERSION_WAIT_MAX_SECONDS, VERSION_WAIT_MIN_SECONDS, RunOptions, Worker
+from batchq.runtime.worker import VERSION_WAIT_MAX_SECONDS, VERSION_WAIT_MIN_SECONDS, RunOptions, Worker
 from tests.support.db import job_rows, run_query
 
 GREET = "versioned_jobs:greet"

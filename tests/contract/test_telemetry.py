@@ -1,4 +1,4 @@
-"""Hooks around enqueue and around each job (batchq.hooks), and OpenTelemetry's spans through them
+"""Hooks around enqueue and around each job (batchq.jobs.hooks), and OpenTelemetry's spans through them
 (batchq.contrib.otel), on every backend: the trace context goes from the enqueue into the row and
 back out to the job's span (issue 28, part 5)."""
 
@@ -14,9 +14,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from batchq import ConfigError, PayloadError, Queue
-from batchq.calls import Call, CallOutcome
 from batchq.contrib.otel import EnqueueSpans, JobSpans, install
-from batchq.hooks import (
+from batchq.jobs.calls import Call, CallOutcome
+from batchq.jobs.hooks import (
     ENQUEUE_LAYERS,
     Enqueue,
     EnqueueNext,
@@ -24,7 +24,7 @@ from batchq.hooks import (
     around_job,
     remove_enqueue_middleware,
 )
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import job_rows, sql
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -117,7 +117,7 @@ def test_a_bad_trace_context_is_refused_before_anything_is_written(
 def test_process_wide_enqueue_middleware_runs_for_every_queue_until_removed(queue: Queue) -> None:
     calls: list[str] = []
     layer = around_enqueue(before=lambda e: calls.append(e.task))
-    from batchq.hooks import add_enqueue_middleware
+    from batchq.jobs.hooks import add_enqueue_middleware
 
     add_enqueue_middleware(layer)
     try:

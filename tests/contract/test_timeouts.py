@@ -14,9 +14,9 @@ import pytest
 
 import batchq
 from batchq import ConfigError, Queue
-from batchq.failures import timeout_fingerprint
-from batchq.sweeps import failure_groups
-from batchq.worker import RunOptions, RunSummary, Worker
+from batchq.core.failures import timeout_fingerprint
+from batchq.runtime.sweeps import failure_groups
+from batchq.runtime.worker import RunOptions, RunSummary, Worker
 from tests.support.db import job_rows, sql
 
 SPIN = "timeout_jobs:spin"

@@ -15,7 +15,7 @@ import pytest
 
 from batchq import MessageQueue, Queue
 from batchq.errors import ConfigError, PayloadError, PayloadInvalid
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import job_rows, run_query
 from tests.support.processes import APPS_DIR, batchq_env
 

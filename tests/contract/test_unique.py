@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from batchq import ConfigError, Enqueued, Queue
-from batchq.sweeps import gc_error, gc_processing
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.sweeps import gc_error, gc_processing
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import app_connection, job_rows, run_query
 
 

@@ -19,9 +19,9 @@ import versioned_jobs
 
 from batchq import MessageQueue, Queue, QueueFull
 from batchq.backends import create_backend
-from batchq.sqlfiles import migrations
-from batchq.sweeps import gc_error, gc_processing
-from batchq.worker import RunOptions, Worker
+from batchq.backends.sqlfiles import migrations
+from batchq.runtime.sweeps import gc_error, gc_processing
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import job_rows, run_query, sibling_database_url, sql
 from tests.support.rows import dead_worker
 
@@ -303,7 +303,7 @@ def test_upgrade_from_007_keeps_messages_and_adds_subscriptions(backend_name: st
     016 (subscriptions, the archive's error column) and every other migration; topics work at once
     after it. The jobs beside them still run."""
     from batchq import MessageQueue
-    from batchq.pubsub import failures
+    from batchq.mq.pubsub import failures
 
     queue = Queue(url_at_007, task_modules=["jobs"])
     run_query(queue, "job_insert_as_002_wrote_it", {"task": "jobs:noop", "status": "ready", "due_in": 0,

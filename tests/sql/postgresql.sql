@@ -271,7 +271,7 @@ INSERT INTO test_stamp (n, started) VALUES (%(n)s, clock_timestamp());
 SELECT statement_timestamp() AS now;
 
 -- name: job_control
--- What a task's control (batchq.control) leaves on its job's row.
+-- What a task's control (batchq.jobs.control) leaves on its job's row.
 SELECT status, error_count, snoozes, last_error, error_class, snoozed_at IS NOT NULL AS snoozed
 FROM batchq_job WHERE id = %(id)s;
 

@@ -212,7 +212,7 @@ INSERT INTO test_stamp (n, started) VALUES (:n, strftime('%Y-%m-%d %H:%M:%f', 'n
 SELECT strftime('%Y-%m-%d %H:%M:%f', 'now') AS now;
 
 -- name: job_control
--- What a task's control (batchq.control) leaves on its job's row.
+-- What a task's control (batchq.jobs.control) leaves on its job's row.
 SELECT status, error_count, snoozes, last_error, error_class, snoozed_at IS NOT NULL AS snoozed
 FROM batchq_job WHERE id = :id;
 

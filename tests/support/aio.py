@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from batchq.config import parse_url
+from batchq.core.config import parse_url
 
 # Per backend: the kinds of connection an asyncio app hands to conn=.
 KINDS = {

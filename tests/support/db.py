@@ -17,7 +17,7 @@ from typing import Any
 from batchq import Queue
 from batchq.backends import create_backend
 from batchq.backends.schema import migrate
-from batchq.config import parse_url
+from batchq.core.config import parse_url
 from tests.support.queries import query
 
 ALL_BACKENDS = ("sqlite", "mysql", "postgresql")

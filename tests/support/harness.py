@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from typing import IO
 
 from batchq import Queue
-from batchq.sweeps import ProcessingReport, gc_processing
+from batchq.runtime.sweeps import ProcessingReport, gc_processing
 from tests.support.db import ledger, run_query, sql
 from tests.support.processes import batchq_cmd, batchq_env, wait_for
 

@@ -65,10 +65,10 @@ def spawn_batchq(url: str, *args: str, **env: str) -> subprocess.Popen[str]:
 
 
 def wait_for_worker(backend: Any, proc: subprocess.Popen[str], timeout: float = 60.0) -> None:
-    """Wait until the worker process ``proc`` is registered (batchq.registry): connected, holding
+    """Wait until the worker process ``proc`` is registered (batchq.ops.registry): connected, holding
     its liveness, handling SIGTERM; next it claims. A loaded machine takes seconds to get there.
     Its own row, by pid: an earlier test's worker may have left one in this database."""
-    from batchq.registry import list_workers
+    from batchq.ops.registry import list_workers
 
     wait_for(lambda: any(info.pid == proc.pid for info in list_workers(backend)), timeout=timeout)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from batchq.sqlfiles import parse_queries
+from batchq.backends.sqlfiles import parse_queries
 
 SQL_DIR = Path(__file__).resolve().parent.parent / "sql"
 DIALECTS = ("mysql", "postgresql", "sqlite")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from batchq import Queue
-from batchq.metrics import render
+from batchq.ops.metrics import render
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy" / "prometheus" / "batchq-alerts.yml"

@@ -1,4 +1,4 @@
-"""batchq.appconn without a database: every conn= entry point unwraps what the app holds, and
+"""batchq.backends.appconn without a database: every conn= entry point unwraps what the app holds, and
 what cannot be written on is refused by name."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import sqlite3
 
 import pytest
 
-from batchq import ConfigError, MessageQueue, Queue, pubsub
-from batchq.appconn import driver_connection
+from batchq import ConfigError, MessageQueue, Queue
+from batchq.backends.appconn import driver_connection
+from batchq.mq import pubsub
 
 
 def conn_methods() -> list[tuple[str, object]]:

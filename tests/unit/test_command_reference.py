@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 
-from batchq.metrics import STATES
+from batchq.ops.metrics import STATES
 from scripts.command_reference import PAGE, render, render_page
 from tests.support.processes import ROOT
 

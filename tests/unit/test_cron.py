@@ -1,4 +1,4 @@
-"""Cron slots (batchq.cron): croniter expressions in a time zone, daylight saving, and what a tick
+"""Cron slots (batchq.jobs.cron): croniter expressions in a time zone, daylight saving, and what a tick
 enqueues under each catch-up policy. No database: ``plan`` is given the server's clock.
 
 The catch-up tests read that clock from freezegun. The DST nights step a clock of their own:
@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from freezegun import freeze_time
 
-from batchq.cron import ON_TIME_SECONDS, Cron, parse_cron, plan
 from batchq.errors import ConfigError
+from batchq.jobs.cron import ON_TIME_SECONDS, Cron, parse_cron, plan
 
 BERLIN = ZoneInfo("Europe/Berlin")
 

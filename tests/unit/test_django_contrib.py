@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from batchq.config import parse_url
 from batchq.contrib.django import entry
 from batchq.contrib.django.settings import DEFAULT_MAX_ERRORS, read_options, url_of_database
+from batchq.core.config import parse_url
 from batchq.errors import TaskError
-from batchq.tasks import Resolver
+from batchq.jobs.tasks import Resolver
 
 
 def test_options_default_to_the_app_database() -> None:

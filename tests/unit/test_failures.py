@@ -1,4 +1,4 @@
-"""Failure fingerprints and groups (batchq.failures), without a database."""
+"""Failure fingerprints and groups (batchq.core.failures), without a database."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import types
 
 import pytest
 
-from batchq.failures import fingerprint, fingerprint_of, fingerprint_of_text, group_failures, masked
-from batchq.sweeps import FailedJob
+from batchq.core.failures import fingerprint, fingerprint_of, fingerprint_of_text, group_failures, masked
+from batchq.runtime.sweeps import FailedJob
 
 
 @pytest.mark.parametrize(

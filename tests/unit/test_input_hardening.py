@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from batchq import ConfigError
-from batchq.config import driver_options, lease_seconds, parse_duration, parse_url, redact
+from batchq.core.config import driver_options, lease_seconds, parse_duration, parse_url, redact
 
 
 def test_slot_key_is_the_resolved_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from batchq.slots import database_key
+    from batchq.coordination.slots import database_key
 
     monkeypatch.chdir(tmp_path)
     here = database_key(parse_url("sqlite:///jobs.db"))
@@ -119,12 +119,12 @@ def test_lease_options_are_batchqs_own_and_never_reach_the_driver() -> None:
 )
 def test_one_duration_parser(value: Any, seconds: float) -> None:
     """The job queue and the message queue take the same delays: config.parse_duration's."""
-    import batchq.jobspec
+    import batchq.jobs.jobspec
     import batchq.mq.archive
     import batchq.mq.checks
     import batchq.mq.reading
     import batchq.queue
-    from batchq.config import parse_when
+    from batchq.core.config import parse_when
 
     assert parse_duration(value) == seconds
     assert parse_when(value) == (seconds, None)
@@ -132,6 +132,6 @@ def test_one_duration_parser(value: Any, seconds: float) -> None:
     mq_modules = (batchq.mq.archive, batchq.mq.reading)
     assert all(module.parse_duration is parse_duration for module in mq_modules)
     # A delay, jobs' and messages' alike (issue 23, item 5): one reading, durations or datetimes.
-    # batchq.jobspec builds every job's options (issue 25, step 1)
-    assert batchq.jobspec.parse_when is parse_when and batchq.mq.checks.parse_when is parse_when
+    # batchq.jobs.jobspec builds every job's options (issue 25, step 1)
+    assert batchq.jobs.jobspec.parse_when is parse_when and batchq.mq.checks.parse_when is parse_when
     assert not hasattr(batchq.queue, "_delay_seconds") and not hasattr(batchq.mq.checks, "_seconds")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from batchq.serializers import _JSON, MAX_JSON_DEPTH, json_depth
+from batchq.core.serializers import _JSON, MAX_JSON_DEPTH, json_depth
 
 TRICKY = ["[", "]", "{", "}", '"', "\\", '\\"', '"[', "\\\\", "é[", "\n", "]]]]", '\\"{{', "\\u0000"]
 

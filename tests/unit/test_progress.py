@@ -1,4 +1,4 @@
-"""batchq.progress(): what it accepts, what it stores, and the throttle (batchq.reporting)."""
+"""batchq.progress(): what it accepts, what it stores, and the throttle (batchq.jobs.reporting)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 import batchq
 from batchq import ConfigError
-from batchq.reporting import REPORTS_KEPT, Report, Tracker, checked_report, tracking
-from batchq.stored import stored_fraction
+from batchq.core.stored import stored_fraction
+from batchq.jobs.reporting import REPORTS_KEPT, Report, Tracker, checked_report, tracking
 
 
 @pytest.mark.parametrize("fraction", [0, 0.0, 1, 1.0, 0.5, Fraction(1, 3), 5e-324])

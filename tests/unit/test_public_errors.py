@@ -22,7 +22,7 @@ def test_every_error_of_batchq_errors_is_exported_at_the_top_level() -> None:
 
 
 def test_payload_invalid_is_the_one_typed_queues_raise() -> None:
-    from batchq.typed import PayloadInvalid
+    from batchq.policy.typed import PayloadInvalid
 
     assert batchq.PayloadInvalid is PayloadInvalid
     assert issubclass(batchq.PayloadInvalid, batchq.ConfigError)

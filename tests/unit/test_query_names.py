@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from batchq.sqlfiles import queries
+from batchq.backends.sqlfiles import queries
 from tests.support.queries import DIALECTS, named_queries
 
 # batchq's own queries (sql/<dialect>/*.sql).

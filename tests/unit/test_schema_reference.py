@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from batchq.sqlfiles import migrations
+from batchq.backends.sqlfiles import migrations
 from scripts import schema_reference
 from scripts.schema_reference import DIALECTS, PAGES, render, tables
 

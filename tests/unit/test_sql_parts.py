@@ -1,4 +1,4 @@
-"""SQL parts (batchq.sqlfiles): a piece of SQL that several statements of a dialect share, put in
+"""SQL parts (batchq.backends.sqlfiles): a piece of SQL that several statements of a dialect share, put in
 where a statement names it on a line of its own."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from importlib.resources.abc import Traversable
 
 import pytest
 
-from batchq.sqlfiles import SQL_PACKAGE, parse_queries, queries
+from batchq.backends.sqlfiles import SQL_PACKAGE, parse_queries, queries
 from tests.support.queries import DIALECTS
 
 FILE = """

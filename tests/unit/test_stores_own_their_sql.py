@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from batchq.sqlfiles import parse_queries
+from batchq.backends.sqlfiles import parse_queries
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "batchq"

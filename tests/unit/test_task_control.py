@@ -1,4 +1,4 @@
-"""batchq.control without a database: what Snooze and Discard accept, and @task's retry_on,
+"""batchq.jobs.control without a database: what Snooze and Discard accept, and @task's retry_on,
 discard_on and max_snoozes checked where the task is defined."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 import batchq
 from batchq import ConfigError, Discard, Snooze
-from batchq.control import PLAIN, TaskControl, task_control
-from batchq.job import Job, calling, current_job
+from batchq.core.job import Job, calling, current_job
+from batchq.jobs.control import PLAIN, TaskControl, task_control
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from batchq import ConfigError, TaskError, TaskNotAllowed, task
-from batchq.tasks import Resolver, check_task_name
-from batchq.worker import _describe_error
+from batchq.jobs.tasks import Resolver, check_task_name
+from batchq.runtime.worker import _describe_error
 from tests.support.tasks import ALLOWED
 
 

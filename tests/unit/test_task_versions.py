@@ -9,7 +9,7 @@ import pytest
 import batchq
 from batchq import ConfigError
 from batchq.errors import PayloadError
-from batchq.tasks import UpgradeFailed, stored_version, task_version, upgrade_payload
+from batchq.jobs.tasks import UpgradeFailed, stored_version, task_version, upgrade_payload
 
 
 def step(payload: Any) -> Any:

@@ -10,10 +10,10 @@ import pytest
 
 import batchq
 from batchq import ConfigError
-from batchq.config import parse_timeout
-from batchq.failures import timeout_fingerprint
-from batchq.job import Job
-from batchq.timeouts import _not_to_interrupt, job_timeout, stored_timeout, timeout_text
+from batchq.core.config import parse_timeout
+from batchq.core.failures import timeout_fingerprint
+from batchq.core.job import Job
+from batchq.jobs.timeouts import _not_to_interrupt, job_timeout, stored_timeout, timeout_text
 
 
 def job(timeout: Any) -> Job:
@@ -94,10 +94,11 @@ def test_jobtimeout_never_lands_in_the_workers_bookkeeping_or_asyncio() -> None:
     import asyncio.base_events
     import selectors
 
-    import batchq.timeouts
-    import batchq.worker
+    import batchq.jobs.timeouts
+    import batchq.runtime.worker
 
-    assert _not_to_interrupt(batchq.worker.__file__) and _not_to_interrupt(batchq.timeouts.__file__)
+    assert _not_to_interrupt(batchq.runtime.worker.__file__)
+    assert _not_to_interrupt(batchq.jobs.timeouts.__file__)
     assert _not_to_interrupt(asyncio.base_events.__file__)
     assert not _not_to_interrupt(__file__)  # a task's code
     assert not _not_to_interrupt(selectors.__file__)  # an event loop waiting for something to do

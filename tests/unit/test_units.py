@@ -9,10 +9,10 @@ import pytest
 from freezegun import freeze_time
 
 from batchq import ConfigError, PayloadError, SignatureError, TaskError, TaskNotAllowed
-from batchq.config import DEFAULT_LEASE_SECONDS, driver_options, lease_seconds, parse_duration, parse_url
-from batchq.serializers import dumps, loads
-from batchq.tasks import Resolver
-from batchq.worker import BACKOFF_MAX_SECONDS, retry_delay
+from batchq.core.config import DEFAULT_LEASE_SECONDS, driver_options, lease_seconds, parse_duration, parse_url
+from batchq.core.serializers import dumps, loads
+from batchq.jobs.tasks import Resolver
+from batchq.runtime.worker import BACKOFF_MAX_SECONDS, retry_delay
 
 
 def test_urls() -> None:

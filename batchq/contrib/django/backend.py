@@ -3,7 +3,7 @@ on a batchq queue.
 
 ``task.enqueue(...)`` writes one batchq job on the Django connection of the backend's
 DATABASE, so inside ``transaction.atomic()`` the job commits or rolls back with the block;
-``get_result(id)`` reads the job's state and kept result (batchq.results). Workers are
+``get_result(id)`` reads the job's state and kept result (batchq.jobs.results). Workers are
 ``manage.py batchq run`` (batchq.contrib.django.registry says what they may call).
 """
 
@@ -18,7 +18,7 @@ from django.core import checks
 from django.db import connections
 from django.utils import timezone
 
-from ...config import check_queue_name
+from ...core.config import check_queue_name
 from ...errors import ConfigError
 from ...queue import Queue
 from . import results
@@ -112,7 +112,7 @@ class BatchqBackend(BaseTaskBackend):
         parents = current_parents()  # batchq.contrib.django.after: Django's API has no place for it
         if parents is not None:
             options["after"] = parents
-        # The alias's Django connection: inside atomic() the job joins the block (batchq.appconn).
+        # The alias's Django connection: inside atomic() the job joins the block (batchq.backends.appconn).
         options["conn"] = self._connection()
         return self.queue().enqueue(register(task), payload, **options)
 

@@ -17,9 +17,9 @@ from typing import Any
 from django.db import close_old_connections
 from django.utils import timezone
 
-from ...control import Snooze as _Snooze  # private: this module is on the allow-list
+from ...core.job import current_job
 from ...errors import PayloadError
-from ...job import current_job
+from ...jobs.control import Snooze as _Snooze  # private: this module is on the allow-list
 from .compat import (
     TaskContext,
     TaskError,
@@ -57,7 +57,7 @@ class DjangoTask:
                 value = task.call(*args, **kwargs)
             value = normalize_json(value)  # a value JSON cannot carry fails the task, as Django's do
         except _Snooze:
-            raise  # put back for later, not finished: the worker snoozes the job (batchq.control)
+            raise  # put back for later, not finished: the worker snoozes the job (batchq.jobs.control)
         except BaseException as exc:
             _finished(result, backend_type, TaskResultStatus.FAILED, exc)
             raise

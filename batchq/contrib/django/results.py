@@ -18,7 +18,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from ...backends import stored_text
-from ...job import JOB_ID_RANGE
+from ...core.job import JOB_ID_RANGE
 from .compat import TaskError, TaskResult, TaskResultDoesNotExist, TaskResultStatus
 from .entry import DEFAULT_ALIAS
 from .registry import discover, registered_task

@@ -26,9 +26,9 @@ from urllib.parse import quote
 
 from django.core.exceptions import ImproperlyConfigured
 
-from ...config import check_queue_name, parse_url
+from ...core.config import check_queue_name, parse_url
 from ...errors import ConfigError
-from ...tasks import keep_result_seconds
+from ...jobs.tasks import keep_result_seconds
 
 KNOWN_OPTIONS = {"DATABASE", "URL", "MAX_ERRORS", "KEEP_RESULT", "TASK_MODULES"}
 DEFAULT_MAX_ERRORS = 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from batchq import Queue
-from batchq.metrics import read_queues
+from batchq.ops.metrics import read_queues
 from tests.support.db import sql
 from tests.support.rows import write_row
 

@@ -87,7 +87,7 @@ def test_mysql_enqueue_on_the_callers_connection_needs_no_connection_of_its_own(
 ) -> None:
     """The URL's credentials may differ from the application's: batchq asks the app's session."""
     from batchq import MessageQueue
-    from batchq.config import parse_url
+    from batchq.core.config import parse_url
 
     url = parse_url(db_url)
     unusable = f"mysql://nobody:wrong@{url.host}:{url.port or 3306}/{url.database}"

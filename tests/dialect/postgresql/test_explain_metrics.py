@@ -7,7 +7,7 @@ import pytest
 
 from batchq import Queue
 from batchq.dashboard.reads import job_page
-from batchq.metrics import read_queues
+from batchq.ops.metrics import read_queues
 from tests.support.db import sql
 from tests.support.rows import dead_worker, processing, write_row
 

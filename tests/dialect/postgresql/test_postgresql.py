@@ -16,8 +16,8 @@ from batchq.backends import create_backend, postgresql
 from batchq.backends.postgresql import liveness_key
 from batchq.backends.schema import migrate
 from batchq.errors import BackendError, BackendUnavailable
-from batchq.sweeps import gc_error, gc_processing
-from batchq.worker import RunOptions, Worker
+from batchq.runtime.sweeps import gc_error, gc_processing
+from batchq.runtime.worker import RunOptions, Worker
 from tests.support.db import SERVER_URLS, create_database, job_rows, run_query, selected_backends, sql
 from tests.support.processes import start_batchq, wait_for, wait_for_worker
 from tests.support.queries import query
@@ -300,7 +300,7 @@ def _walk(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def test_error_with_a_nul_byte_is_recorded(pg_queue: Queue) -> None:
-    from batchq.worker import RunOptions, Worker
+    from batchq.runtime.worker import RunOptions, Worker
 
     pg_queue.enqueue("jobs:fail_with_nul")
     Worker(pg_queue, RunOptions()).run()

@@ -23,7 +23,7 @@ from django.db import connections
 from batchq.cli import cli
 from batchq.contrib.django.compat import TASKS_LOGGER, InvalidTaskBackend, task_backends
 from batchq.contrib.django.registry import ENTRY_MODULE, discover
-from batchq.tasks import modules_from_env, split_modules
+from batchq.jobs.tasks import modules_from_env, split_modules
 
 PROG = "manage.py batchq"
 

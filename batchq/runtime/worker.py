@@ -1,0 +1,805 @@
+"""`batchq run`: claim one job per short transaction, call it, record the outcome."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import random
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from ..backends import Backend, TransientError, stored_count, stored_seconds
+from ..backends.liveness import owner_name
+from ..coordination.partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
+from ..core.config import counted, parse_timeout
+from ..core.failures import fingerprint_of, timeout_fingerprint
+from ..core.job import Claim, Job, Kept
+from ..errors import BackendError, BackendUnavailable, ConfigError
+from ..jobs.calls import (
+    CALLED,
+    FINISHED,
+    INVALID,
+    LAST_ERROR_MAX_CHARS,
+    NEWER_VERSION,
+    SNOOZED,
+    STALE,
+    TIMEOUT_CLASS,
+    Busy,
+    Call,
+    CallNext,
+    CallOutcome,
+    Control,
+    Failure,
+    FinishInTransaction,
+    Metering,
+    Middleware,
+    NewerVersion,
+    PayloadCheck,
+    Prepare,
+    Tasks,
+    Timeouts,
+    chain,
+    invoke,
+)
+from ..jobs.calls import describe_error as _describe_error  # noqa: F401  (tests/unit/test_task_security.py)
+from ..jobs.control import snooze_limit_error
+from ..jobs.dependencies import finish_parents
+from ..jobs.heartbeat import DEFAULT_HEARTBEAT_SECONDS
+from ..jobs.history import KEPT_STATEMENT_BYTES, Usage
+from ..jobs.jobspec import check_trace_context
+from ..jobs.reporting import Reporting
+from ..jobs.tasks import (
+    stored_version,
+    task_policy,
+)
+from ..jobs.timeouts import (
+    DEFAULT_GRACE_SECONDS,
+    RETRY_FLOOR_SECONDS,
+    WATCHDOG_EXIT_STATUS,
+    Watch,
+    timed_out,
+    timeout_text,
+)
+from ..ops.registry import Registration
+from ..policy.flow import QueueLimits
+from ..policy.typed import QueueType
+from ..queue import Queue
+from .runner import Limits, Runner
+
+log = logging.getLogger("batchq.runtime.worker")
+
+BACKOFF_BASE_SECONDS = 10.0
+BACKOFF_MAX_SECONDS = 3600.0
+TICK_SECONDS = 1.0  # how often a busy worker promotes due scheduled jobs and reads paused queues
+PARTITION_TRIES = 3  # partitions a claim tries before the worker counts as idle
+# The shortest sleep of a worker held back by a rate limit: a start allowed "now" on the
+# database's clock (its times are rounded to the millisecond on SQLite) is never a busy loop.
+HELD_PAUSE_MIN_SECONDS = 0.005
+# Its longest: the sleep is cut into pieces so that the worker still ticks (`batchq stop`, due
+# scheduled jobs) and keeps to --max-seconds while a rate of, say, 100/h holds it back.
+HELD_PAUSE_MAX_SECONDS = 5.0
+# A job of a newer task version than this worker knows waits a tenth of its age, within these
+# bounds, times a random spread, before a worker claims it again (job_wait_for_version).
+VERSION_WAIT_MIN_SECONDS = 5.0
+VERSION_WAIT_MAX_SECONDS = 60.0
+VERSION_WAIT_SPREAD = 0.5
+VERSION_WAIT_NOTE_MAX_CHARS = 255
+# job_error's measurements of a try that was not measured (failed outside Metering, or abandoned)
+NOT_MEASURED: dict[str, Any] = {"wall": None, "cpu": None, "peak": None, "growth": None}
+
+
+def retry_delay(
+    error_count: int, base: float = BACKOFF_BASE_SECONDS, cap: float = BACKOFF_MAX_SECONDS
+) -> float:
+    """Seconds before the next try after the ``error_count``-th failure: base * 2^(n-1), capped.
+
+    error_count goes up to 65535 (and further in a row written by hand): the doublings past the
+    cap are never computed, so the power cannot overflow a float.
+    """
+    if base <= 0 or cap <= 0:
+        return max(min(base, cap), 0.0)
+    doublings = max(error_count - 1, 0)
+    if doublings >= math.log2(cap) - math.log2(base):
+        return cap
+    return min(math.ldexp(base, doublings), cap)
+
+
+@dataclass
+class RunOptions:
+    queues: tuple[str, ...] = ("default",)
+    max_jobs: int | None = None
+    max_seconds: float | None = None
+    wait: float = 0.0  # keep polling an empty queue this long before exiting
+    poll_interval: float = 1.0
+    handler: Callable[..., Any] | None = None
+    batch_size: int = 1  # >1: claim that many per transaction and delete the successes together
+    backoff_base: float = BACKOFF_BASE_SECONDS
+    heartbeat: float = DEFAULT_HEARTBEAT_SECONDS  # ping the idle session this often during a job
+    # "partition": claim within one leased partition at a time (batchq.coordination.partitions)
+    claim: str = "row"
+    jobs_per_lease: int = DEFAULT_JOBS_PER_LEASE  # with claim="partition": then lease another
+    keep: bool = False  # keep every finished job in the history, whatever its queue's keep_for
+    timeout: float | None = None  # how long a job may run, unless its own or its task's says
+    timeout_grace: float = DEFAULT_GRACE_SECONDS  # then how long it may take to stop (batchq.jobs.timeouts)
+
+
+@dataclass
+class RunSummary:
+    succeeded: int = 0
+    errors: int = 0
+    stale_finishes: int = 0  # finishes fenced off because a sweep had taken the job back
+    timed_out: int = 0  # errors that were timeouts
+    version_waits: int = 0  # jobs put back, uncounted: their task's version is newer than ours
+    snoozed: int = 0  # tries that raised batchq.Snooze: put back for later, uncounted as errors
+    reconnects: int = 0
+    # The most recent job ids, in the order run (bounded: a --wait worker may run for months).
+    job_ids: deque[int] = field(default_factory=lambda: deque(maxlen=10_000))
+
+    @property
+    def processed(self) -> int:
+        """Jobs called: a snooze too, so that --max-jobs bounds a worker whose job snoozes 0s."""
+        return self.succeeded + self.errors + self.snoozed
+
+
+class Worker:
+    """`batchq run`'s loop: claim jobs, hand each to the middleware chain, record the outcome.
+
+    ``middleware`` (batchq.jobs.calls): your own, run outermost around each job's call (drain()
+    notes outcomes there)."""
+
+    def __init__(
+        self, queue: Queue, options: RunOptions | None = None, middleware: Sequence[Middleware] = ()
+    ) -> None:
+        self.queue = queue
+        self.options = options or RunOptions()
+        self.name = owner_name()
+        self.summary = RunSummary()
+        self._release_pending = False  # a connection was lost between jobs: an unseen claim may exist
+        self._paused: set[str] = set()  # queues paused when last looked (_tick)
+        self._keeping: set[str] = set()  # queues with a keep_for when last looked (_tick)
+        self._limited: dict[str, QueueLimits] = {}  # queues with flow limits when last looked (_tick)
+        self._held: dict[str, float | None] = {}  # queues whose limits held due jobs back: the wait
+        self._kept: dict[int, Kept] = {}  # succeeded jobs to copy into the history as they go
+        self._next_tick = 0.0  # monotonic time of the next _tick
+        self._lease: PartitionLease | None = None  # with claim="partition"
+        self._waiting_for_partition = False  # no free partition has work, but leased ones do
+        # Checked here too: RunOptions may come from Python, not the CLI.
+        self._timeout = parse_timeout(self.options.timeout, "run timeout")
+        grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
+        self._runner = Runner(
+            queue.backend,
+            Registration(queue.backend, self.name, self.options.queues, heartbeat=self.options.heartbeat),
+            self.summary,
+            Limits(self.options.max_jobs, self.options.max_seconds),
+            grace=grace,
+            heartbeat=self.options.heartbeat,
+            log=log,
+        )
+        # While a job runs: its batch, the index of the first job not yet run (so no list is
+        # sliced per job), and the ones done but not deleted.
+        self._in_hand: tuple[list[Job], int, list[Job]] = ([], 0, [])
+        self._tasks = Tasks(lambda name: self.queue.resolver.resolve(name), self.options.handler)
+        self._types: dict[str, QueueType] = {}  # the types of the claimed jobs' queues (_process)
+        self._own_middleware = tuple(middleware)
+        self._call_job: CallNext | None = None  # the chain, built by loop() (it needs the watchdog)
+        self._versions_warned: set[tuple[str, int]] = set()  # (task, version) logged as too new
+
+    @property
+    def backend(self) -> Backend:
+        return self.queue.backend
+
+    def stop(self, *_: Any) -> None:
+        """Finish the current job, then exit (SIGTERM, SIGINT)."""
+        self._runner.stop()
+
+    def run(self) -> RunSummary:
+        self._runner.run(self)
+        return self.summary
+
+    # -- the runner's loop (batchq.runtime.runner.Loop) ------------------------------------------
+
+    def prepare(self) -> None:
+        """Before the worker shows alive: the history table, when --keep, and the partitions."""
+        if self.options.keep:
+            self.backend.stores.jobs.check_history()
+        if self.options.claim == "partition":
+            check_partitions_ready(self.backend)
+            self._lease = PartitionLease(self.backend, self.name, jobs_per_lease=self.options.jobs_per_lease)
+
+    def close(self) -> None:
+        """On the way out: free the leased partition now rather than when its lease ends."""
+        if self._lease is not None:
+            try:
+                self._lease.release()
+            except BackendError as exc:  # it expires by itself; other workers see us dead sooner
+                log.warning("could not release partition %s: %s", self._lease.partition, exc)
+
+    def loop(self) -> None:
+        """Claim, call and finish jobs until a stop condition or --wait says so (by the runner)."""
+        self._call_job = chain(self.middleware(), invoke)
+        idle_since: float | None = None
+        done: list[Job] = []  # succeeded jobs whose DELETE rides with the next claim
+        while not self._should_stop():
+            jobs = self._finish_and_claim(done)
+            done = []
+            if jobs:
+                idle_since = None
+                done = self._process(jobs)
+                continue
+            held = self._held_pause()
+            if self._waiting_for_partition or held is not None:
+                # not idle: other workers lease the partitions with work, or due jobs wait for
+                # their queue's flow limits (batchq.policy.flow)
+                idle_since = None
+            else:
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since >= self.options.wait:
+                    break
+            # Never idle past a lease renewal: an idle worker's lease must not lapse either.
+            pause = self.options.poll_interval if held is None else held
+            pause = min(pause, self.backend.liveness.beat_seconds)
+            self.backend.wait_for_jobs(self.options.queues, pause, self._runner.stopped)
+        if done:
+            matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
+            self._check_done(done, matched)
+
+    def _should_stop(self) -> bool:
+        return self._runner.should_stop()
+
+    def middleware(self) -> list[Middleware]:
+        """The chain around each job's call, outermost first (batchq.jobs.calls): built here only."""
+        runner = self._runner
+        assert runner.watchdog is not None and runner.heartbeat is not None, "built by run()"
+        return [
+            *self._own_middleware,
+            NewerVersion(self._tasks),
+            PayloadCheck(self._types.__getitem__),
+            Busy(runner.heartbeat),
+            Reporting(self.backend),
+            FinishInTransaction(self.backend, self._tasks, self._finish_in_transaction),
+            Metering(self._keeps, self.queue.secret),
+            Prepare(self._tasks, self.queue.secret),
+            Control(),
+            Timeouts(runner.watchdog, self._timeout, self._count_timeout),
+        ]
+
+    def _count_timeout(self) -> None:
+        self.summary.timed_out += 1
+
+    # -- finish and claim -------------------------------------------------------------
+
+    def _finish_and_claim(self, done: list[Job]) -> list[Job]:
+        """Delete the jobs that just succeeded and claim the next, in one short transaction.
+
+        One commit per job instead of two; a crash before it commits re-runs the finished job,
+        exactly as a crash before a DELETE of its own would.
+        """
+        jobs, matched = self._with_reconnect(partial(self._finish_and_claim_once, done), between_jobs=True)
+        released = self._check_done(done, matched)
+        self._kept.clear()
+        if released and not jobs and not self._should_stop():  # their children may be due now
+            return self._finish_and_claim([])
+        return jobs
+
+    def _finish_and_claim_once(self, done: list[Job]) -> tuple[list[Job], int]:
+        deleted = 0
+        if self._release_pending:
+            # A claim may have committed without us seeing it: put it back, uncounted (after
+            # deleting the finished jobs, which are ours too).
+            deleted = self._delete_done(done) if done else 0
+            done = []
+            self.backend.stores.jobs.release_unknown(self.name)
+            self._release_pending = False
+        if self._kept_size(done) > KEPT_STATEMENT_BYTES:  # large results: finished in pieces first
+            deleted += self._delete_done(done)
+            done = []
+        ticked = time.monotonic() >= self._next_tick
+        if ticked:
+            self._tick()
+            if self._runner.stopped.is_set():  # `batchq stop`: claim nothing more
+                return [], deleted + (self._delete_done(done) if done else 0)
+        claimed, jobs = self._claim_next(done)
+        if not jobs and not ticked and self._tick() and not self._runner.stopped.is_set():
+            # nothing ready: due scheduled jobs may wait
+            jobs = self._claim_next([])[1]
+        return jobs, deleted + claimed
+
+    def _tick(self) -> int:
+        """About once a second (and whenever a claim finds nothing): promote due scheduled jobs,
+        admit jobs waiting for a concurrency slot, and learn which queues are paused. Returns how
+        many jobs became ready."""
+        store = self.backend.stores.jobs
+        self._paused = store.paused_names()
+        self._keeping = store.keeping_queues()
+        self._limited = self.backend.stores.flow.limits()
+        self._next_tick = time.monotonic() + TICK_SECONDS
+        self._runner.asked_to_stop(self.summary.succeeded, self.summary.errors)
+        self.backend.vacuum_if_due()
+        self.backend.liveness.renew_if_due()
+        if self._lease is not None:
+            self._lease.tidy(self._active_queues())
+        # Expired waiting jobs are failed here, in the tick, not in the claim: the claim only
+        # skips them (one more condition on the rows it reads), so a claim of jobs without an
+        # expiry costs what it did, and the claim never hands out an expired job whenever the
+        # tick comes. The tick's first look is one index read that finds nothing when no job has
+        # an expiry (JobStore.expire_due).
+        store.expire_due(self.options.keep)
+        return store.promote_due() + store.unblock_due()
+
+    def _active_queues(self) -> list[str]:
+        return [name for name in self.options.queues if name not in self._paused]
+
+    def _claim_next(self, done: list[Job]) -> tuple[int, list[Job]]:
+        """Delete ``done`` and claim one job (in batch mode up to batch_size) of the first queue
+        that has any; returns (finished jobs deleted, jobs claimed)."""
+        limit = self.options.batch_size
+        if self.options.max_jobs is not None:
+            limit = min(limit, self.options.max_jobs - self.summary.processed)
+        queues = self._active_queues()
+        self._held = {}
+        if self._lease is not None:
+            return self._claim_in_partitions(queues, limit, done)
+        return self._claim_by_row(queues, limit, done)
+
+    def _claim_by_row(self, queues: list[str], limit: int, done: list[Job]) -> tuple[int, list[Job]]:
+        """The row claim (the default): the first of ``queues`` with a due job."""
+        deleted = 0
+        for queue_name in queues:
+            if queue_name in self._limited:
+                deleted, done = deleted + (self._delete_done(done) if done else 0), []
+                jobs = self._claim_limited(queue_name, limit)
+                if jobs:
+                    return deleted, jobs
+                continue
+            kept = self._kept_of(done)
+            claim = self.backend.stores.jobs.claim(
+                queue_name, self.name, os.urandom(16).hex(), limit, done, kept=kept
+            )
+            deleted, done = deleted + claim.deleted, []
+            if claim.jobs:
+                return deleted, claim.jobs
+        if done:  # every queue is paused: the finished jobs still go
+            deleted += self._delete_done(done)
+        return deleted, []
+
+    def _claim_in_partitions(self, queues: list[str], limit: int, done: list[Job]) -> tuple[int, list[Job]]:
+        """_claim_next within the leased partition; one that comes back empty is given up for
+        another holding due jobs (a few tries: its jobs may all be in other claims right now)."""
+        assert self._lease is not None
+        lease, deleted = self._lease, 0
+        self._waiting_for_partition = False
+        if any(job.id in self._kept for job in done):  # kept first: claims here keep nothing
+            deleted, done = self._delete_done(done), []
+        partition = lease.current(queues)
+        for _ in range(PARTITION_TRIES):
+            if partition is None:
+                break
+            for queue_name in queues:
+                if queue_name in self._limited:  # by row, through the limited claim
+                    deleted, done = deleted + (self._delete_done(done) if done else 0), []
+                    jobs = self._claim_limited(queue_name, limit)
+                    if jobs:
+                        return deleted, jobs
+                    continue
+                claim = self._partition_claim(queue_name, limit, done, partition)
+                if claim is None:  # switched off: nothing of that claim happened, `done` included
+                    return self._by_row_from_now(queues, limit, done, deleted)
+                deleted, done = deleted + claim.deleted, []
+                if claim.jobs:
+                    lease.claimed(len(claim.jobs))
+                    return deleted, claim.jobs
+            partition = lease.exhausted(queues)
+        if partition is None and queues and not self._partitions_on():
+            return self._by_row_from_now(queues, limit, done, deleted)  # no partition left to lease
+        if done:
+            deleted += self._delete_done(done)
+        self._waiting_for_partition = lease.work_elsewhere(queues)
+        return deleted, []
+
+    def _claim_limited(self, queue_name: str, limit: int) -> list[Job]:
+        """The limited claim of a queue with flow limits (batchq.policy.flow): the finished jobs went
+        first, in their own transaction, so that they no longer count as running."""
+        found = self.backend.stores.flow.claim(queue_name, self.name, os.urandom(16).hex(), limit)
+        if found.held:
+            self._held[queue_name] = found.wait
+        return found.jobs
+
+    def _held_pause(self) -> float | None:
+        """After a claim that found nothing: None if no flow limit held due jobs back; else how
+        long to wait before claiming again: until the rate allows a start, when rates hold
+        every queue of this worker; else the poll interval (a running limit frees a place when a
+        job ends, which no one can tell in advance; and other queues may get jobs)."""
+        if not self._held:
+            return None
+        waits = [wait for wait in self._held.values() if wait is not None]
+        pause = min(waits) if len(waits) == len(self._held) else self.options.poll_interval
+        if len(self._held) < len(self._active_queues()):
+            pause = min(pause, self.options.poll_interval)
+        pause = min(pause, HELD_PAUSE_MAX_SECONDS)
+        if self.options.max_seconds is not None:
+            pause = min(pause, self.options.max_seconds - self._runner.elapsed())
+        return max(pause, HELD_PAUSE_MIN_SECONDS)
+
+    def _partition_claim(self, queue_name: str, limit: int, done: list[Job], partition: int) -> Claim | None:
+        """One claim within ``partition``; None when it failed because `batchq partitions set 0`
+        switched partitioned claims off (its index is gone: SQLite's INDEXED BY and MySQL's FORCE
+        INDEX refuse to run). The failed claim rolled back whole, its finished jobs' DELETE too."""
+        for attempt in range(2):
+            try:
+                token = os.urandom(16).hex()
+                return self.backend.stores.jobs.claim(
+                    queue_name, self.name, token, limit, done, partition=partition
+                )
+            except (BackendUnavailable, TransientError):
+                raise  # the connection, a deadlock: _with_reconnect and retrying handle those
+            except BackendError as exc:
+                if not self._partitions_on():
+                    log.debug("partition claim failed as partitions were switched off: %s", exc)
+                    return None
+                if attempt:
+                    raise
+                # Set up again: `partitions set 0` then `set N` rebuilt the index in between.
+        raise AssertionError("unreachable")
+
+    def _partitions_on(self) -> bool:
+        """Are partitioned claims still set up (partitions, and the index their claims walk)?"""
+        try:
+            check_partitions_ready(self.backend)
+        except ConfigError:
+            return False
+        return True
+
+    def _by_row_from_now(
+        self, queues: list[str], limit: int, done: list[Job], deleted: int
+    ) -> tuple[int, list[Job]]:
+        """Partitioned claims were switched off under this worker: it gives its lease up and
+        claims by row from now on (what every worker does when partitions are off), so that it
+        finishes its jobs and drains the queue rather than fail mid-job or idle out."""
+        log.warning("partitioned claims were switched off (`batchq partitions set 0`): claiming by row")
+        lease, self._lease = self._lease, None
+        self._waiting_for_partition = False
+        if lease is not None:
+            lease.partition = None  # its row went with the partitions: nothing to release
+        more, jobs = self._claim_by_row(queues, limit, done)
+        return deleted + more, jobs
+
+    # -- history ------------------------------------------------------------------
+
+    def _keeps(self, job: Job) -> bool:
+        """Is the job copied into the history when it ends: by `run --keep`, its queue's
+        keep_for, or its own keep_result (enqueue's or its task's: batchq.jobs.results)?"""
+        return self.options.keep or job.keep_result is not None or job.queue in self._keeping
+
+    def _kept_of(self, done: list[Job]) -> list[Kept] | None:
+        """The finished jobs to keep, with their measurements, for the claim; None when none is
+        kept (the claim is then exactly what it is without history)."""
+        if not self._kept:
+            return None
+        found = [self._kept[job.id] for job in done if job.id in self._kept]
+        return found or None
+
+    def _kept_size(self, done: list[Job]) -> int:
+        if not self._kept:
+            return 0
+        return sum(self._kept[job.id].size for job in done if job.id in self._kept)
+
+    def _delete_done(self, done: list[Job]) -> int:
+        """Delete finished jobs with no claim (keeping those to keep), in pieces whose
+        measurements stay under KEPT_STATEMENT_BYTES; each piece is its own transaction."""
+        if not self._kept:
+            return self.backend.stores.jobs.delete_jobs(done)
+        deleted, size, piece = 0, 0, list[Job]()
+        for job in done:
+            job_size = self._kept[job.id].size if job.id in self._kept else 0
+            if piece and size + job_size > KEPT_STATEMENT_BYTES:
+                deleted += self.backend.stores.jobs.delete_jobs(piece, self._kept_of(piece))
+                piece, size = [], 0
+            piece.append(job)
+            size += job_size
+        return deleted + self.backend.stores.jobs.delete_jobs(piece, self._kept_of(piece))
+
+    # -- process ------------------------------------------------------------------
+
+    def _record(self, job: Job, outcome: CallOutcome, done: list[Job], debug: bool) -> None:
+        """Write what the chain answered: a success waits in ``done`` for the next claim."""
+        if outcome.kind == NEWER_VERSION:
+            self._wait_for_version(job, outcome.known_version)
+            return
+        if outcome.kind == SNOOZED:
+            self.summary.job_ids.append(job.id)
+            self._snooze(job, outcome)
+            return
+        assert outcome.kind == INVALID or outcome.kind == CALLED, outcome.kind
+        self.summary.errors += outcome.failure is not None
+        if outcome.kind == INVALID:
+            assert outcome.failure is not None
+            self._fail_mismatched(job, outcome.failure.error)
+            return
+        self.summary.job_ids.append(job.id)
+        if outcome.failure is not None:
+            self._record_error(job, *outcome.failure, outcome.usage, for_good=outcome.for_good)
+            return
+        if outcome.finish is not None:
+            self._finished_in_transaction(job, outcome.finish)
+            return
+        if outcome.kept is not None:
+            self._kept[job.id] = outcome.kept
+        self.summary.succeeded += 1
+        done.append(job)
+        if debug:
+            log.debug("job %s (%s) done", job.id, job.task)
+
+    def _finish_in_transaction(self, job: Job, kept: Kept | None) -> int:
+        """A transactional task's success, in its job's open transaction (batchq.jobs.calls.
+        FinishInTransaction): deleted (into the history when kept) as the next claim would, or
+        with its dependants released (batchq.jobs.dependencies); 0 when a sweep took it back."""
+        entries = None if kept is None else [kept]
+        return self.backend.stores.jobs.delete_jobs([job], entries) or finish_parents(
+            self.backend, [job], entries
+        )
+
+    def _finished_in_transaction(self, job: Job, finish: str) -> None:
+        """Count a success that ended in its own transaction, or say why it did not."""
+        if finish == FINISHED:
+            self.summary.succeeded += 1
+            log.debug("job %s (%s) done, in its own transaction", job.id, job.task)
+        elif finish == STALE:
+            self.summary.errors += 1  # its writes were rolled back: the try did not count
+            self._stale(1, [job])
+        else:  # UNKNOWN: if the commit did not happen, the next claim puts the job back
+            log.warning(
+                "job %s (%s): the database connection was lost as the job ended in its transaction; "
+                "if that did not commit, the job goes back with this worker's next claim and runs "
+                "again (what the task wrote was rolled back with it)",
+                job.id,
+                job.task,
+            )
+            self._release_pending = True
+
+    def _process(self, jobs: list[Job]) -> list[Job]:
+        """Call each claimed job; failures are recorded one by one, the successes returned."""
+        done: list[Job] = []
+        self._types.clear()
+        self._types.update(self._queue_types(jobs))
+        call_job = self._call_job
+        assert call_job is not None, "jobs are called by run()"
+        debug = log.isEnabledFor(logging.DEBUG)  # once per claim, not per job
+        for index, job in enumerate(jobs):
+            if index and self._should_stop():
+                release = partial(self.backend.stores.jobs.release_jobs, jobs[index:])
+                self._with_reconnect(release, between_jobs=False)
+                break
+            self._in_hand = (jobs, index + 1, done)
+            self._record(job, call_job(Call(job, self._read_trace_context)), done, debug)
+        return done
+
+    def _read_trace_context(self, job_id: int) -> str | None:
+        """Call.trace_context: the job's stored trace context, by id. Telemetry never fails a job:
+        a lost connection (the finish reconnects) or a value that is no trace context (a row
+        written by hand) reads as None."""
+        try:
+            value = self.backend.stores.jobs.trace_context(job_id)
+        except BackendError as exc:
+            log.warning("job %s: its trace context could not be read: %s", job_id, exc)
+            return None
+        try:
+            return check_trace_context(value)
+        except ConfigError:
+            log.debug("job %s: its stored trace context is not one; ignored", job_id)
+            return None
+
+    def _check_done(self, done: list[Job], matched: int) -> int:
+        """Warn of finishes a sweep fenced off; returns how many jobs others wait for were
+        finished here (the plain DELETE leaves them to batchq.jobs.dependencies)."""
+        parents = 0
+        if matched < len(done):
+            finish = partial(finish_parents, self.backend, done, self._kept_of(done))
+            parents = self._with_reconnect(finish, between_jobs=False)
+        if matched + parents < len(done):
+            self._stale(len(done) - matched - parents, done)
+        return parents
+
+    def _record_error(
+        self,
+        job: Job,
+        error: str,
+        fingerprint: str,
+        error_class: str | None,
+        usage: Usage | None,
+        for_good: bool = False,
+    ) -> None:
+        """Count the failure, with the try's measurements; if it was the last try of a job whose
+        history is kept, copy it into the history in the same transaction. ``for_good``: the last
+        try, whatever tries are left (batchq.jobs.control)."""
+        delay = self._retry_delay(job)
+        params = {
+            "id": job.id,
+            "token": job.claim_token,
+            "error": error,
+            "error_class": error_class,
+            "fingerprint": fingerprint,
+            "delay": delay,
+            **(NOT_MEASURED if usage is None else usage.row_params()),
+        }
+        log.info("job %s (%s) failed: %s", job.id, job.task, error.splitlines()[0])
+        last_try = stored_count(job.error_count) + 1 >= stored_count(job.max_errors)
+        # with its history record and its dependants' failure (batchq.jobs.dependencies)
+        if last_try or for_good:
+            jobs = self.backend.stores.jobs
+            fail = partial(
+                jobs.fail_for_good, "discard" if for_good else "last_try", params, self._keeps(job)
+            )
+            matched = self._with_reconnect(fail, between_jobs=False)
+        else:
+            matched = self._finish(partial(self.backend.stores.jobs.error, params))
+        if matched == 0:
+            self._stale(1, [job])
+
+    def _snooze(self, job: Job, outcome: CallOutcome) -> None:
+        """Put the job back for later, uncounted (batchq.jobs.control); once it has snoozed as often
+        as its task allows, fail it for good instead."""
+        snooze = partial(
+            self.backend.stores.jobs.snooze,
+            job.id,
+            job.claim_token,
+            outcome.snooze_seconds,
+            outcome.max_snoozes,
+        )
+        if self._finish(snooze):
+            self.summary.snoozed += 1
+            log.debug("job %s (%s) snoozed for %gs", job.id, job.task, outcome.snooze_seconds)
+            return
+        # Snoozed too often, or taken back by a sweep: job_discard then matches nothing either. The
+        # outcome says so too, for middleware that reads it after the run (drain's).
+        self.summary.errors += 1
+        failure = Failure(
+            snooze_limit_error(job.id, outcome.max_snoozes), fingerprint_of("SnoozeLimit", "", job.task), None
+        )
+        outcome.kind, outcome.failure, outcome.for_good = CALLED, failure, True
+        self._record_error(job, *failure, None, for_good=True)
+
+    # -- typed queues (batchq.policy.typed) ----------------------------------------------------
+
+    def _queue_types(self, jobs: list[Job]) -> dict[str, QueueType]:
+        """The types of the claimed jobs' queues (read at most every second), looked up once per
+        claim rather than per job: a claim takes the jobs of one queue."""
+        types: dict[str, QueueType] = {}
+        for name in {job.queue for job in jobs}:
+            types[name] = self._with_reconnect(partial(self.queue.payload_type, name), between_jobs=False)
+        return types
+
+    def _fail_mismatched(self, job: Job, reason: str) -> None:
+        """Fail the job at once, counted, with the reason: a retry would read the same payload
+        (an operator who fixes the row or the type can retry it: it stays as failed)."""
+        log.warning("job %s (%s) failed without running: %s", job.id, job.task, reason)
+        params = {
+            "id": job.id,
+            "token": job.claim_token,
+            "error": reason[:LAST_ERROR_MAX_CHARS],
+            "fingerprint": fingerprint_of("PayloadInvalid", "", job.task),
+        }
+        fail = partial(self.backend.stores.jobs.fail_for_good, "invalid", params, self._keeps(job))
+        matched = self._with_reconnect(fail, between_jobs=False)
+        if matched == 0:
+            self._stale(1, [job])
+
+    def _retry_delay(self, job: Job) -> float:
+        return retry_delay(stored_count(job.error_count) + 1, self._backoff_base(job))
+
+    def _backoff_base(self, job: Job) -> float:
+        """The job's own backoff (enqueue(backoff=...)), else the task's (@task(backoff=...)),
+        else `run --backoff`."""
+        own = _stored_backoff(job.backoff)
+        if own is not None:
+            return own
+        try:
+            func = self.options.handler or self.queue.resolver.resolve(job.task)
+        except Exception:  # a task that does not resolve fails with that reason; any backoff will do
+            return self.options.backoff_base
+        backoff = task_policy(func)[1]
+        return self.options.backoff_base if backoff is None else backoff
+
+    def _stale(self, count: int, jobs: list[Job]) -> None:
+        self.summary.stale_finishes += count
+        log.warning(
+            "%d of %s (%s) %s taken back by gc-processing while %s ran (this worker's database "
+            "session was lost); %s outcome was not recorded",
+            count,
+            counted(len(jobs), "job"),
+            ", ".join(str(job.id) for job in jobs),
+            "was" if count == 1 else "were",
+            "it" if count == 1 else "they",
+            "its" if count == 1 else "their",
+        )
+
+    # -- task versions ----------------------------------------------------------------
+
+    def _wait_for_version(self, job: Job, known: int) -> None:
+        """Put the job back, uncounted and not run, for a worker that knows its version."""
+        self.summary.version_waits += 1
+        key = (job.task, stored_version(job.task_version))
+        level = logging.DEBUG if key in self._versions_warned else logging.WARNING
+        self._versions_warned.add(key)
+        log.log(
+            level,
+            "job %s is version %s of task %s; this worker knows version %s: put back for a worker "
+            "that runs the newer code (deploy it here too)",
+            job.id,
+            key[1],
+            job.task,
+            known,
+        )
+        wait = partial(
+            self.backend.stores.jobs.wait_for_version,
+            job.id,
+            job.claim_token,
+            note=f"worker {self.name} knows version {known}"[:VERSION_WAIT_NOTE_MAX_CHARS],
+            min_delay=VERSION_WAIT_MIN_SECONDS,
+            max_delay=VERSION_WAIT_MAX_SECONDS,
+            spread=1 + random.random() * VERSION_WAIT_SPREAD,
+        )
+        if self._finish(wait) == 0:
+            self._stale(1, [job])
+
+    def record_abandoned(self, watch: Watch, why_not_stopped: str) -> None:
+        """The watchdog's last act before it ends the process (in its thread): the job that would
+        not stop fails, fenced by its token, due again no sooner than RETRY_FLOOR_SECONDS; the
+        batch's jobs not yet run go back uncounted, and the ones done are deleted."""
+        backend, job = self.backend, watch.job
+        store = backend.stores.jobs
+        batch, next_index, done = self._in_hand
+        pending = batch[next_index:]
+        error = (
+            f"JobTimeout: {timed_out(watch.timeout)}; the worker process was ended (exit status "
+            f"{WATCHDOG_EXIT_STATUS}) because the job did not stop within the grace period "
+            f"({timeout_text(watch.grace)}): {why_not_stopped}"
+        )
+        params = {
+            "id": job.id,
+            "token": job.claim_token,
+            "error": error,
+            "fingerprint": timeout_fingerprint(job.task),
+            "error_class": TIMEOUT_CLASS,
+            "delay": max(self._retry_delay(job), RETRY_FLOOR_SECONDS),
+            **NOT_MEASURED,  # it never ended
+        }
+
+        def record() -> None:
+            with backend.transaction():
+                if store.error(params) == 0:
+                    log.warning("job %s was taken back by gc-processing while it ran", job.id)
+                if pending:
+                    store.release_jobs(pending)
+                if done:
+                    store.delete_jobs(done, self._kept_of(done))
+                    finish_parents(backend, done, self._kept_of(done))  # those others wait for
+
+        backend.retrying(record)
+
+    def _finish(self, write: Callable[[], Any]) -> Any:
+        """A job's finishing write (a store method), reconnecting when the connection is lost."""
+        return self._with_reconnect(write, between_jobs=False)
+
+    # -- connection loss ------------------------------------------------------------
+
+    def _with_reconnect(self, action: Callable[[], Any], between_jobs: bool) -> Any:
+        """Run a statement, reconnecting when the connection is lost (batchq.runtime.runner). Every
+        retried finish is fenced by the claim token, so a retry after an unseen commit changes
+        nothing; a claim lost ``between_jobs`` may have committed unseen, and the next claim
+        releases it first."""
+        return self._runner.with_reconnect(action, self._release_later if between_jobs else None)
+
+    def _release_later(self) -> None:
+        self._release_pending = True
+
+
+def _stored_backoff(value: Any) -> float | None:
+    """A job row's backoff in seconds; None when there is none, or it is no duration (a row
+    written by hand): the task's or the run's applies then."""
+    seconds = stored_seconds(value)
+    return seconds if seconds is not None and seconds >= 0 else None

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from .backends import OnDatabase, stored_text
 from .backends.appconn import takes_app_conn
@@ -16,16 +15,13 @@ from .coordination.partitions import PartitionInfo, list_partitions, set_partiti
 from .core.config import Duration, check_queue_name, existing_queue_name, parse_duration
 from .core.job import JOB_ID_RANGE
 from .core.serializers import secret_from_env
-from .errors import BackendError, ConfigError
+from .errors import ConfigError
 from .jobs.dependencies import (
     check_after,
     check_links,
     check_parents,
-    enqueue_waiting,
-    enqueue_waiting_many,
     in_transaction,
     write_waiting,
-    write_waiting_many,
 )
 from .jobs.history import HistoryEntry, prune, read_history
 from .jobs.hooks import ENQUEUE_LAYERS, Enqueue, EnqueueMiddleware, checked_enqueue_middleware, run_enqueue
@@ -42,15 +38,12 @@ from .jobs.oncommit import after_commit
 from .jobs.results import JobResult, prune_expired, wait_for_result
 from .jobs.schedules import Schedule, Schedules, TickReport
 from .jobs.tasks import Resolver, check_task_name, modules_from_env, split_modules
+from .jobs.writing import JobWriter
 from .ops.explain import Explanation, explain
-from .policy.bounds import BOUND_CACHE_SECONDS, make_room, set_bound, take_turn
+from .policy.bounds import set_bound
 from .policy.flow import Rate, check_max_running, parse_rate
 from .policy.typed import QueueType, SchemaSpec, TypeCache, count_mismatched, schema_text
 
-T = TypeVar("T")
-# An enqueue whose key's job ended between its INSERT and its lookup inserts again; only a key
-# changing hands this many times in a row gives up.
-UNIQUE_ATTEMPTS = 10
 UNCHANGED: Any = object()  # a configure() setting not passed: left as it is
 CANCEL_BATCH = 1000  # rows per statement of cancel_where: no cancel holds many locks for long
 HISTORY_LIMIT_RANGE = (1, 100_000)
@@ -130,7 +123,7 @@ class Queue(OnDatabase):
         super().__init__(url)
         self.enqueue_middleware = checked_enqueue_middleware(enqueue_middleware)
         modules = modules_from_env() if task_modules is None else split_modules(task_modules)
-        self._bounds_known: dict[str, tuple[float, bool]] = {}  # queue: (valid until, bounded)
+        self.writer = JobWriter(self)  # where the built rows go (batchq.jobs.writing)
         self._types = TypeCache()  # the job queues' types (batchq.policy.typed), re-read every second
         # Job rows: JobSpec's checks, the partition count and the queues' types (batchq.jobs.jobspec).
         self.builder = JobBuilder(
@@ -248,25 +241,15 @@ class Queue(OnDatabase):
     ) -> Enqueued:
         row = self._job(spec, payload, unique_key, conn)
         if parents is not None:
-            return self._write_waiting(row, parents, conn)
-        return self._write_job(row, conn)
-
-    def _write_waiting(self, row: dict[str, Any], parents: list[int], conn: Any) -> Enqueued:
-        """Write a job row of _job that waits for ``parents`` (batchq.jobs.dependencies), within its
-        queue's bound as any job (the parents refused before the bound makes room)."""
-        backend, queue = self.backend, row["queue"]
-        if not self._bounded(queue, conn):
-            return self._enqueued(enqueue_waiting(backend, row, parents, conn))
-        check_parents(backend, parents, conn)
-        write = partial(write_waiting, backend, row, parents, conn)
-        return self._enqueued(self._in_turn(queue, conn, lambda: self._room_for(queue, 1, conn, write)))
+            return self._enqueued(self.writer.write_waiting(row, parents, conn))
+        return self._enqueued(*self.writer.write(row, conn))
 
     def _enqueue_layers(self) -> list[EnqueueMiddleware]:
         """The process's enqueue middleware, then this queue's own (outermost first)."""
         return [*ENQUEUE_LAYERS, *self.enqueue_middleware]
 
-    def _enqueued(self, job_id: int) -> Enqueued:
-        enqueued = Enqueued(job_id)
+    def _enqueued(self, job_id: int, created: bool = True) -> Enqueued:
+        enqueued = Enqueued(job_id, created)
         enqueued._source = self
         return enqueued
 
@@ -384,9 +367,9 @@ class Queue(OnDatabase):
         row = self._job(spec, payload, unique_key, None)
         what = f"enqueueing {row['task']} into queue {row['queue']!r}"
         if parents is None:
-            after_commit(app, lambda: self._write_job(row, None), what)
+            after_commit(app, lambda: self.writer.write(row, None), what)
         else:  # the parents read again, and marked, as enqueue(after=) does
-            after_commit(app, lambda: self._write_waiting(row, parents, None), what)
+            after_commit(app, lambda: self.writer.write_waiting(row, parents, None), what)
 
     def _job(self, spec: JobSpec, payload: Any, unique_key: str | None, conn: Any) -> dict[str, Any]:
         """enqueue's job row, checked and with its payload serialised, nothing written."""
@@ -394,43 +377,6 @@ class Queue(OnDatabase):
         if unique_key is not None:
             row["unique_key"] = check_unique_key(unique_key)
         return row
-
-    def _write_job(self, row: dict[str, Any], conn: Any) -> Enqueued:
-        """Write a job row of _job (on ``conn``: in the caller's transaction)."""
-        backend, queue = self.backend, row["queue"]
-        if self._bounded(queue, conn):
-            enqueued = self._in_turn(queue, conn, lambda: self._enqueue_bounded(row, conn))
-        elif row["unique_key"] is not None:
-            enqueued = self._enqueue_unique(row, conn)
-        elif conn is not None:
-            enqueued = Enqueued(backend.stores.jobs.insert_job(row, conn))
-        else:
-            store = backend.stores.jobs
-            enqueued = Enqueued(backend.retrying(lambda: store.insert_job(row)))
-        enqueued._source = self
-        return enqueued
-
-    def _enqueue_unique(self, row: dict[str, Any], conn: Any) -> Enqueued:
-        """INSERT unless the key is held (the database decides: its unique index), else look up
-        the holder; a holder that ended in between (none found) means the INSERT may now pass."""
-        backend = self.backend
-        store = backend.stores.jobs
-
-        def attempt() -> Enqueued | None:
-            job_id = store.insert_unique(row, conn)
-            if job_id is not None:
-                return Enqueued(job_id, created=True)
-            holder = store.unique_holder(row["unique_key"], conn)
-            return None if holder is None else Enqueued(holder, created=False)
-
-        for _ in range(UNIQUE_ATTEMPTS):
-            found = attempt() if conn is not None else backend.retrying(attempt)
-            if found is not None:
-                return found
-        raise BackendError(
-            f"unique key {row['unique_key']!r} changed hands {UNIQUE_ATTEMPTS} times while enqueueing: "
-            "its jobs end as fast as they are enqueued; try again"
-        )
 
     @takes_app_conn
     def enqueue_many(
@@ -503,38 +449,17 @@ class Queue(OnDatabase):
         parents: list[int] | None,
         conn: Any,
     ) -> int:
-        queue = spec.queue
         template = self.builder.template(spec, conn)
         stored = self.builder.payloads(template, payloads)
-        backend = self.backend
-        store = backend.stores.jobs
         per_row = unique_keys is not None or parents is not None
         rows = [{**template, "payload": data} for data in stored] if per_row else None
         if unique_keys is not None:
             set_unique_keys(rows, list(unique_keys))  # type: ignore[arg-type]
-
-        def insert(c: Any = None) -> int:
-            if rows is None:  # no row dict per payload: the store takes the template once
-                return store.insert_jobs(template, stored, c)
-            if parents is not None:  # in a transaction: the caller's, or the bounded turn's
-                return len(write_waiting_many(backend, rows, parents, c))
-            return store.insert_unique_jobs(rows, c)
-
         if not stored:
             return 0
         if parents is not None:
             check_links(len(stored), parents)
-        if self._bounded(queue, conn):  # room for every payload, written or skipped for its key
-            if parents is not None:  # refused before the bound makes room (drop_oldest writes)
-                check_parents(backend, parents, conn)
-            return self._in_turn(
-                queue, conn, lambda: self._room_for(queue, len(stored), conn, lambda: insert(conn))
-            )
-        if parents is not None:
-            return len(enqueue_waiting_many(backend, rows, parents, conn))  # type: ignore[arg-type]
-        if conn is not None:
-            return insert(conn)
-        return backend.retrying(insert)
+        return self.writer.write_many(template, stored, rows, parents, conn)
 
     # -- bounded queues (batchq.policy.bounds) ------------------------------------------------------
 
@@ -582,7 +507,7 @@ class Queue(OnDatabase):
         dropped = 0
         if max_length is not UNCHANGED:
             dropped = set_bound(self.backend, queue, max_length, overflow)  # type: ignore[arg-type]
-            self._bounds_known.clear()
+            self.writer.forget_bounds()
         if keep_for is not UNCHANGED:
             self.backend.stores.jobs.set_keep_for(queue, keep_seconds)
         if rate is not UNCHANGED:
@@ -597,48 +522,6 @@ class Queue(OnDatabase):
             raise ConfigError(f"bad keep_for {keep_for!r}: keep history for more than 0 s, or pass None")
         self.backend.stores.jobs.check_history()
         return seconds
-
-    def _bounded(self, queue: str, conn: Any) -> bool:
-        """Whether ``queue`` has a bound, read at most once a second (on ``conn`` when given)."""
-        known, now = self._bounds_known.get(queue), time.monotonic()
-        if known is None or now >= known[0]:
-            bound = self.backend.stores.bounds.bound(queue, conn)
-            known = self._bounds_known[queue] = (now + BOUND_CACHE_SECONDS, bound is not None)
-        return known[1]
-
-    def _in_turn(self, queue: str, conn: Any, write: Callable[[], T]) -> T:
-        """A write into a bounded queue, in one transaction (the caller's on ``conn``)."""
-        backend = self.backend
-        if conn is not None:
-            return write()
-
-        def own() -> T:
-            with backend.transaction():
-                return write()
-
-        return backend.retrying(own)
-
-    def _room_for(self, queue: str, count: int, conn: Any, write: Callable[[], T]) -> T:
-        bound = take_turn(self.backend, queue, conn)
-        if bound is not None:
-            make_room(self.backend, queue, bound, count, conn)
-        return write()
-
-    def _enqueue_bounded(self, row: dict[str, Any], conn: Any) -> Enqueued:
-        """enqueue into a bounded queue, in its turn: a held unique key writes nothing and drops
-        nothing; else room is made (or QueueFull raised), then the job written."""
-        backend, queue = self.backend, row["queue"]
-        bound = take_turn(backend, queue, conn)
-        key = row["unique_key"]
-        if key is not None:
-            holder = backend.stores.jobs.unique_holder(key, conn)
-            if holder is not None:
-                return Enqueued(holder, created=False)
-        if bound is not None:
-            make_room(backend, queue, bound, 1, conn)
-        if key is not None:
-            return self._enqueue_unique(row, conn)
-        return Enqueued(backend.stores.jobs.insert_job(row, conn))
 
     @takes_app_conn
     def payload_type(self, queue: str, *, conn: Any = None) -> QueueType:

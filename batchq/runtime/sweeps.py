@@ -16,9 +16,10 @@ from ..errors import BackendError, BackendUnavailable, ConfigError
 from ..jobs.dependencies import in_transaction
 from ..jobs.dependencies import repair as repair_dependants
 from ..jobs.heartbeat import DEFAULT_HEARTBEAT_SECONDS
+from ..jobs.writing import UNIQUE_ATTEMPTS
 from ..ops.registry import prune_gone, registered_heartbeat
 from ..policy.bounds import fitting, full_reason, make_room, take_turn
-from ..queue import UNIQUE_ATTEMPTS, Queue
+from ..queue import Queue
 
 DEFAULT_OLDER_THAN_SECONDS = 3600.0
 # --ghost-after must be at least this many of the workers' heartbeats: between two pings a live

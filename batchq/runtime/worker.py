@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import random
 import time
 from collections import deque
@@ -13,13 +12,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from ..backends import Backend, TransientError, stored_count, stored_seconds
+from ..backends import Backend, stored_count, stored_seconds
 from ..backends.liveness import owner_name
 from ..coordination.partitions import DEFAULT_JOBS_PER_LEASE, PartitionLease, check_partitions_ready
 from ..core.config import counted, parse_timeout
 from ..core.failures import fingerprint_of, timeout_fingerprint
-from ..core.job import Claim, Job, Kept
-from ..errors import BackendError, BackendUnavailable, ConfigError
+from ..core.job import Job, Kept
+from ..errors import BackendError, ConfigError
 from ..jobs.calls import (
     CALLED,
     FINISHED,
@@ -66,9 +65,9 @@ from ..jobs.timeouts import (
     timeout_text,
 )
 from ..ops.registry import Registration
-from ..policy.flow import QueueLimits
 from ..policy.typed import QueueType
 from ..queue import Queue
+from .claims import Claims, KeptJobs
 from .runner import Limits, Runner
 
 log = logging.getLogger("batchq.runtime.worker")
@@ -76,13 +75,6 @@ log = logging.getLogger("batchq.runtime.worker")
 BACKOFF_BASE_SECONDS = 10.0
 BACKOFF_MAX_SECONDS = 3600.0
 TICK_SECONDS = 1.0  # how often a busy worker promotes due scheduled jobs and reads paused queues
-PARTITION_TRIES = 3  # partitions a claim tries before the worker counts as idle
-# The shortest sleep of a worker held back by a rate limit: a start allowed "now" on the
-# database's clock (its times are rounded to the millisecond on SQLite) is never a busy loop.
-HELD_PAUSE_MIN_SECONDS = 0.005
-# Its longest: the sleep is cut into pieces so that the worker still ticks (`batchq stop`, due
-# scheduled jobs) and keeps to --max-seconds while a rate of, say, 100/h holds it back.
-HELD_PAUSE_MAX_SECONDS = 5.0
 # A job of a newer task version than this worker knows waits a tenth of its age, within these
 # bounds, times a random spread, before a worker claims it again (job_wait_for_version).
 VERSION_WAIT_MIN_SECONDS = 5.0
@@ -161,13 +153,9 @@ class Worker:
         self.summary = RunSummary()
         self._release_pending = False  # a connection was lost between jobs: an unseen claim may exist
         self._paused: set[str] = set()  # queues paused when last looked (_tick)
-        self._keeping: set[str] = set()  # queues with a keep_for when last looked (_tick)
-        self._limited: dict[str, QueueLimits] = {}  # queues with flow limits when last looked (_tick)
-        self._held: dict[str, float | None] = {}  # queues whose limits held due jobs back: the wait
-        self._kept: dict[int, Kept] = {}  # succeeded jobs to copy into the history as they go
+        self._kept = KeptJobs(queue.backend, self.options.keep)
+        self._claims = Claims(queue.backend, self.name, self._kept)
         self._next_tick = 0.0  # monotonic time of the next _tick
-        self._lease: PartitionLease | None = None  # with claim="partition"
-        self._waiting_for_partition = False  # no free partition has work, but leased ones do
         # Checked here too: RunOptions may come from Python, not the CLI.
         self._timeout = parse_timeout(self.options.timeout, "run timeout")
         grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
@@ -209,15 +197,18 @@ class Worker:
             self.backend.stores.jobs.check_history()
         if self.options.claim == "partition":
             check_partitions_ready(self.backend)
-            self._lease = PartitionLease(self.backend, self.name, jobs_per_lease=self.options.jobs_per_lease)
+            self._claims.lease = PartitionLease(
+                self.backend, self.name, jobs_per_lease=self.options.jobs_per_lease
+            )
 
     def close(self) -> None:
         """On the way out: free the leased partition now rather than when its lease ends."""
-        if self._lease is not None:
+        lease = self._claims.lease
+        if lease is not None:
             try:
-                self._lease.release()
+                lease.release()
             except BackendError as exc:  # it expires by itself; other workers see us dead sooner
-                log.warning("could not release partition %s: %s", self._lease.partition, exc)
+                log.warning("could not release partition %s: %s", lease.partition, exc)
 
     def loop(self) -> None:
         """Claim, call and finish jobs until a stop condition or --wait says so (by the runner)."""
@@ -231,8 +222,10 @@ class Worker:
                 idle_since = None
                 done = self._process(jobs)
                 continue
-            held = self._held_pause()
-            if self._waiting_for_partition or held is not None:
+            held = self._claims.held_pause(
+                len(self._active_queues()), self.options.poll_interval, self._seconds_left()
+            )
+            if self._claims.waiting_for_partition or held is not None:
                 # not idle: other workers lease the partitions with work, or due jobs wait for
                 # their queue's flow limits (batchq.policy.flow)
                 idle_since = None
@@ -245,8 +238,14 @@ class Worker:
             pause = min(pause, self.backend.liveness.beat_seconds)
             self.backend.wait_for_jobs(self.options.queues, pause, self._runner.stopped)
         if done:
-            matched = self._with_reconnect(partial(self._delete_done, done), between_jobs=False)
+            matched = self._with_reconnect(partial(self._kept.delete, done), between_jobs=False)
             self._check_done(done, matched)
+
+    def _seconds_left(self) -> float | None:
+        """Until --max-seconds, if set."""
+        if self.options.max_seconds is None:
+            return None
+        return self.options.max_seconds - self._runner.elapsed()
 
     def _should_stop(self) -> bool:
         return self._runner.should_stop()
@@ -262,7 +261,7 @@ class Worker:
             Busy(runner.heartbeat),
             Reporting(self.backend),
             FinishInTransaction(self.backend, self._tasks, self._finish_in_transaction),
-            Metering(self._keeps, self.queue.secret),
+            Metering(self._kept.keeps, self.queue.secret),
             Prepare(self._tasks, self.queue.secret),
             Control(),
             Timeouts(runner.watchdog, self._timeout, self._count_timeout),
@@ -291,18 +290,18 @@ class Worker:
         if self._release_pending:
             # A claim may have committed without us seeing it: put it back, uncounted (after
             # deleting the finished jobs, which are ours too).
-            deleted = self._delete_done(done) if done else 0
+            deleted = self._kept.delete(done) if done else 0
             done = []
             self.backend.stores.jobs.release_unknown(self.name)
             self._release_pending = False
-        if self._kept_size(done) > KEPT_STATEMENT_BYTES:  # large results: finished in pieces first
-            deleted += self._delete_done(done)
+        if self._kept.size(done) > KEPT_STATEMENT_BYTES:  # large results: finished in pieces first
+            deleted += self._kept.delete(done)
             done = []
         ticked = time.monotonic() >= self._next_tick
         if ticked:
             self._tick()
             if self._runner.stopped.is_set():  # `batchq stop`: claim nothing more
-                return [], deleted + (self._delete_done(done) if done else 0)
+                return [], deleted + (self._kept.delete(done) if done else 0)
         claimed, jobs = self._claim_next(done)
         if not jobs and not ticked and self._tick() and not self._runner.stopped.is_set():
             # nothing ready: due scheduled jobs may wait
@@ -315,14 +314,14 @@ class Worker:
         many jobs became ready."""
         store = self.backend.stores.jobs
         self._paused = store.paused_names()
-        self._keeping = store.keeping_queues()
-        self._limited = self.backend.stores.flow.limits()
+        self._kept.queues = store.keeping_queues()
+        self._claims.limited = self.backend.stores.flow.limits()
         self._next_tick = time.monotonic() + TICK_SECONDS
         self._runner.asked_to_stop(self.summary.succeeded, self.summary.errors)
         self.backend.vacuum_if_due()
         self.backend.liveness.renew_if_due()
-        if self._lease is not None:
-            self._lease.tidy(self._active_queues())
+        if self._claims.lease is not None:
+            self._claims.lease.tidy(self._active_queues())
         # Expired waiting jobs are failed here, in the tick, not in the claim: the claim only
         # skips them (one more condition on the rows it reads), so a claim of jobs without an
         # expiry costs what it did, and the claim never hands out an expired job whenever the
@@ -340,168 +339,7 @@ class Worker:
         limit = self.options.batch_size
         if self.options.max_jobs is not None:
             limit = min(limit, self.options.max_jobs - self.summary.processed)
-        queues = self._active_queues()
-        self._held = {}
-        if self._lease is not None:
-            return self._claim_in_partitions(queues, limit, done)
-        return self._claim_by_row(queues, limit, done)
-
-    def _claim_by_row(self, queues: list[str], limit: int, done: list[Job]) -> tuple[int, list[Job]]:
-        """The row claim (the default): the first of ``queues`` with a due job."""
-        deleted = 0
-        for queue_name in queues:
-            if queue_name in self._limited:
-                deleted, done = deleted + (self._delete_done(done) if done else 0), []
-                jobs = self._claim_limited(queue_name, limit)
-                if jobs:
-                    return deleted, jobs
-                continue
-            kept = self._kept_of(done)
-            claim = self.backend.stores.jobs.claim(
-                queue_name, self.name, os.urandom(16).hex(), limit, done, kept=kept
-            )
-            deleted, done = deleted + claim.deleted, []
-            if claim.jobs:
-                return deleted, claim.jobs
-        if done:  # every queue is paused: the finished jobs still go
-            deleted += self._delete_done(done)
-        return deleted, []
-
-    def _claim_in_partitions(self, queues: list[str], limit: int, done: list[Job]) -> tuple[int, list[Job]]:
-        """_claim_next within the leased partition; one that comes back empty is given up for
-        another holding due jobs (a few tries: its jobs may all be in other claims right now)."""
-        assert self._lease is not None
-        lease, deleted = self._lease, 0
-        self._waiting_for_partition = False
-        if any(job.id in self._kept for job in done):  # kept first: claims here keep nothing
-            deleted, done = self._delete_done(done), []
-        partition = lease.current(queues)
-        for _ in range(PARTITION_TRIES):
-            if partition is None:
-                break
-            for queue_name in queues:
-                if queue_name in self._limited:  # by row, through the limited claim
-                    deleted, done = deleted + (self._delete_done(done) if done else 0), []
-                    jobs = self._claim_limited(queue_name, limit)
-                    if jobs:
-                        return deleted, jobs
-                    continue
-                claim = self._partition_claim(queue_name, limit, done, partition)
-                if claim is None:  # switched off: nothing of that claim happened, `done` included
-                    return self._by_row_from_now(queues, limit, done, deleted)
-                deleted, done = deleted + claim.deleted, []
-                if claim.jobs:
-                    lease.claimed(len(claim.jobs))
-                    return deleted, claim.jobs
-            partition = lease.exhausted(queues)
-        if partition is None and queues and not self._partitions_on():
-            return self._by_row_from_now(queues, limit, done, deleted)  # no partition left to lease
-        if done:
-            deleted += self._delete_done(done)
-        self._waiting_for_partition = lease.work_elsewhere(queues)
-        return deleted, []
-
-    def _claim_limited(self, queue_name: str, limit: int) -> list[Job]:
-        """The limited claim of a queue with flow limits (batchq.policy.flow): the finished jobs went
-        first, in their own transaction, so that they no longer count as running."""
-        found = self.backend.stores.flow.claim(queue_name, self.name, os.urandom(16).hex(), limit)
-        if found.held:
-            self._held[queue_name] = found.wait
-        return found.jobs
-
-    def _held_pause(self) -> float | None:
-        """After a claim that found nothing: None if no flow limit held due jobs back; else how
-        long to wait before claiming again: until the rate allows a start, when rates hold
-        every queue of this worker; else the poll interval (a running limit frees a place when a
-        job ends, which no one can tell in advance; and other queues may get jobs)."""
-        if not self._held:
-            return None
-        waits = [wait for wait in self._held.values() if wait is not None]
-        pause = min(waits) if len(waits) == len(self._held) else self.options.poll_interval
-        if len(self._held) < len(self._active_queues()):
-            pause = min(pause, self.options.poll_interval)
-        pause = min(pause, HELD_PAUSE_MAX_SECONDS)
-        if self.options.max_seconds is not None:
-            pause = min(pause, self.options.max_seconds - self._runner.elapsed())
-        return max(pause, HELD_PAUSE_MIN_SECONDS)
-
-    def _partition_claim(self, queue_name: str, limit: int, done: list[Job], partition: int) -> Claim | None:
-        """One claim within ``partition``; None when it failed because `batchq partitions set 0`
-        switched partitioned claims off (its index is gone: SQLite's INDEXED BY and MySQL's FORCE
-        INDEX refuse to run). The failed claim rolled back whole, its finished jobs' DELETE too."""
-        for attempt in range(2):
-            try:
-                token = os.urandom(16).hex()
-                return self.backend.stores.jobs.claim(
-                    queue_name, self.name, token, limit, done, partition=partition
-                )
-            except (BackendUnavailable, TransientError):
-                raise  # the connection, a deadlock: _with_reconnect and retrying handle those
-            except BackendError as exc:
-                if not self._partitions_on():
-                    log.debug("partition claim failed as partitions were switched off: %s", exc)
-                    return None
-                if attempt:
-                    raise
-                # Set up again: `partitions set 0` then `set N` rebuilt the index in between.
-        raise AssertionError("unreachable")
-
-    def _partitions_on(self) -> bool:
-        """Are partitioned claims still set up (partitions, and the index their claims walk)?"""
-        try:
-            check_partitions_ready(self.backend)
-        except ConfigError:
-            return False
-        return True
-
-    def _by_row_from_now(
-        self, queues: list[str], limit: int, done: list[Job], deleted: int
-    ) -> tuple[int, list[Job]]:
-        """Partitioned claims were switched off under this worker: it gives its lease up and
-        claims by row from now on (what every worker does when partitions are off), so that it
-        finishes its jobs and drains the queue rather than fail mid-job or idle out."""
-        log.warning("partitioned claims were switched off (`batchq partitions set 0`): claiming by row")
-        lease, self._lease = self._lease, None
-        self._waiting_for_partition = False
-        if lease is not None:
-            lease.partition = None  # its row went with the partitions: nothing to release
-        more, jobs = self._claim_by_row(queues, limit, done)
-        return deleted + more, jobs
-
-    # -- history ------------------------------------------------------------------
-
-    def _keeps(self, job: Job) -> bool:
-        """Is the job copied into the history when it ends: by `run --keep`, its queue's
-        keep_for, or its own keep_result (enqueue's or its task's: batchq.jobs.results)?"""
-        return self.options.keep or job.keep_result is not None or job.queue in self._keeping
-
-    def _kept_of(self, done: list[Job]) -> list[Kept] | None:
-        """The finished jobs to keep, with their measurements, for the claim; None when none is
-        kept (the claim is then exactly what it is without history)."""
-        if not self._kept:
-            return None
-        found = [self._kept[job.id] for job in done if job.id in self._kept]
-        return found or None
-
-    def _kept_size(self, done: list[Job]) -> int:
-        if not self._kept:
-            return 0
-        return sum(self._kept[job.id].size for job in done if job.id in self._kept)
-
-    def _delete_done(self, done: list[Job]) -> int:
-        """Delete finished jobs with no claim (keeping those to keep), in pieces whose
-        measurements stay under KEPT_STATEMENT_BYTES; each piece is its own transaction."""
-        if not self._kept:
-            return self.backend.stores.jobs.delete_jobs(done)
-        deleted, size, piece = 0, 0, list[Job]()
-        for job in done:
-            job_size = self._kept[job.id].size if job.id in self._kept else 0
-            if piece and size + job_size > KEPT_STATEMENT_BYTES:
-                deleted += self.backend.stores.jobs.delete_jobs(piece, self._kept_of(piece))
-                piece, size = [], 0
-            piece.append(job)
-            size += job_size
-        return deleted + self.backend.stores.jobs.delete_jobs(piece, self._kept_of(piece))
+        return self._claims.next(self._active_queues(), limit, done)
 
     # -- process ------------------------------------------------------------------
 
@@ -528,7 +366,7 @@ class Worker:
             self._finished_in_transaction(job, outcome.finish)
             return
         if outcome.kept is not None:
-            self._kept[job.id] = outcome.kept
+            self._kept.add(job, outcome.kept)
         self.summary.succeeded += 1
         done.append(job)
         if debug:
@@ -598,7 +436,7 @@ class Worker:
         finished here (the plain DELETE leaves them to batchq.jobs.dependencies)."""
         parents = 0
         if matched < len(done):
-            finish = partial(finish_parents, self.backend, done, self._kept_of(done))
+            finish = partial(finish_parents, self.backend, done, self._kept.of(done))
             parents = self._with_reconnect(finish, between_jobs=False)
         if matched + parents < len(done):
             self._stale(len(done) - matched - parents, done)
@@ -632,7 +470,7 @@ class Worker:
         if last_try or for_good:
             jobs = self.backend.stores.jobs
             fail = partial(
-                jobs.fail_for_good, "discard" if for_good else "last_try", params, self._keeps(job)
+                jobs.fail_for_good, "discard" if for_good else "last_try", params, self._kept.keeps(job)
             )
             matched = self._with_reconnect(fail, between_jobs=False)
         else:
@@ -683,7 +521,7 @@ class Worker:
             "error": reason[:LAST_ERROR_MAX_CHARS],
             "fingerprint": fingerprint_of("PayloadInvalid", "", job.task),
         }
-        fail = partial(self.backend.stores.jobs.fail_for_good, "invalid", params, self._keeps(job))
+        fail = partial(self.backend.stores.jobs.fail_for_good, "invalid", params, self._kept.keeps(job))
         matched = self._with_reconnect(fail, between_jobs=False)
         if matched == 0:
             self._stale(1, [job])
@@ -776,8 +614,8 @@ class Worker:
                 if pending:
                     store.release_jobs(pending)
                 if done:
-                    store.delete_jobs(done, self._kept_of(done))
-                    finish_parents(backend, done, self._kept_of(done))  # those others wait for
+                    store.delete_jobs(done, self._kept.of(done))
+                    finish_parents(backend, done, self._kept.of(done))  # those others wait for
 
         backend.retrying(record)
 

@@ -84,11 +84,46 @@ def server_clock(backend: str, queue: object) -> Callable[[], float]:
     return lambda: _ticks(path)
 
 
+def worker_classes() -> tuple[type, type]:
+    """(RunOptions, Worker) of the checkout this child runs (batchq.worker before the package
+    was laid out in parts)."""
+    try:
+        from batchq.runtime.worker import RunOptions, Worker
+    except ImportError:
+        from batchq.worker import RunOptions, Worker  # type: ignore[no-redef]
+    return RunOptions, Worker
+
+
 def measuring_worker() -> type:
     """A Worker that measures every success as one it keeps, then drops the figures."""
-    from batchq.runtime.worker import Worker
+    _, worker = worker_classes()
+    try:
+        from batchq.runtime.claims import KeptJobs
+    except ImportError:  # a checkout from before: the worker kept its kept jobs itself
+        return measuring_worker_before(worker)
 
-    class MeasuringWorker(Worker):
+    class MeasuredNotKept(KeptJobs):
+        def keeps(self, job: object) -> bool:
+            return True
+
+        def of(self, done: list) -> None:
+            self.kept.clear()
+            return None
+
+        def delete(self, done: list) -> int:
+            self.kept.clear()
+            return super().delete(done)
+
+    class MeasuringWorker(worker):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)
+            self._kept.__class__ = MeasuredNotKept  # the one the claims hold too
+
+    return MeasuringWorker
+
+
+def measuring_worker_before(worker: type) -> type:
+    class MeasuringWorker(worker):  # type: ignore[misc, valid-type]
         def _keeps(self, job: object) -> bool:
             return True
 
@@ -106,7 +141,8 @@ def measuring_worker() -> type:
 def child(backend: str, jobs: int, batch: int, mode: str) -> None:
     """One drain, in this process: prints {rate, client, server} as JSON."""
     from batchq import Queue
-    from batchq.runtime.worker import RunOptions, Worker
+
+    RunOptions, Worker = worker_classes()
 
     reset(backend)
     floor = floor_for(backend)

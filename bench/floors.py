@@ -20,8 +20,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from batchq.backends.sqlfiles import queries
-from batchq.core.config import parse_url
+try:
+    from batchq.backends.sqlfiles import queries
+    from batchq.core.config import parse_url
+except ImportError:  # an older checkout a bench runs beside this one (--checkout), before the parts
+    from batchq.config import parse_url  # type: ignore[no-redef]
+    from batchq.sqlfiles import queries  # type: ignore[no-redef]
 
 from settings import TASK, url_for
 

@@ -29,7 +29,10 @@ FORBIDDEN_DATABASES = {"test"}
 
 def url_for(backend: str) -> str:
     """The backend's benchmark URL; exits if it names a test database."""
-    from batchq.core.config import parse_url  # read as batchq reads it
+    try:
+        from batchq.core.config import parse_url  # read as batchq reads it
+    except ImportError:  # an older checkout a bench runs beside this one (--checkout)
+        from batchq.config import parse_url  # type: ignore[no-redef]
 
     url = URLS[backend]
     parsed = parse_url(url)

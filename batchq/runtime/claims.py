@@ -13,7 +13,7 @@ import logging
 import os
 from collections.abc import Sequence
 
-from ..backends import Backend, TransientError
+from ..backends import Backend, OnDatabase, TransientError
 from ..coordination.partitions import PartitionLease, check_partitions_ready
 from ..core.job import Claim, Job, Kept
 from ..errors import BackendError, BackendUnavailable, ConfigError
@@ -35,11 +35,16 @@ class KeptJobs:
     """The succeeded jobs to copy into the history as they go (`run --keep`, a queue's keep_for,
     a job's keep_result), with their measurements, until the claim or DELETE that finishes them."""
 
-    def __init__(self, backend: Backend, keep_all: bool) -> None:
-        self.backend = backend
+    def __init__(self, db: OnDatabase, keep_all: bool) -> None:
+        self.db = db
         self.keep_all = keep_all
         self.queues: set[str] = set()  # queues with a keep_for when last looked (the tick)
         self.kept: dict[int, Kept] = {}
+
+    @property
+    def backend(self) -> Backend:
+        """The connection of the thread that runs the worker, asked at each use."""
+        return self.db.backend
 
     def keeps(self, job: Job) -> bool:
         """Is the job copied into the history when it ends: by `run --keep`, its queue's
@@ -89,14 +94,19 @@ class Claims:
     """A worker's claims: each call to ``next`` deletes ``done`` (the jobs that just succeeded)
     and claims up to ``limit`` jobs of the first of ``queues`` that has any."""
 
-    def __init__(self, backend: Backend, owner: str, kept: KeptJobs) -> None:
-        self.backend = backend
+    def __init__(self, db: OnDatabase, owner: str, kept: KeptJobs) -> None:
+        self.db = db
         self.owner = owner
         self.kept = kept
         self.limited: dict[str, QueueLimits] = {}  # queues with flow limits when last looked
         self.held: dict[str, float | None] = {}  # queues whose limits held due jobs back: the wait
         self.lease: PartitionLease | None = None  # with `run --claim partition`
         self.waiting_for_partition = False  # no free partition has work, but leased ones do
+
+    @property
+    def backend(self) -> Backend:
+        """The connection of the thread that runs the worker, asked at each use."""
+        return self.db.backend
 
     def next(self, queues: list[str], limit: int, done: list[Job]) -> tuple[int, list[Job]]:
         """(finished jobs deleted, jobs claimed)."""

@@ -153,8 +153,8 @@ class Worker:
         self.summary = RunSummary()
         self._release_pending = False  # a connection was lost between jobs: an unseen claim may exist
         self._paused: set[str] = set()  # queues paused when last looked (_tick)
-        self._kept = KeptJobs(queue.backend, self.options.keep)
-        self._claims = Claims(queue.backend, self.name, self._kept)
+        self._kept = KeptJobs(queue, self.options.keep)
+        self._claims = Claims(queue, self.name, self._kept)
         self._next_tick = 0.0  # monotonic time of the next _tick
         # Checked here too: RunOptions may come from Python, not the CLI.
         self._timeout = parse_timeout(self.options.timeout, "run timeout")

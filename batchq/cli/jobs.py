@@ -20,7 +20,8 @@ from ..jobs.tasks import TASK_MODULES_ENV
 from ..jobs.timeouts import DEFAULT_GRACE_SECONDS, WATCHDOG_EXIT_STATUS
 from ..ops.explain import why_not_cancelled
 from ..queue import Queue
-from ..runtime.worker import BACKOFF_BASE_SECONDS, RunOptions, Worker
+from ..runtime.lanes import MAX_CONCURRENCY
+from ..runtime.worker import BACKOFF_BASE_SECONDS, RunOptions, Worker, check_concurrency
 from .common import (
     DURATION,
     common_options,
@@ -120,6 +121,14 @@ def init_db(ctx: click.Context) -> None:
     "Faster; but a crash can re-run every job of the batch, finished or not.",
 )
 @click.option(
+    "--concurrency",
+    type=click.IntRange(1, MAX_CONCURRENCY),
+    default=1,
+    show_default=True,
+    help="Run up to this many jobs at once, each in a thread of its own with its own database "
+    "connection (N + 1 in all): for jobs that wait on I/O. Not with --claim partition.",
+)
+@click.option(
     "--backoff",
     type=DURATION,
     default=BACKOFF_BASE_SECONDS,
@@ -177,6 +186,7 @@ def run(
     task_modules: str | None,
     backoff: float,
     batch: int,
+    concurrency: int,
     heartbeat: float,
     claim: str,
     jobs_per_lease: int,
@@ -205,11 +215,13 @@ def run(
         handler=_allowed_handler(queue, handler) if handler else None,
         backoff_base=backoff,
         batch_size=batch,
+        concurrency=concurrency,
         heartbeat=heartbeat,
         claim=claim,
         jobs_per_lease=jobs_per_lease,
         keep=keep,
     )
+    check_concurrency(options)  # before --tick writes anything
     layers = [load_middleware(path) for path in middleware_paths(middleware)]  # before any job
     if tick_first:
         from .schedules import tick_once  # croniter: loaded only when run ticks schedules first

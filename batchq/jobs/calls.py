@@ -8,7 +8,8 @@ first (Worker.middleware):
   your own          Worker(middleware=...): batchq.testing's drain() notes each outcome here
   NewerVersion      a job of a newer task version than this worker knows goes back, not run
   PayloadCheck      a payload that does not match its typed queue fails without running
-  Busy              the heartbeat pings the idle session while the job runs
+  Busy              the heartbeat pings the idle session while the job runs (not in a lane:
+                    `run --concurrency`, whose lanes hold no liveness)
   Reporting         the task's progress reports written on its row, throttled (batchq.jobs.reporting)
   FinishInTransaction  a transactional task's job ends in the transaction its writes are in
   Metering          the try's figures: a failure's on the job row, a kept success's in the history
@@ -22,8 +23,9 @@ records what the chain answers (Worker._record): a success, a failed try (for go
 retried), a payload failed without a call, a job put back for a newer version, a snoozed job, a
 job finished in its own transaction.
 
-JobTimeout never lands in this module's frames (timeouts.py), so the bookkeeping around the
-call always runs.
+JobTimeout never lands in this module's frames by a signal (timeouts.py), so the bookkeeping
+around the call always runs; one raised in a thread that lands as the task returns is caught by
+Timeouts, the innermost layer.
 """
 
 from __future__ import annotations
@@ -499,13 +501,24 @@ class Timeouts:
     def __call__(self, call: Call, call_next: CallNext) -> CallOutcome:
         func = call.task.func if call.task is not None else None
         watch = self._watchdog.begin(call.job, job_timeout(call.job, func, self._run_timeout))
-        outcome = call_next(call)
-        self._watchdog.end(watch)  # at once: no JobTimeout is raised past this line
+        try:
+            outcome = call_next(call)
+        except JobTimeout as exc:  # raised in a thread just as the task returned (timeouts.py)
+            outcome = CallOutcome(exception=exc)
+        self._end(watch)  # at once: no JobTimeout is raised past this line
         if watch is not None and watch.expired:
             self._on_timeout()
             error = timed_out_error(watch, outcome.exception)
             outcome.failure = Failure(error, timeout_fingerprint(call.job.task), TIMEOUT_CLASS)
         return outcome
+
+    def _end(self, watch: Watch | None) -> None:
+        """Watchdog.end, again if a JobTimeout raised in this thread lands in it first (once:
+        end() takes back any still pending)."""
+        try:
+            self._watchdog.end(watch)
+        except JobTimeout:
+            self._watchdog.end(watch)
 
 
 # -- describing a failure -----------------------------------------------------------
@@ -525,6 +538,8 @@ def timed_out_error(watch: Watch, error: BaseException | None) -> str:
     """last_error of a call that ran past its timeout: where JobTimeout stopped it, or how it
     ended when the timeout did not stop it (a C call, a task that caught JobTimeout)."""
     if isinstance(error, JobTimeout):
+        if not error.args:  # raised in a thread, as a class: it says what the signal's says
+            error.args = (timed_out(watch.timeout),)
         return describe_error(error)
     text = f"JobTimeout: {timed_out(watch.timeout)}; the task went on past it"
     ending = "then returned" if error is None else f"then raised {describe_error(error)}"

@@ -18,12 +18,16 @@ If that record cannot be written in time, the job stays claimed by a dead worker
 The processes a timed-out job started (and theirs) are killed once its call has returned, or
 before the watchdog ends the process: a retry never runs beside them (see children.py).
 
-A worker run in another thread than the main one gets no signal (Python delivers signals to
-the main thread only): its timed-out jobs go straight to the grace period and the watchdog.
+A worker run in another thread than the main one (a lane of `run --concurrency`, an app's own
+thread) gets no signal: Python delivers them to the main thread only. There the watchdog raises
+``JobTimeout`` in the job's thread as an asynchronous exception (``PyThreadState_SetAsyncExc``):
+Python code stops there too, but a blocking C call (``time.sleep``, a socket wait) sees it only
+when it returns, so a job stuck in one is ended by the grace period and the watchdog.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import math
 import os
@@ -162,6 +166,7 @@ class Watchdog:
         self._last_expiry = -math.inf
         self._stopped = False
         self._signals = threading.current_thread() is threading.main_thread()
+        self._job_thread = threading.get_ident()  # elsewhere, JobTimeout is raised in this thread
         self._handler_installed = False
         self._previous_handler: Any = None
 
@@ -206,6 +211,8 @@ class Watchdog:
         with self._cond:
             self._watch = None
             abandoned = watch.abandoned
+        if watch.raised and not self._signals:
+            _raise_in_thread(self._job_thread, None)  # one still pending would land past the call
         if abandoned:
             threading.Event().wait()
         if watch.expired:
@@ -240,11 +247,24 @@ class Watchdog:
                 if self._signals and not watch.raised:
                     signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGALRM)
                     self._sleep_until(min(now + RESEND_SECONDS, watch.give_up_at))
+                elif not watch.raised:
+                    self._raise_in_job_thread(watch)
+                    self._sleep_until(min(now + RESEND_SECONDS, watch.give_up_at))
                 else:
                     self._sleep_until(watch.give_up_at)
             else:
                 return
         self._end_process(watch)
+
+    def _raise_in_job_thread(self, watch: Watch) -> None:
+        """JobTimeout in the job's thread, unless it runs the worker's bookkeeping now (the
+        watchdog looks again). This holds the GIL: the thread cannot move between the look and
+        the raise; it sees the exception at its next Python instruction."""
+        frame = sys._current_frames().get(self._job_thread)
+        if frame is None or _not_to_interrupt(frame.f_code.co_filename):
+            return
+        watch.raised = True
+        _raise_in_thread(self._job_thread, JobTimeout)
 
     def _sleep_until(self, deadline: float) -> None:
         """Wait (holding the condition) until ``deadline``, or a notify."""
@@ -275,10 +295,12 @@ class Watchdog:
         os._exit(WATCHDOG_EXIT_STATUS)
 
     def _why_not_stopped(self, watch: Watch) -> str:
+        if watch.raised and not self._signals:
+            return "it caught JobTimeout and went on, or a blocking call has not returned to see it"
         if watch.raised:
             return "it caught JobTimeout and went on"
         if not self._signals:
-            return "the worker runs in a thread that signals do not reach"
+            return "it runs the worker's own code, where JobTimeout is not raised"
         return "no signal could interrupt it (a blocking call, or signals blocked)"
 
     def _record_logged(self, watch: Watch) -> None:
@@ -286,6 +308,13 @@ class Watchdog:
             self._record(watch, self._why_not_stopped(watch))
         except BaseException as exc:
             log.error("%s: its failure could not be recorded (%s); %s", watch.what, exc, watch.again)
+
+
+def _raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> None:
+    """Raise ``exc_type`` in the thread at its next Python instruction; None takes back one that
+    is still pending."""
+    exc = ctypes.py_object(exc_type) if exc_type is not None else None
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), exc)
 
 
 def _kill_job_processes(watch: Watch) -> None:

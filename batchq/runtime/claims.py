@@ -75,7 +75,10 @@ class KeptJobs:
 
     def delete(self, done: list[Job]) -> int:
         """Delete finished jobs with no claim (keeping those to keep), in pieces whose
-        measurements stay under KEPT_STATEMENT_BYTES; each piece is its own transaction."""
+        measurements stay under KEPT_STATEMENT_BYTES; each piece is its own transaction (none
+        at all: no statement)."""
+        if not done:
+            return 0
         store = self.backend.stores.jobs
         if not self.kept:
             return store.delete_jobs(done)
@@ -102,6 +105,10 @@ class Claims:
         self.held: dict[str, float | None] = {}  # queues whose limits held due jobs back: the wait
         self.lease: PartitionLease | None = None  # with `run --claim partition`
         self.waiting_for_partition = False  # no free partition has work, but leased ones do
+        # The tokens of claims sent since the last one seen to end: a claim lost with its
+        # connection may have committed, and only its token may put it back (the other lanes of
+        # a `run --concurrency` process claim under the same owner).
+        self.unseen: list[str] = []
 
     @property
     def backend(self) -> Backend:
@@ -112,8 +119,17 @@ class Claims:
         """(finished jobs deleted, jobs claimed)."""
         self.held = {}
         if self.lease is not None:
-            return self._in_partitions(queues, limit, done)
-        return self._by_row(queues, limit, done)
+            found = self._in_partitions(queues, limit, done)
+        else:
+            found = self._by_row(queues, limit, done)
+        self.unseen.clear()
+        return found
+
+    def _token(self) -> str:
+        """A new claim's token, noted as unseen until its claim returns."""
+        token = os.urandom(16).hex()
+        self.unseen.append(token)
+        return token
 
     def held_pause(
         self, active_queues: int, poll_interval: float, seconds_left: float | None
@@ -138,18 +154,18 @@ class Claims:
         deleted = 0
         for queue_name in queues:
             if queue_name in self.limited:
-                deleted, done = deleted + self._delete(done), []
+                deleted, done = deleted + self.kept.delete(done), []
                 jobs = self._limited(queue_name, limit)
                 if jobs:
                     return deleted, jobs
                 continue
             claim = self.backend.stores.jobs.claim(
-                queue_name, self.owner, os.urandom(16).hex(), limit, done, kept=self.kept.of(done)
+                queue_name, self.owner, self._token(), limit, done, kept=self.kept.of(done)
             )
             deleted, done = deleted + claim.deleted, []
             if claim.jobs:
                 return deleted, claim.jobs
-        return deleted + self._delete(done), []  # every queue is paused: the finished jobs still go
+        return deleted + self.kept.delete(done), []  # every queue is paused: the finished jobs still go
 
     def _in_partitions(self, queues: list[str], limit: int, done: list[Job]) -> tuple[int, list[Job]]:
         """Claim within the leased partition; one that comes back empty is given up for another
@@ -165,7 +181,7 @@ class Claims:
                 break
             for queue_name in queues:
                 if queue_name in self.limited:  # by row, through the limited claim
-                    deleted, done = deleted + self._delete(done), []
+                    deleted, done = deleted + self.kept.delete(done), []
                     jobs = self._limited(queue_name, limit)
                     if jobs:
                         return deleted, jobs
@@ -180,17 +196,14 @@ class Claims:
             partition = lease.exhausted(queues)
         if partition is None and queues and not self._partitions_on():
             return self._by_row_from_now(queues, limit, done, deleted)  # no partition left to lease
-        deleted += self._delete(done)
+        deleted += self.kept.delete(done)
         self.waiting_for_partition = lease.work_elsewhere(queues)
         return deleted, []
-
-    def _delete(self, done: list[Job]) -> int:
-        return self.kept.delete(done) if done else 0
 
     def _limited(self, queue_name: str, limit: int) -> list[Job]:
         """The limited claim of a queue with flow limits (batchq.policy.flow): the finished jobs went
         first, in their own transaction, so that they no longer count as running."""
-        found = self.backend.stores.flow.claim(queue_name, self.owner, os.urandom(16).hex(), limit)
+        found = self.backend.stores.flow.claim(queue_name, self.owner, self._token(), limit)
         if found.held:
             self.held[queue_name] = found.wait
         return found.jobs
@@ -201,7 +214,7 @@ class Claims:
         INDEX refuse to run). The failed claim rolled back whole, its finished jobs' DELETE too."""
         for attempt in range(2):
             try:
-                token = os.urandom(16).hex()
+                token = self._token()
                 return self.backend.stores.jobs.claim(
                     queue_name, self.owner, token, limit, done, partition=partition
                 )

@@ -154,13 +154,20 @@ class Runner:
 
     # -- connection loss ------------------------------------------------------------
 
-    def with_reconnect(self, action: Callable[[], T], on_lost: Callable[[], None] | None = None) -> T:
-        """Run a statement; if the connection is lost, wait and retry on a new connection
-        (``on_lost`` first), RECONNECT_ATTEMPTS times in all. The backend re-takes the liveness
-        on every connect; the caller fences what a retry after an unseen commit would redo."""
+    def with_reconnect(
+        self,
+        action: Callable[[], T],
+        on_lost: Callable[[], None] | None = None,
+        backend: Backend | None = None,
+    ) -> T:
+        """Run a statement on ``backend`` (the runner's own unless given: a lane's, batchq.runtime.
+        lanes); if the connection is lost, wait and retry on a new connection (``on_lost``
+        first), RECONNECT_ATTEMPTS times in all. The runner's backend re-takes the liveness on
+        every connect; the caller fences what a retry after an unseen commit would redo."""
+        backend = backend or self.backend
         for attempt in range(RECONNECT_ATTEMPTS):
             try:
-                return self.backend.retrying(action)
+                return backend.retrying(action)
             except BackendUnavailable as exc:
                 if attempt == RECONNECT_ATTEMPTS - 1:
                     raise

@@ -8,7 +8,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Any
 
@@ -61,6 +61,7 @@ from ..jobs.timeouts import (
     RETRY_FLOOR_SECONDS,
     WATCHDOG_EXIT_STATUS,
     Watch,
+    Watchdog,
     timed_out,
     timeout_text,
 )
@@ -68,6 +69,7 @@ from ..ops.registry import Registration
 from ..policy.typed import QueueType
 from ..queue import Queue
 from .claims import Claims, KeptJobs
+from .lanes import MAX_CONCURRENCY, Budget, Crew, InHand
 from .runner import Limits, Runner
 
 log = logging.getLogger("batchq.runtime.worker")
@@ -118,6 +120,7 @@ class RunOptions:
     keep: bool = False  # keep every finished job in the history, whatever its queue's keep_for
     timeout: float | None = None  # how long a job may run, unless its own or its task's says
     timeout_grace: float = DEFAULT_GRACE_SECONDS  # then how long it may take to stop (batchq.jobs.timeouts)
+    concurrency: int = 1  # jobs at once, each in a lane of its own (batchq.runtime.lanes)
 
 
 @dataclass
@@ -137,37 +140,61 @@ class RunSummary:
         """Jobs called: a snooze too, so that --max-jobs bounds a worker whose job snoozes 0s."""
         return self.succeeded + self.errors + self.snoozed
 
+    def add(self, lane: RunSummary) -> None:
+        """Count a lane's run in this one (`run --concurrency`)."""
+        for count in fields(self):
+            if count.name != "job_ids":
+                setattr(self, count.name, getattr(self, count.name) + getattr(lane, count.name))
+        self.job_ids.extend(lane.job_ids)
+
 
 class Worker:
     """`batchq run`'s loop: claim jobs, hand each to the middleware chain, record the outcome.
 
     ``middleware`` (batchq.jobs.calls): your own, run outermost around each job's call (drain()
-    notes outcomes there)."""
+    notes outcomes there). With ``options.concurrency`` over 1 the jobs run in lanes
+    (batchq.runtime.lanes): Workers made by this one (``lead``), each in its own thread."""
 
     def __init__(
-        self, queue: Queue, options: RunOptions | None = None, middleware: Sequence[Middleware] = ()
+        self,
+        queue: Queue,
+        options: RunOptions | None = None,
+        middleware: Sequence[Middleware] = (),
+        *,
+        lead: Worker | None = None,
     ) -> None:
         self.queue = queue
         self.options = options or RunOptions()
-        self.name = owner_name()
+        self.name: str = owner_name() if lead is None else lead.name
         self.summary = RunSummary()
+        self._lead = lead
         self._release_pending = False  # a connection was lost between jobs: an unseen claim may exist
+        self._unknown_finishes: list[str] = []  # the tokens of jobs whose own commit went unseen
         self._paused: set[str] = set()  # queues paused when last looked (_tick)
         self._kept = KeptJobs(queue, self.options.keep)
         self._claims = Claims(queue, self.name, self._kept)
         self._next_tick = 0.0  # monotonic time of the next _tick
         # Checked here too: RunOptions may come from Python, not the CLI.
         self._timeout = parse_timeout(self.options.timeout, "run timeout")
-        grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
-        self._runner = Runner(
-            queue.backend,
-            Registration(queue.backend, self.name, self.options.queues, heartbeat=self.options.heartbeat),
-            self.summary,
-            Limits(self.options.max_jobs, self.options.max_seconds),
-            grace=grace,
-            heartbeat=self.options.heartbeat,
-            log=log,
-        )
+        self._grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
+        self._crew: Crew | None = None  # the lanes, when this worker leads some
+        self._watchdog: Watchdog | None = None  # the runner's, or a lane's own
+        self._runner: Runner
+        self._budget: Budget
+        if lead is not None:  # a lane: one runner, one --max-jobs for the whole process
+            self._runner, self._budget = lead._runner, lead._budget
+        else:
+            check_concurrency(self.options)
+            self._budget = Budget(self.options.max_jobs)
+            self._runner = Runner(
+                queue.backend,
+                Registration(queue.backend, self.name, self.options.queues, heartbeat=self.options.heartbeat),
+                self.summary,
+                Limits(self.options.max_jobs, self.options.max_seconds),
+                grace=self._grace,
+                heartbeat=self.options.heartbeat,
+                log=log,
+            )
         # While a job runs: its batch, the index of the first job not yet run (so no list is
         # sliced per job), and the ones done but not deleted.
         self._in_hand: tuple[list[Job], int, list[Job]] = ([], 0, [])
@@ -211,11 +238,27 @@ class Worker:
                 log.warning("could not release partition %s: %s", lease.partition, exc)
 
     def loop(self) -> None:
-        """Claim, call and finish jobs until a stop condition or --wait says so (by the runner)."""
+        """Claim, call and finish jobs until a stop condition or --wait says so (by the runner);
+        in lanes, with --concurrency."""
+        if self._lead is None and self.options.concurrency > 1:
+            self._lead_lanes()
+            return
+        if self._lead is None:
+            self._watchdog = self._runner.watchdog
+            self._serve()
+            return
+        self._watchdog = Watchdog(self._grace, self.record_abandoned)  # in the lane's thread
+        try:
+            self._serve()
+        finally:
+            self._watchdog.stop()
+            self.queue.database.close()  # the lane's connection
+
+    def _serve(self) -> None:
         self._call_job = chain(self.middleware(), invoke)
         idle_since: float | None = None
         done: list[Job] = []  # succeeded jobs whose DELETE rides with the next claim
-        while not self._should_stop():
+        while not self._should_stop() and not self._budget.spent:
             jobs = self._finish_and_claim(done)
             done = []
             if jobs:
@@ -241,6 +284,39 @@ class Worker:
             matched = self._with_reconnect(partial(self._kept.delete, done), between_jobs=False)
             self._check_done(done, matched)
 
+    # -- lanes (batchq.runtime.lanes) ---------------------------------------------------
+
+    def _lead_lanes(self) -> None:
+        """--concurrency N: N lanes run the jobs; this thread keeps what is one per process."""
+        heartbeat = self._runner.heartbeat
+        if heartbeat is not None:
+            heartbeat.in_job = True  # this session idles while the lanes work: keep it seen
+        self._crew = Crew(self.options.concurrency, self._new_lane, self._runner.stop)
+        try:
+            self._crew.run(partial(self._with_reconnect, self._tick_process, False), TICK_SECONDS)
+        finally:
+            for lane in self._crew.lanes:
+                self.summary.add(lane.summary)
+
+    def _new_lane(self) -> Worker:
+        return Worker(self.queue, self.options, self._own_middleware, lead=self)
+
+    def _tick_process(self) -> None:
+        """About once a second while the lanes work: the registry row and `batchq stop`, the
+        liveness lease, SQLite's vacuum (what _tick does for a single worker)."""
+        assert self._crew is not None
+        summaries = [lane.summary for lane in self._crew.lanes]
+        self._runner.asked_to_stop(sum(s.succeeded for s in summaries), sum(s.errors for s in summaries))
+        self.backend.vacuum_if_due()
+        self.backend.liveness.renew_if_due()
+
+    def in_hand(self) -> InHand:
+        """A lane's jobs at hand, for another lane's watchdog (batchq.runtime.lanes.InHand): the
+        one running is unfinished too."""
+        batch, next_index, done = self._in_hand
+        done = list(done)
+        return InHand(batch[max(next_index - 1, 0) :], done, self._kept.of(done))
+
     def _seconds_left(self) -> float | None:
         """Until --max-seconds, if set."""
         if self.options.max_seconds is None:
@@ -251,20 +327,22 @@ class Worker:
         return self._runner.should_stop()
 
     def middleware(self) -> list[Middleware]:
-        """The chain around each job's call, outermost first (batchq.jobs.calls): built here only."""
-        runner = self._runner
-        assert runner.watchdog is not None and runner.heartbeat is not None, "built by run()"
+        """The chain around each job's call, outermost first (batchq.jobs.calls): built here only.
+        A lane's session holds no liveness: no heartbeat keeps it (batchq.runtime.lanes)."""
+        heartbeat = self._runner.heartbeat
+        assert self._watchdog is not None and heartbeat is not None, "built by run()"
+        busy = [Busy(heartbeat)] if self._lead is None else []
         return [
             *self._own_middleware,
             NewerVersion(self._tasks),
             PayloadCheck(self._types.__getitem__),
-            Busy(runner.heartbeat),
+            *busy,
             Reporting(self.backend),
             FinishInTransaction(self.backend, self._tasks, self._finish_in_transaction),
             Metering(self._kept.keeps, self.queue.secret),
             Prepare(self._tasks, self.queue.secret),
             Control(),
-            Timeouts(runner.watchdog, self._timeout, self._count_timeout),
+            Timeouts(self._watchdog, self._timeout, self._count_timeout),
         ]
 
     def _count_timeout(self) -> None:
@@ -290,18 +368,19 @@ class Worker:
         if self._release_pending:
             # A claim may have committed without us seeing it: put it back, uncounted (after
             # deleting the finished jobs, which are ours too).
-            deleted = self._kept.delete(done) if done else 0
-            done = []
-            self.backend.stores.jobs.release_unknown(self.name)
+            deleted, done = self._kept.delete(done), []
+            tokens = [*self._claims.unseen, *self._unknown_finishes]
+            self.backend.stores.jobs.release_unknown(self.name, tokens)
+            self._claims.unseen.clear()
+            self._unknown_finishes.clear()
             self._release_pending = False
         if self._kept.size(done) > KEPT_STATEMENT_BYTES:  # large results: finished in pieces first
-            deleted += self._kept.delete(done)
-            done = []
+            deleted, done = deleted + self._kept.delete(done), []
         ticked = time.monotonic() >= self._next_tick
         if ticked:
             self._tick()
             if self._runner.stopped.is_set():  # `batchq stop`: claim nothing more
-                return [], deleted + (self._kept.delete(done) if done else 0)
+                return [], deleted + self._kept.delete(done)
         claimed, jobs = self._claim_next(done)
         if not jobs and not ticked and self._tick() and not self._runner.stopped.is_set():
             # nothing ready: due scheduled jobs may wait
@@ -317,9 +396,10 @@ class Worker:
         self._kept.queues = store.keeping_queues()
         self._claims.limited = self.backend.stores.flow.limits()
         self._next_tick = time.monotonic() + TICK_SECONDS
-        self._runner.asked_to_stop(self.summary.succeeded, self.summary.errors)
-        self.backend.vacuum_if_due()
-        self.backend.liveness.renew_if_due()
+        if self._lead is None:  # the lead's own thread does these for its lanes (_tick_process)
+            self._runner.asked_to_stop(self.summary.succeeded, self.summary.errors)
+            self.backend.vacuum_if_due()
+            self.backend.liveness.renew_if_due()
         if self._claims.lease is not None:
             self._claims.lease.tidy(self._active_queues())
         # Expired waiting jobs are failed here, in the tick, not in the claim: the claim only
@@ -335,17 +415,24 @@ class Worker:
 
     def _claim_next(self, done: list[Job]) -> tuple[int, list[Job]]:
         """Delete ``done`` and claim one job (in batch mode up to batch_size) of the first queue
-        that has any; returns (finished jobs deleted, jobs claimed)."""
-        limit = self.options.batch_size
-        if self.options.max_jobs is not None:
-            limit = min(limit, self.options.max_jobs - self.summary.processed)
-        return self._claims.next(self._active_queues(), limit, done)
+        that has any, within --max-jobs; returns (finished jobs deleted, jobs claimed)."""
+        limit = self._budget.take(self.options.batch_size)
+        if limit == 0:  # other lanes hold the rest of --max-jobs
+            return self._kept.delete(done), []
+        try:
+            deleted, jobs = self._claims.next(self._active_queues(), limit, done)
+        except BaseException:
+            self._budget.give_back(limit)
+            raise
+        self._budget.give_back(limit - len(jobs))
+        return deleted, jobs
 
     # -- process ------------------------------------------------------------------
 
     def _record(self, job: Job, outcome: CallOutcome, done: list[Job], debug: bool) -> None:
         """Write what the chain answered: a success waits in ``done`` for the next claim."""
         if outcome.kind == NEWER_VERSION:
+            self._budget.give_back(1)  # not run: it does not count
             self._wait_for_version(job, outcome.known_version)
             return
         if outcome.kind == SNOOZED:
@@ -397,6 +484,7 @@ class Worker:
                 job.id,
                 job.task,
             )
+            self._unknown_finishes.append(job.claim_token)
             self._release_pending = True
 
     def _process(self, jobs: list[Job]) -> list[Job]:
@@ -411,6 +499,7 @@ class Worker:
             if index and self._should_stop():
                 release = partial(self.backend.stores.jobs.release_jobs, jobs[index:])
                 self._with_reconnect(release, between_jobs=False)
+                self._budget.give_back(len(jobs) - index)
                 break
             self._in_hand = (jobs, index + 1, done)
             self._record(job, call_job(Call(job, self._read_trace_context)), done, debug)
@@ -587,11 +676,15 @@ class Worker:
     def record_abandoned(self, watch: Watch, why_not_stopped: str) -> None:
         """The watchdog's last act before it ends the process (in its thread): the job that would
         not stop fails, fenced by its token, due again no sooner than RETRY_FLOOR_SECONDS; the
-        batch's jobs not yet run go back uncounted, and the ones done are deleted."""
+        batch's jobs not yet run go back uncounted, and the ones done are deleted. In a lane,
+        the other lanes' too: their running jobs go back uncounted, cut short by the exit."""
         backend, job = self.backend, watch.job
         store = backend.stores.jobs
         batch, next_index, done = self._in_hand
-        pending = batch[next_index:]
+        held = [InHand(batch[next_index:], done, self._kept.of(done))]
+        if self._lead is not None and self._lead._crew is not None:
+            self._runner.stop()  # the other lanes claim nothing more
+            held += self._lead._crew.others_in_hand(self)
         error = (
             f"JobTimeout: {timed_out(watch.timeout)}; the worker process was ended (exit status "
             f"{WATCHDOG_EXIT_STATUS}) because the job did not stop within the grace period "
@@ -611,11 +704,12 @@ class Worker:
             with backend.transaction():
                 if store.error(params) == 0:
                     log.warning("job %s was taken back by gc-processing while it ran", job.id)
-                if pending:
-                    store.release_jobs(pending)
-                if done:
-                    store.delete_jobs(done, self._kept.of(done))
-                    finish_parents(backend, done, self._kept.of(done))  # those others wait for
+                for lane in held:  # each its own claim's token; the done first: they are not run again
+                    if lane.done:
+                        store.delete_jobs(lane.done, lane.kept)
+                        finish_parents(backend, lane.done, lane.kept)  # those others wait for
+                    if lane.unfinished:
+                        store.release_jobs(lane.unfinished)
 
         backend.retrying(record)
 
@@ -630,10 +724,27 @@ class Worker:
         retried finish is fenced by the claim token, so a retry after an unseen commit changes
         nothing; a claim lost ``between_jobs`` may have committed unseen, and the next claim
         releases it first."""
-        return self._runner.with_reconnect(action, self._release_later if between_jobs else None)
+        on_lost = self._release_later if between_jobs else None
+        return self._runner.with_reconnect(action, on_lost, self.backend)
 
     def _release_later(self) -> None:
         self._release_pending = True
+
+
+def check_concurrency(options: RunOptions) -> None:
+    """--concurrency: a clear error before anything runs."""
+    if isinstance(options.concurrency, bool) or not isinstance(options.concurrency, int):
+        raise ConfigError(f"concurrency must be a whole number of jobs, not {options.concurrency!r}")
+    if not 1 <= options.concurrency <= MAX_CONCURRENCY:
+        raise ConfigError(
+            f"concurrency must be 1 to {MAX_CONCURRENCY} (jobs at once in one process; each holds a "
+            f"thread and a database connection), not {options.concurrency}: run more processes for more"
+        )
+    if options.concurrency > 1 and options.claim == "partition":
+        raise ConfigError(
+            "--concurrency and --claim partition do not go together: a partition is leased to one "
+            "process's claims at a time; run one process per partition instead"
+        )
 
 
 def _stored_backoff(value: Any) -> float | None:

@@ -151,10 +151,12 @@ class JobStore(Store):
         """Put back claimed jobs this worker will not run, uncounted."""
         return self.db.execute("jobs_release", {"token": jobs[0].claim_token, "ids": job_ids(jobs)})
 
-    def release_unknown(self, worker: str) -> int:
-        """Put back, uncounted, every job ``worker`` holds: a claim it may have committed without
-        seeing it (a lost connection); returns how many."""
-        return self.db.execute("jobs_release_unknown", {"worker": worker})
+    def release_unknown(self, worker: str, tokens: Sequence[str]) -> int:
+        """Put back, uncounted, the jobs ``worker`` holds under ``tokens``: claims it may have
+        committed without seeing them (a lost connection); returns how many."""
+        if not tokens:
+            return 0
+        return self.db.execute("jobs_release_unknown", {"worker": worker, "tokens": list(tokens)})
 
     def claim_held(self, job_id: int, token: str | None) -> bool:
         """Is the job still the claim of ``token`` (a plain read, no row lock)?"""

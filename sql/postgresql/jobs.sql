@@ -386,10 +386,11 @@ SET status = CASE WHEN concurrency_key IS NOT NULL THEN 'blocked' ELSE 'schedule
 WHERE id = %(id)s AND claim_token = %(token)s;
 
 -- name: jobs_release_unknown
--- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted.
+-- After a reconnect, between jobs: a claim whose commit we never saw goes back, uncounted. By
+-- its token: the other lanes of a `run --concurrency` process hold claims under the same name.
 UPDATE batchq_job
 SET status = 'ready', processing_at = NULL, locked_by = NULL, claim_token = NULL
-WHERE status = 'processing' AND locked_by = %(worker)s;
+WHERE status = 'processing' AND locked_by = %(worker)s AND claim_token = ANY(%(tokens)s::text[]);
 
 -- name: job_cancel
 -- Remove a job nobody is running; a claimed job stays.

@@ -59,6 +59,20 @@ def test_drain_8_workers_20000_jobs(queue: Queue, db_url: str, backend_name: str
     assert job_rows(queue) == []
 
 
+def test_drain_2_workers_of_4_lanes_8000_jobs(queue: Queue, db_url: str, backend_name: str) -> None:
+    """`run --concurrency 4`: eight jobs at once in two processes, each lane its own claims."""
+    jobs = 8000
+    queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
+    pool = WorkerPool(db_url, "--concurrency", "4")
+    pool.start(2)
+    pool.wait()
+    assert [code for code, _ in pool.logs()] == [0] * 2
+    figures = Figures(backend_name, "drain, --concurrency 4", 2, jobs, lock_retries=pool.lock_retries())
+    row = account(queue, jobs, figures)
+    assert (row.lost, row.duplicates) == (0, 0)
+    assert job_rows(queue) == []
+
+
 def test_contention_4_enqueuers_4_workers(queue: Queue, db_url: str, backend_name: str) -> None:
     per_enqueuer, jobs = 2500, 10_000
     pool = WorkerPool(db_url, "--wait", "3s", "--poll-interval", "0.05")
@@ -320,6 +334,32 @@ def test_chaos_random_sigkills_while_10000_jobs_drain(queue: Queue, db_url: str,
     assert job_rows(queue) == []
 
 
+def test_chaos_random_sigkills_of_workers_with_lanes(queue: Queue, db_url: str, backend_name: str) -> None:
+    """A SIGKILL ends every lane of the process at once: gc-processing puts back all they held."""
+    jobs, workers, max_kills = 4000, 2, 12
+    queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
+    pool = WorkerPool(db_url, "--concurrency", "4")
+    held_at_kill, recovery = kill_at_random(queue, pool, workers, max_kills, 20261128, (0.05, 0.25))
+    row = account(
+        queue,
+        jobs,
+        Figures(
+            backend_name,
+            "chaos (random SIGKILL), --concurrency 4",
+            workers,
+            jobs,
+            kills=pool.kills,
+            bound=held_at_kill,
+            lock_retries=pool.lock_retries(),
+            max_recovery_s=recovery,
+        ),
+    )
+    assert row.lost == 0
+    assert row.duplicates <= held_at_kill  # each duplicate is a job a killed process held
+    assert pool.kills >= 5
+    assert job_rows(queue) == []
+
+
 def test_poison_job_that_kills_its_worker_ends_failed(queue: Queue, db_url: str, backend_name: str) -> None:
     poison = queue.enqueue("jobs:kill_own_worker", max_errors=3)
     queue.enqueue("jobs:record", {"n": 0})
@@ -388,15 +428,27 @@ def _kill_session_running(dialect: str, *statement_prefixes: str) -> None:
     monitor.close()
 
 
+@pytest.mark.parametrize("lanes", ["1", "3"])
 def test_connection_killed_during_claim(
-    server_queue: Queue, server_url: str, server_name: str, admin: Any
+    server_queue: Queue, server_url: str, server_name: str, admin: Any, lanes: str
 ) -> None:
     queue = server_queue
     # An idle worker polls every 50 ms: a claim, then (finding nothing) its other statements on
     # the job table (promotion, blocked jobs to admit, expiry). The jobs arrive under a table
-    # lock, so the next of them waits for the lock, and its connection is killed there.
+    # lock, so the next of them waits for the lock, and its connection is killed there (with
+    # --concurrency, one lane's: it reconnects and puts back only its own unseen claim).
     worker = start_batchq(
-        server_url, "-v", "run", "--wait", "60", "--max-jobs", "20", "--poll-interval", "0.05"
+        server_url,
+        "-v",
+        "run",
+        "--wait",
+        "60",
+        "--max-jobs",
+        "20",
+        "--poll-interval",
+        "0.05",
+        "--concurrency",
+        lanes,
     )
     wait_for_worker(queue.backend, worker)  # started, connected; next it polls
     run_query_on(admin, server_name, "jobs_table_lock")
@@ -409,7 +461,8 @@ def test_connection_killed_during_claim(
     assert "reconnecting" in err and "1 reconnect," in err
     assert ledger(queue) == list(range(20))
     assert job_rows(queue) == []
-    FIGURES.append(Figures(server_name, "connection killed during claim", 1, 20, conn_kills=1))
+    scenario = "connection killed during claim" + ("" if lanes == "1" else f", --concurrency {lanes}")
+    FIGURES.append(Figures(server_name, scenario, 1, 20, conn_kills=1))
 
 
 def test_connection_killed_during_finalize(

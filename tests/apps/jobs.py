@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -11,16 +12,15 @@ import batchq
 from batchq.backends import create_backend
 from tests.support.queries import query
 
-_ledger_backend = None
+_ledger = threading.local()  # a connection per thread: `run --concurrency` runs jobs in several
 
 
 def record(payload: dict[str, Any]) -> None:
     """Write the job's number into test_ledger, on a connection of its own (autocommit); then, if
     the payload names a gate file, hold until it exists, and sleep for its "sleep" seconds."""
-    global _ledger_backend
-    if _ledger_backend is None:
-        _ledger_backend = create_backend(os.environ["BATCHQ_URL"])
-    backend = _ledger_backend
+    backend = getattr(_ledger, "backend", None)
+    if backend is None:
+        backend = _ledger.backend = create_backend(os.environ["BATCHQ_URL"])
     with backend.errors():
         cur = backend.conn.cursor()
         cur.execute(query(backend.dialect, "ledger_insert"), {"n": payload["n"], "pid": os.getpid()})

@@ -1,6 +1,7 @@
 """A worker run in a thread other than the main one, as an application embedding batchq might:
 `python thread_worker.py TIMEOUT GRACE` (BATCHQ_URL, BATCHQ_TASK_MODULES from the environment).
-No signal reaches that thread, so a job past its timeout is ended by the watchdog."""
+No signal reaches that thread: the watchdog raises JobTimeout in it instead, and ends the
+process when a blocking call keeps the job from seeing it."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from batchq.stores.jobs import JobStore, MySQLJobStore, PostgreSQLJobStore, SQLi
 from tests.support.db import app_connection, job_rows, run_query, sql
 
 WORKER, OTHER = "host:1:aaaa", "host:2:bbbb"
-TOKEN, TOKEN2 = "t" * 32, "u" * 32
+TOKEN, TOKEN2, TOKEN3 = "t" * 32, "u" * 32, "v" * 32
 VARIANTS = {"mysql": MySQLJobStore, "postgresql": PostgreSQLJobStore, "sqlite": SQLiteJobStore}
 NOT_MEASURED = {"wall": None, "cpu": None, "peak": None, "growth": None}
 
@@ -213,15 +213,24 @@ def test_release_jobs_puts_claimed_jobs_back_uncounted(queue: Queue) -> None:
     assert {r["error_count"] for r in job_rows(queue)} == {0}
 
 
-def test_release_unknown_puts_back_every_job_of_a_worker(queue: Queue) -> None:
+def test_release_unknown_puts_back_the_jobs_of_a_worker_s_unseen_claims(queue: Queue) -> None:
     jobs = store(queue)
     mine = [jobs.insert_job(row(queue)) for _ in range(2)]
+    other_lane = jobs.insert_job(row(queue))  # the same worker name, another claim (--concurrency)
     theirs = jobs.insert_job(row(queue))
     jobs.claim("default", WORKER, TOKEN, 2)
+    jobs.claim("default", WORKER, TOKEN3, 1)
     jobs.claim("default", OTHER, TOKEN2, 1)
-    assert jobs.release_unknown(WORKER) == 2
-    assert statuses(queue) == {mine[0]: "ready", mine[1]: "ready", theirs: "processing"}
-    assert jobs.release_unknown(WORKER) == 0
+    assert jobs.release_unknown(WORKER, [TOKEN2, "0" * 32]) == 0  # another worker's token: not ours
+    assert jobs.release_unknown(WORKER, [TOKEN, "0" * 32]) == 2
+    assert statuses(queue) == {
+        mine[0]: "ready",
+        mine[1]: "ready",
+        other_lane: "processing",
+        theirs: "processing",
+    }
+    assert jobs.release_unknown(WORKER, [TOKEN]) == 0
+    assert jobs.release_unknown(WORKER, []) == 0
 
 
 def test_claim_held_while_the_token_holds_the_job(queue: Queue) -> None:

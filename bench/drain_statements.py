@@ -9,9 +9,11 @@ pg_stat_statements preloaded) gets --jobs no-op jobs (enqueue_many, untimed); on
 job table's heap blocks per job (pg_statio), and the statements that read the most blocks, with
 calls, blocks per job and total execution time; both counters are reset between parts.
 
---partial-claim-index first replaces the claim index by a partial one, (queue, priority DESC,
-run_at, id) WHERE status = 'ready': a claimed job's new version then enters no claim-index entry
-beside the ready range the next claim reads (a candidate for issue 29, not batchq's schema).
+Each part also gives the WAL written per job (pg_current_wal_lsn(): the cluster's own, so this
+drain's). Since migration 029 the claim index holds 'ready' rows only, (queue, priority DESC,
+run_at, id) WHERE status = 'ready', and a claimed job's new version enters no claim-index entry.
+--full-claim-index puts back the claim index before 029, (queue, status, priority DESC, run_at,
+id) over every row, without batchq_job_parked: the drain as it was (issue 29), to compare.
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ TOP = (
     " left(regexp_replace(query, '\\s+', ' ', 'g'), 80) FROM pg_stat_statements"
     " WHERE query NOT LIKE '%%pg_stat%%' ORDER BY 2 DESC LIMIT %s"
 )
-PARTIAL_CLAIM_INDEX = (
+FULL_CLAIM_INDEX = (
     "DROP INDEX batchq_job_claim",
-    "CREATE INDEX batchq_job_claim ON batchq_job (queue, priority DESC, run_at, id) WHERE status = 'ready'",
+    "DROP INDEX batchq_job_parked",
+    "CREATE INDEX batchq_job_claim ON batchq_job (queue, status, priority DESC, run_at, id)",
 )
 HEAP = "SELECT heap_blks_hit + heap_blks_read FROM pg_statio_user_tables WHERE relname = 'batchq_job'"
+WAL = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')"
 
 
 def main() -> None:
@@ -46,7 +50,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=20000)
     parser.add_argument("--parts", type=int, default=4)
     parser.add_argument("--top", type=int, default=4, help="statements shown per part")
-    parser.add_argument("--partial-claim-index", action="store_true", help="the claim index on 'ready' only")
+    parser.add_argument(
+        "--full-claim-index", action="store_true", help="the claim index before migration 029, on every row"
+    )
     args = parser.parse_args()
     import psycopg
 
@@ -56,9 +62,9 @@ def main() -> None:
     with private_cluster(SETTINGS) as url:
         queue = Queue(url, task_modules=["noop_jobs"])
         queue.init_db()
-        if args.partial_claim_index:
+        if args.full_claim_index:
             with psycopg.connect(url, autocommit=True) as conn:
-                for statement in PARTIAL_CLAIM_INDEX:
+                for statement in FULL_CLAIM_INDEX:
                     conn.execute(statement)
         queue.enqueue_many(TASK, [None] * args.jobs)
         queue.close()
@@ -67,13 +73,17 @@ def main() -> None:
             conn.execute("CREATE EXTENSION pg_stat_statements")
             for part in range(args.parts):
                 conn.execute("SELECT pg_stat_statements_reset(), pg_stat_reset()")
+                (wal_before,) = conn.execute(WAL).fetchone()
                 started = time.monotonic()
                 subprocess.run([BATCHQ, "run", "--max-jobs", str(step)], env=env, check=True)
                 took = time.monotonic() - started
                 time.sleep(1.0)  # a backend reports its counters at most this late
                 (heap,) = conn.execute(HEAP).fetchone()
+                (wal,) = conn.execute(WAL).fetchone()
                 done = f"{part * step:,} done before"
-                print(f"\npart {part} ({done}): {took:.1f} s, heap {heap / step:.1f} blocks/job\n")
+                wal_per_job = (wal - wal_before) / step
+                figures = f"{took:.1f} s, heap {heap / step:.1f} blocks/job, WAL {wal_per_job:.0f} B/job"
+                print(f"\npart {part} ({done}): {figures}\n")
                 print("| calls | blocks/job | exec ms | statement |\n|---|---|---|---|")
                 for calls, blocks, ms, query in conn.execute(TOP, (args.top,)):
                     print(f"| {calls} | {blocks / step:.1f} | {ms:.0f} | `{query}` |")

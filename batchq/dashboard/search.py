@@ -4,10 +4,12 @@ or by task and text within a bounded window of one state.
 A text or task search never walks a whole table: it reads the newest SEARCH_WINDOW rows of the
 chosen state through an index (``batchq_job_due (status, run_at)`` walked backward: the jobs
 due, retried or failed most recently; the history through ``batchq_history_finished``), and
-filters those. With a queue named, the window is that queue's: ``batchq_job_claim`` walked
-backward (the last rows in claim order: the lowest priority first, then the latest due), and
-``batchq_history_queue`` for its history. The page says how many it read and whether older
-rows were left unsearched.
+filters those. With a queue named, the window is that queue's: the claim index walked backward
+(the last rows in claim order: the lowest priority first, then the latest due; on PostgreSQL
+``batchq_job_claim`` holds the 'ready' rows, ``batchq_job_parked`` the 'scheduled', 'blocked'
+and 'failed' ones, and the few 'processing' ones are read through ``batchq_job_due``), and
+``batchq_history_queue`` for its history. The page says how many it read and whether older rows
+were left unsearched.
 Text is a case-sensitive substring of a JSON payload's first PAYLOAD_SEARCHED_BYTES bytes or of
 the last error, compared as bytes (``LOCATE``, ``position``, ``instr``): ``%`` and ``_`` are
 plain characters, and nothing is decoded. Only text is searched: a pickled payload (or one of

@@ -18,8 +18,11 @@ VALUES (%(queue)s, false, %(max_length)s, %(overflow)s)
 ON CONFLICT (name) DO UPDATE SET max_length = excluded.max_length, overflow = excluded.overflow;
 
 -- name: queue_waiting_count
--- A queue's waiting jobs: what its bound limits.
-SELECT COUNT(*) AS waiting FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked');
+-- A queue's waiting jobs: what its bound limits. Two counts, each read from one index alone:
+-- the ready rows in batchq_job_claim, the others in batchq_job_parked.
+SELECT (SELECT COUNT(*) FROM batchq_job WHERE queue = %(queue)s AND status = 'ready')
+     + (SELECT COUNT(*) FROM batchq_job WHERE queue = %(queue)s AND status IN ('scheduled', 'blocked'))
+       AS waiting;
 
 -- name: queue_overflow_victims
 -- The oldest waiting jobs of a full drop_oldest queue (never a running one), read without locks:

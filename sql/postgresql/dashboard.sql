@@ -1,10 +1,15 @@
 -- `batchq dashboard` on PostgreSQL: plain SELECTs in autocommit, ages on the server's clock.
--- A page of a queue's jobs in one state walks batchq_job_claim (queue, status, priority DESC,
--- run_at, id) from where the last page stopped (keyset paging, never OFFSET): the claim's own
--- order, and a page reads about a page's rows however long the queue. A page that ends inside a
--- priority continues with dashboard_jobs_same_priority, then dashboard_jobs_lower_priority. The
--- task filter is checked on the rows the walk reads. run_at_text is run_at as text: the next page's
--- link carries it exactly (PostgreSQL's 'infinity', written by hand, too).
+-- A page of a queue's jobs in one state walks an index in the claim's own order (priority DESC,
+-- run_at, id) from where the last page stopped (keyset paging, never OFFSET), so a page reads
+-- about a page's rows however long the queue: batchq_job_claim for 'ready', batchq_job_parked
+-- (queue, status, ...) for 'scheduled', 'blocked' and 'failed'. Both are partial, so the plan
+-- must see the state's value: a custom plan does, and the server keeps making custom plans for
+-- these statements (a generic one, blind to the state, would cost far more). 'processing' rows,
+-- as many as the jobs running, are read through batchq_job_due's status prefix and sorted. A
+-- page that ends inside a priority continues with dashboard_jobs_same_priority, then
+-- dashboard_jobs_lower_priority. The task filter is checked on the rows the walk reads.
+-- run_at_text is run_at as text: the next page's link carries it exactly (PostgreSQL's
+-- 'infinity', written by hand, too).
 
 -- name: dashboard_jobs_lower_priority
 -- Up to %(limit)s jobs of a queue in one status at priorities below %(priority)s, in claim order.
@@ -69,9 +74,9 @@ SELECT COUNT(*) AS n
 FROM (SELECT id FROM batchq_job WHERE status = %(status)s::text ORDER BY run_at DESC LIMIT %(window)s) AS w;
 
 -- name: dashboard_search_queue_jobs
--- The same in one queue: its window is batchq_job_claim walked backward (the last rows in claim
--- order: the lowest priority first, then the latest due), so a small queue beside a large one is
--- searched whole.
+-- The same in one queue: its window is batchq_job_claim ('ready') or batchq_job_parked walked
+-- backward (the last rows in claim order: the lowest priority first, then the latest due), so a
+-- small queue beside a large one is searched whole ('processing': batchq_job_due, as the pages).
 {{search_jobs_head}}
       FROM batchq_job WHERE queue = %(queue)s::text AND status = %(status)s::text
       ORDER BY priority, run_at DESC, id DESC LIMIT %(window)s) AS w

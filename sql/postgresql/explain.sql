@@ -47,18 +47,24 @@ WHERE j.id = %(id)s;
 
 -- name: explain_jobs_ahead
 -- How many due jobs of the job's queue a claim takes before it: the claim's order (priority
--- DESC, run_at, id), as three ranges of batchq_job_claim. Due 'scheduled' rows count: a worker
--- promotes them within a second, into the same order.
+-- DESC, run_at, id), as three ranges of batchq_job_claim (its 'ready' rows). Due 'scheduled'
+-- rows count too: a worker promotes them within a second, into the same order; they are few,
+-- read through batchq_job_due (status, run_at).
 SELECT (SELECT COUNT(*) FROM batchq_job AS o
-        WHERE o.queue = j.queue AND o.status IN ('ready', 'scheduled')
+        WHERE o.queue = j.queue AND o.status = 'ready'
           AND o.run_at <= statement_timestamp() AND o.priority > j.priority)
      + (SELECT COUNT(*) FROM batchq_job AS o
-        WHERE o.queue = j.queue AND o.status IN ('ready', 'scheduled')
+        WHERE o.queue = j.queue AND o.status = 'ready'
           AND o.run_at <= statement_timestamp() AND o.priority = j.priority AND o.run_at < j.run_at)
      + (SELECT COUNT(*) FROM batchq_job AS o
-        WHERE o.queue = j.queue AND o.status IN ('ready', 'scheduled')
+        WHERE o.queue = j.queue AND o.status = 'ready'
           AND o.priority = j.priority AND o.run_at = j.run_at AND o.id < j.id
-          AND o.run_at <= statement_timestamp()) AS ahead
+          AND o.run_at <= statement_timestamp())
+     + (SELECT COUNT(*) FROM batchq_job AS o
+        WHERE o.status = 'scheduled' AND o.run_at <= statement_timestamp() AND o.queue = j.queue
+          AND (o.priority > j.priority
+               OR o.priority = j.priority AND (o.run_at < j.run_at OR o.run_at = j.run_at AND o.id < j.id)))
+       AS ahead
 FROM batchq_job AS j
 WHERE j.id = %(id)s;
 

@@ -40,7 +40,9 @@ WHERE queue = %(queue)s AND started_at < statement_timestamp() - %(period)s::flo
 -- What the limits allow now: the starts of the last period (none without a rate), when the
 -- oldest of them leaves the window (and in how many seconds), the queue's running jobs, and
 -- whether a due job waits (a claim held back by a limit, not an empty queue). Read by the
--- limited claim after flow_lock, and by `batchq explain` without it.
+-- limited claim after flow_lock, and by `batchq explain` without it. The running jobs are every
+-- queue's, read through batchq_job_due's status prefix (no index of 'processing' rows by queue:
+-- a claim's UPDATE would enter it for every job).
 SELECT (SELECT count(*) FROM batchq_queue_start
         WHERE queue = %(queue)s
           AND started_at >= statement_timestamp() - %(period)s::float8 * interval '1 second') AS started,

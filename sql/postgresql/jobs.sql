@@ -179,9 +179,9 @@ SELECT true AS released;
 -- name: jobs_claim
 -- A worker's one statement per job, its own transaction: delete the jobs it finished (fenced by
 -- their claim's token), lock the next due jobs of a queue that no other claimer holds (the
--- first rows of batchq_job_claim: every 'ready' row is due; run_at <= now only turns away a
--- ready row written by hand with a future time) and mark them ours with a fresh token. One row
--- back even when nothing was claimed, to carry the count deleted. MATERIALIZED: the locking
+-- first rows of batchq_job_claim, which holds 'ready' rows only: every one is due; run_at <= now
+-- only turns away a ready row written by hand with a future time) and mark them ours with a
+-- fresh token. One row back even when nothing was claimed, to carry the count deleted. MATERIALIZED: the locking
 -- subquery runs once, so SKIP LOCKED never finds more rows than the limit. A row past its
 -- expiry (expires_at, NULL for most) is never handed out: a claim before it has started the
 -- job; the workers' tick fails it (jobs_expiring, jobs_expire). Every claim below does the same.
@@ -400,11 +400,13 @@ DELETE FROM batchq_job WHERE id = %(id)s AND status IN ('ready', 'scheduled', 'b
 -- Up to %(batch)s waiting jobs of a queue (of one task when given, enqueued at least
 -- %(older_than)s seconds ago), never a claimed or a failed one: one bounded batch per statement,
 -- so a large cancel never holds many locks for long. A row a claim holds right now is skipped:
--- it is being claimed.
+-- it is being claimed. The states as an OR: the queue's 'ready' rows (batchq_job_claim) and
+-- its other waiting ones (batchq_job_parked) are two index ranges, where an IN list of the
+-- three matches neither partial index.
 DELETE FROM batchq_job
 WHERE id = ANY(ARRAY(
     SELECT id FROM batchq_job
-    WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked')
+    WHERE queue = %(queue)s AND (status = 'ready' OR status IN ('scheduled', 'blocked'))
       AND (%(task)s::text IS NULL OR task = %(task)s::text)
       AND created_at <= statement_timestamp() - %(older_than)s::float8 * interval '1 second'
     LIMIT %(batch)s
@@ -513,13 +515,20 @@ SELECT name FROM batchq_queue WHERE paused ORDER BY name;
 
 -- name: queue_exists
 -- Clean-up paths: does a job queue of this name exist (jobs, or its settings row)? A name that
--- today's rules refuse, written by plain SQL, may still be cleared when it does.
-SELECT (EXISTS (SELECT 1 FROM batchq_job WHERE queue = %(queue)s)
+-- today's rules refuse, written by plain SQL, may still be cleared when it does. No index
+-- holds every row of a queue: its ready rows (batchq_job_claim), its parked ones
+-- (batchq_job_parked) and the running ones (batchq_job_due's status prefix) are asked in turn.
+SELECT (EXISTS (SELECT 1 FROM batchq_job WHERE queue = %(queue)s AND status = 'ready')
+        OR EXISTS (SELECT 1 FROM batchq_job
+                   WHERE queue = %(queue)s AND status IN ('scheduled', 'blocked', 'failed'))
+        OR EXISTS (SELECT 1 FROM batchq_job WHERE status = 'processing' AND queue = %(queue)s)
         OR EXISTS (SELECT 1 FROM batchq_queue WHERE name = %(queue)s)) AS present;
 
 -- name: queue_purge
--- Delete a queue's jobs that nobody is running.
-DELETE FROM batchq_job WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked', 'failed');
+-- Delete a queue's jobs that nobody is running: its ranges of batchq_job_claim and
+-- batchq_job_parked (an OR, as in jobs_cancel_where).
+DELETE FROM batchq_job
+WHERE queue = %(queue)s AND (status = 'ready' OR status IN ('scheduled', 'blocked', 'failed'));
 
 -- name: queue_schema
 -- A job queue's type (payload_schema, NULL: untyped or no row).

@@ -14,7 +14,7 @@ LIMIT %(limit)s;
 -- drain(with_scheduled=...): the queue's waiting jobs due within %(within)s seconds (every one
 -- when NULL) become due now (a delay, a retry's backoff); a worker's tick then promotes them.
 UPDATE batchq_job SET run_at = statement_timestamp()
-WHERE queue = %(queue)s AND status IN ('ready', 'scheduled', 'blocked')
+WHERE queue = %(queue)s AND (status = 'ready' OR status IN ('scheduled', 'blocked'))
   AND run_at > statement_timestamp()
   AND (%(within)s::float8 IS NULL OR run_at <= statement_timestamp() + %(within)s::float8 * interval '1 second');
 

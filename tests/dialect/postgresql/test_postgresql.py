@@ -290,6 +290,71 @@ def test_claim_walks_the_claim_index(pg_queue: Queue) -> None:
     assert (priority, overdue) == (2, True)
 
 
+# The claim index holds 'ready' rows only (migration 029); what else read a queue through it reads
+# batchq_job_parked (scheduled, blocked, failed) or, for the few running jobs, batchq_job_due.
+PAGE = {"queue": "default", "task": None, "limit": 50, "priority": 2}
+WINDOW = {"queue": "default", "window": 1000}
+QUEUE_READERS = [
+    *[
+        (name, {**params, "status": status}, {index})
+        for status, index in [
+            ("ready", "batchq_job_claim"),
+            ("scheduled", "batchq_job_parked"),
+            ("blocked", "batchq_job_parked"),
+            ("failed", "batchq_job_parked"),
+            ("processing", "batchq_job_due"),
+        ]
+        for name, params in [
+            ("dashboard_jobs_lower_priority", PAGE),
+            ("dashboard_search_queue_jobs_window", WINDOW),
+        ]
+    ],
+    ("explain_jobs_ahead", {"id": 1}, {"batchq_job_claim"}),
+    ("queue_waiting_count", {"queue": "small"}, {"batchq_job_claim", "batchq_job_parked"}),
+    ("queue_exists", {"queue": "nosuch"}, {"batchq_job_claim", "batchq_job_parked", "batchq_job_due"}),
+    ("queue_purge", {"queue": "small"}, {"batchq_job_claim", "batchq_job_parked"}),
+    (
+        "jobs_cancel_where",
+        {"queue": "small", "task": None, "older_than": 0, "batch": 1000},
+        {"batchq_job_claim", "batchq_job_parked"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "indexes"),
+    QUEUE_READERS,
+    ids=[f"{name}-{params.get('status', '')}" for name, params, _ in QUEUE_READERS],
+)
+def test_a_queue_s_readers_walk_an_index_in_every_state(
+    pg_queue: Queue, name: str, params: dict[str, Any], indexes: set[str]
+) -> None:
+    sql(
+        pg_queue,
+        """
+        INSERT INTO batchq_job (queue, task, priority, status, run_at, created_at, locked_by, processing_at)
+        SELECT CASE WHEN mod(n, 23) < 16 THEN 'default' WHEN mod(n, 23) < 22 THEN 'other' ELSE 'small' END,
+               'jobs:noop', mod(n / 7, 3), s.status,
+               now() + CASE WHEN s.status = 'scheduled' THEN interval '1 hour' ELSE interval '-1 hour' END
+                     + n * interval '1 millisecond',
+               now() - interval '2 hours',
+               CASE WHEN s.status = 'processing' THEN 'host:1' END,
+               CASE WHEN s.status = 'processing' THEN now() END
+        FROM generate_series(1, 20000) AS n,
+        LATERAL (SELECT CASE WHEN mod(n, 100) < 40 THEN 'ready' WHEN mod(n, 100) < 70 THEN 'scheduled'
+                             WHEN mod(n, 100) < 85 THEN 'failed' WHEN mod(n, 100) < 99 THEN 'blocked'
+                             ELSE 'processing' END AS status) AS s""",
+    )
+    sql(pg_queue, "VACUUM ANALYZE batchq_job")  # as autovacuum leaves it: index-only scans pay
+    statement = pg_queue.backend.sql(name)
+    defaults = {"text": None, "needle": None, "payload_bytes": 1, "limit": 50, "task": None}
+    [(plan,)] = sql(pg_queue, f"EXPLAIN (FORMAT JSON) {statement}", {**defaults, **params})
+    nodes = list(_walk(plan[0]["Plan"]))
+    scans = [node for node in nodes if node.get("Relation Name") == "batchq_job"]
+    assert scans and not any(node["Node Type"] == "Seq Scan" for node in scans), plan
+    assert indexes <= {node.get("Index Name") for node in nodes}, plan
+
+
 def _walk(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield node
     for child in node.get("Plans", []):

@@ -1,0 +1,3 @@
+-- PostgreSQL's claim index holds 'ready' rows only from here (issue 29: its claims could not
+-- mark the dead entries they passed). SQLite keeps batchq_job_claim (queue, status, priority
+-- DESC, run_at, id). Nothing to do: the version keeps the dialects' migrations in step.

@@ -172,6 +172,8 @@ class Queue(OnDatabase):
         after: int | Iterable[int] | None = None,
         run_at: datetime | None = None,
         expires: Duration | datetime | None = None,
+        rate_key: str | None = None,
+        rate: str | Rate | None = None,
         conn: Any = None,
     ) -> Enqueued:
         """Write one job and return its id. Bad input raises before anything is written.
@@ -209,6 +211,10 @@ class Queue(OnDatabase):
         then is never run; it is failed with the reason 'expired' (error class
         batchq.errors.JobExpired) and not retried. A job claimed before its expiry has started.
         Without it, the task's @task(expires=...). It must come after the job is due.
+
+        ``rate_key`` with ``rate`` ("100/m"): at most that many jobs of the key start in any
+        window of the period, across every worker (docs/guides/flow-control.md); a job over it
+        waits, uncounted, for its key's next free slot.
         """
         parents = None if after is None else check_after(after)
         if parents is not None:
@@ -228,6 +234,8 @@ class Queue(OnDatabase):
             keep_result=keep_result,
             run_at=run_at,
             expires=expires,
+            rate_key=rate_key,
+            rate=rate,
         )
         if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.jobs.hooks
             write = partial(
@@ -398,6 +406,8 @@ class Queue(OnDatabase):
         run_at: datetime | None = None,
         expires: Duration | datetime | None = None,
         after: int | Iterable[int] | None = None,
+        rate_key: str | None = None,
+        rate: str | Rate | None = None,
         conn: Any = None,
     ) -> int:
         """Write one job per payload in one statement batch, all or none; returns how many.
@@ -432,6 +442,8 @@ class Queue(OnDatabase):
             keep_result=keep_result,
             run_at=run_at,
             expires=expires,
+            rate_key=rate_key,
+            rate=rate,
         )
         write = partial(
             self._enqueue_many_spec, payloads=payloads, unique_keys=unique_keys, parents=parents, conn=conn

@@ -232,11 +232,12 @@ def run(
             return  # enough workers on this host already
         summary = Worker(queue, options, middleware=layers).run()
     logging.getLogger("batchq").info(
-        "processed %s (%d ok, %s%s), %d put back for a newer task version; %s retried, %s, %s",
+        "processed %s (%d ok, %s%s%s), %d put back for a newer task version; %s retried, %s, %s",
         n_jobs(summary.processed),
         summary.succeeded,
         counted(summary.errors, "error"),
         f", {summary.snoozed} snoozed" if summary.snoozed else "",  # only where a task snoozes
+        f", {summary.held} held by their key's rate" if summary.held else "",
         summary.version_waits,
         counted(queue.backend.transient_retries, "lock conflict"),
         counted(summary.reconnects, "reconnect"),
@@ -286,6 +287,8 @@ def _allowed_handler(queue: Queue, path: str) -> Callable[..., Any]:
 @click.option("--max-errors", type=int, help="Tries before it fails for good (default: the task's, else 10).")
 @click.option("--concurrency-key", metavar="KEY", help="Run at most --concurrency-limit jobs of KEY at once.")
 @click.option("--concurrency-limit", type=int, metavar="N", help="With --concurrency-key (default 1).")
+@click.option("--rate-key", metavar="KEY", help="Start at most --rate jobs of KEY per period (all workers).")
+@click.option("--rate", metavar="N/PERIOD", help="With --rate-key: e.g. 100/m (s, m, h, d or a duration).")
 @click.option(
     "--unique-key",
     metavar="KEY",
@@ -339,6 +342,8 @@ def enqueue(
     max_errors: int | None,
     concurrency_key: str | None,
     concurrency_limit: int | None,
+    rate_key: str | None,
+    rate: str | None,
     unique_key: str | None,
     timeout: float | None,
     backoff: float | None,
@@ -371,6 +376,8 @@ def enqueue(
         run_at=run_at,
         expires=expires,
         after=list(after) if after else None,
+        rate_key=rate_key,
+        rate=rate,
     )
     click.echo(job_id)
     if not job_id.created:

@@ -26,7 +26,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvid
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ..backends import stored_count
-from ..jobs.calls import NEWER_VERSION, Call, CallNext, CallOutcome
+from ..jobs.calls import HELD, NEWER_VERSION, Call, CallNext, CallOutcome
 from ..jobs.hooks import Enqueue, EnqueueNext, add_enqueue_middleware
 from ..jobs.jobspec import TRACE_CONTEXT_MAX_CHARS
 
@@ -121,8 +121,8 @@ class JobSpans:
 def _record_outcome(span: Span, outcome: CallOutcome) -> None:
     """A failed try: status ERROR with the first line of its last_error, error.type, and the
     exception (what the task raised, or the failure as an exception event when nothing was)."""
-    if outcome.kind == NEWER_VERSION:
-        span.set_attribute("batchq.outcome", "newer_version")
+    if outcome.kind in (NEWER_VERSION, HELD):  # put back, not run
+        span.set_attribute("batchq.outcome", outcome.kind)
         return
     failure = outcome.failure
     if failure is None:

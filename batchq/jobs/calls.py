@@ -8,6 +8,7 @@ first (Worker.middleware):
   your own          Worker(middleware=...): batchq.testing's drain() notes each outcome here
   NewerVersion      a job of a newer task version than this worker knows goes back, not run
   PayloadCheck      a payload that does not match its typed queue fails without running
+  KeyRates          a job over its key's rate goes back, not run, for its key's next slot
   Busy              the heartbeat pings the idle session while the job runs (not in a lane:
                     `run --concurrency`, whose lanes hold no liveness)
   Reporting         the task's progress reports written on its row, throttled (batchq.jobs.reporting)
@@ -31,6 +32,7 @@ Timeouts, the innermost layer.
 from __future__ import annotations
 
 import inspect
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -38,12 +40,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple, Protocol
 
-from ..backends import Backend
+from ..backends import Backend, stored_text
 from ..core.failures import fingerprint, fingerprint_of, timeout_fingerprint
 from ..core.job import Job, Kept, calling, transaction_for_call
 from ..core.serializers import loads
 from ..errors import BackendError, BackendUnavailable, ClaimLost, ConfigError
+from ..policy.flow import Rate
 from ..policy.typed import QueueType
+from ..stores.flow import KeyStart, stored_rate
 from .control import Discard, Snooze, TaskControl, snooze_seconds, task_control
 from .heartbeat import Heartbeat
 from .history import Meter, Usage
@@ -66,6 +70,8 @@ CALLED = "called"  # the task was called (or its lookup or payload failed): a tr
 INVALID = "invalid"  # the payload does not match its queue's type: failed without a call
 NEWER_VERSION = "newer_version"  # put back, uncounted, for a worker that knows its version
 SNOOZED = "snoozed"  # the task raised Snooze: put back for later, uncounted (batchq.jobs.control)
+HELD = "held"  # over its key's rate: put back, uncounted and not run, for its key's next slot
+SOON_TRIES = 8  # KeyRates: checks of a key whose window lets a start in within a moment
 
 # How a success finished in its job's transaction ended (CallOutcome.finish; FinishInTransaction).
 FINISHED = "finished"  # committed with the task's writes
@@ -325,6 +331,35 @@ class PayloadCheck:
             fingerprint = fingerprint_of("PayloadInvalid", "", job.task)
             return CallOutcome(kind=INVALID, failure=Failure(mismatch, fingerprint, None))
         return call_next(call)
+
+
+class KeyRates:
+    """A job with a rate key (enqueue(rate_key=..., rate=...)) starts only while its key's rate
+    allows (batchq.policy.flow): ``start`` (FlowStore.start_keyed, reconnecting) counts the start,
+    or puts the job back, not run, for its key's next slot (HELD, ``snooze_seconds`` the wait;
+    -1: its claim was lost to a sweep). A start the window lets in within a moment is waited
+    for here. Jobs without a key pass at no cost."""
+
+    def __init__(self, start: Callable[[Job, str, Rate, bool], KeyStart]) -> None:
+        self._start = start
+
+    def __call__(self, call: Call, call_next: CallNext) -> CallOutcome:
+        job = call.job
+        if job.rate_key is None:
+            return call_next(call)
+        rate = stored_rate(job.rate_limit, job.rate_period) or Rate(1, 1.0)  # a row written by hand
+        key = stored_text(job.rate_key)
+        started = self._start(job, key, rate, True)
+        for tries_left in reversed(range(SOON_TRIES)):
+            if started.started or started.held or started.wait is None:
+                break
+            time.sleep(started.wait)
+            started = self._start(job, key, rate, tries_left > 0)  # the last try holds it back
+        if started.started:
+            return call_next(call)
+        held = CallOutcome(kind=HELD)
+        held.snooze_seconds = started.wait if started.held and started.wait is not None else -1.0
+        return held
 
 
 class Busy:

@@ -29,6 +29,7 @@ from ..core.config import (
 )
 from ..core.serializers import dumps, numbered, which_of
 from ..errors import ConfigError, PayloadError
+from ..policy.flow import Rate, parse_rate
 from ..policy.typed import QueueType, TypeCache, refuse_pickle
 from .tasks import (
     Resolver,
@@ -47,6 +48,7 @@ DEFAULT_MAX_ERRORS = 10
 CONCURRENCY_LIMIT_RANGE = (1, 65535)
 CONCURRENCY_KEY_MAX_CHARS = 255
 UNIQUE_KEY_MAX_CHARS = 255
+RATE_KEY_MAX_CHARS = 255
 TRACE_CONTEXT_MAX_CHARS = 512  # the trace_context column (migration 027)
 # JobSpec.of's options: enqueue's keywords but unique_key (per row) and conn (where it is written).
 OPTIONS = (
@@ -62,6 +64,8 @@ OPTIONS = (
     "keep_result",
     "run_at",
     "expires",
+    "rate_key",
+    "rate",
 )
 
 
@@ -88,6 +92,11 @@ class JobSpec(NamedTuple):
     expires_at: float | None  # or that instant (Unix seconds), given as an aware datetime
     # The W3C trace context an enqueue middleware set (batchq.jobs.hooks): None for most jobs.
     trace_context: str | None = None
+    # A per-key rate (batchq.policy.flow): at most rate_limit jobs of the key start in any
+    # rate_period seconds. None for most jobs.
+    rate_key: str | None = None
+    rate_limit: int | None = None
+    rate_period: float | None = None
 
     @classmethod
     def of(
@@ -107,6 +116,8 @@ class JobSpec(NamedTuple):
         keep_result: bool | Duration | None = None,
         run_at: datetime | None = None,
         expires: Duration | datetime | None = None,
+        rate_key: str | None = None,
+        rate: str | Rate | None = None,
     ) -> JobSpec:
         """The options of enqueue, checked (ConfigError/TaskError naming the problem): the task
         must resolve under ``resolver``'s allow-list. The task's version is taken as it is now."""
@@ -121,6 +132,7 @@ class JobSpec(NamedTuple):
             expires = task_expires(func)
         expiry = check_expiry(expires, seconds, at)
         limit = check_concurrency(concurrency_key, concurrency_limit)
+        key_rate = check_key_rate(rate_key, rate)
         timeout_seconds = parse_timeout(timeout, "timeout")
         backoff_seconds = None if backoff is None else parse_duration(backoff, "backoff")
         keep_seconds = task_keep_result(func) if keep_result is None else keep_result_seconds(keep_result)
@@ -139,6 +151,9 @@ class JobSpec(NamedTuple):
             backoff_seconds,
             keep_seconds,
             *expiry,
+            rate_key=rate_key,
+            rate_limit=None if key_rate is None else key_rate.limit,
+            rate_period=None if key_rate is None else key_rate.period,
         )
 
     def template(self, partitions: int) -> dict[str, Any]:
@@ -162,6 +177,9 @@ class JobSpec(NamedTuple):
             "expires": self.expires,
             "expires_at": self.expires_at,
             "trace_context": self.trace_context,
+            "rate_key": self.rate_key,
+            "rate_limit": self.rate_limit,
+            "rate_period": self.rate_period,
             "partitions": partitions,
         }
 
@@ -315,6 +333,23 @@ def check_concurrency(key: str | None, limit: int | None) -> int | None:
     limit = 1 if limit is None else limit
     check_int("concurrency_limit", limit, CONCURRENCY_LIMIT_RANGE)
     return limit
+
+
+def check_key_rate(key: Any, rate: Any) -> Rate | None:
+    """A per-key rate: both or neither of rate_key and rate (batchq.policy.flow)."""
+    if key is None and rate is None:
+        return None
+    if rate is None:
+        raise ConfigError(
+            "rate_key needs a rate: pass rate='100/m' (at most 100 jobs of the key start a minute)"
+        )
+    if key is None:
+        raise ConfigError(
+            "rate needs a rate_key: the jobs that share the rate (for a whole queue's rate, "
+            "Queue.configure(queue, rate=...))"
+        )
+    check_key("rate_key", key, RATE_KEY_MAX_CHARS, "api:stripe")
+    return parse_rate(rate)
 
 
 def check_key(name: str, key: Any, max_chars: int, example: str) -> str:

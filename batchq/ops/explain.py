@@ -29,6 +29,7 @@ from ..core.stored import (
 )
 from ..errors import ConfigError
 from ..jobs.dependencies import waiting_for
+from ..stores.flow import stored_rate
 from ..stores.inspection import KeyHolder
 
 # The statuses in which a job holds its unique key (the partial index batchq_job_unique).
@@ -63,7 +64,7 @@ class Explanation:
     run_at: datetime | str | None = None
     due_in_seconds: float | None = None  # negative: due that long ago
     # delayed: "delay" (at enqueue), "backoff" (after a failure), "version", "parents" (after=),
-    # "snooze" (its task raised batchq.Snooze)
+    # "snooze" (its task raised batchq.Snooze), "rate" (its rate key's rate held it back)
     delay_reason: str | None = None
     delay_seconds: float | None = None  # run_at - created_at: the delay asked at enqueue
     jobs_ahead: int | None = None  # waiting: due jobs of its queue a claim takes first
@@ -92,6 +93,8 @@ class Explanation:
     progress_age_seconds: float | None = None
     progress_this_try: bool | None = None
     snoozes: int | None = None  # times its task raised batchq.Snooze (not counted as tries)
+    rate_key: str | None = None  # enqueue(rate_key=...): its key's rate holds it back when reached
+    key_rate: str | None = None  # that rate, "5/s"
     # waiting, held back by its queue's flow limits (batchq.policy.flow): "rate" or "max_running"
     held_by: str | None = None
     next_start_at: datetime | str | None = None  # held by the rate: when a start is allowed again
@@ -196,6 +199,9 @@ class _Facts:
         running = self.status == "processing"
         self.progress_this_try = None if this_try is None or not running else bool(this_try)
         self.snoozes = self._whole("snoozes", row["snoozes"])
+        self.rate_key = None if row["rate_key"] is None else stored_text(row["rate_key"])
+        self.key_rate = stored_rate(row["rate_limit"], row["rate_period"])
+        self.rate_held_last = bool(row["rate_held_last"])  # its latest wait is its key rate's
         self.snoozed_last = bool(row["snoozed_last"])  # its latest wait is a snooze's, not a backoff's
 
     def _fraction(self, value: Any) -> float | None:
@@ -245,6 +251,8 @@ class _Facts:
             "due_in_seconds": self.due_in_seconds,
             "expires_at": self.expires_at,
             "snoozes": self.snoozes,
+            "rate_key": self.rate_key,
+            "key_rate": None if self.key_rate is None else str(self.key_rate),
             "queue_paused": self.paused,
             "unique_key": self.unique_key,
             "progress": self.progress,
@@ -434,7 +442,11 @@ def _waiting_for_parents(backend: Backend, facts: _Facts) -> Explanation:
 
 def _delayed(facts: _Facts) -> Explanation:
     until = f"delayed until {format_time(facts.run_at)}{_in(facts.due_in_seconds)}"
-    if facts.snoozed_last:  # job_snooze wrote run_at, after any failure
+    if facts.rate_held_last:  # key_rate_hold wrote run_at, after any failure or snooze
+        reason = "rate"
+        rate = facts.key_rate or "?"
+        why = f"its rate key {facts.rate_key!r} ({rate}) was at its limit: it waits, uncounted, for a slot"
+    elif facts.snoozed_last:  # job_snooze wrote run_at, after any failure
         reason = "snooze"
         times = counted(facts.snoozes or 0, "time")
         why = f"its task snoozed it (batchq.Snooze), {times} so far, not counted as tries"
@@ -548,9 +560,13 @@ def _about(facts: _Facts) -> str:
     priority = "?" if facts.priority is None else str(facts.priority)
     version = f" (version {facts.task_version})" if facts.task_version not in (1, None) else ""
     snoozed = f", snoozed {counted(facts.snoozes, 'time')}" if facts.snoozes else ""
+    key_rate = ""
+    if facts.rate_key is not None:  # what holds it back when its key's rate is reached
+        rate = facts.key_rate or "?"
+        key_rate = f"; rate key {facts.rate_key!r} at {rate}"
     return (
         f"queue {facts.queue}, task {facts.task}{version}, priority {priority}, "
-        f"created {format_time(facts.created_at)}, {facts.tries()} used{snoozed}"
+        f"created {format_time(facts.created_at)}, {facts.tries()} used{snoozed}{key_rate}"
     )
 
 

@@ -22,6 +22,7 @@ from ..errors import BackendError, ConfigError
 from ..jobs.calls import (
     CALLED,
     FINISHED,
+    HELD,
     INVALID,
     LAST_ERROR_MAX_CHARS,
     NEWER_VERSION,
@@ -35,6 +36,7 @@ from ..jobs.calls import (
     Control,
     Failure,
     FinishInTransaction,
+    KeyRates,
     Metering,
     Middleware,
     NewerVersion,
@@ -66,8 +68,10 @@ from ..jobs.timeouts import (
     timeout_text,
 )
 from ..ops.registry import Registration
+from ..policy.flow import Rate
 from ..policy.typed import QueueType
 from ..queue import Queue
+from ..stores.flow import KeyStart
 from .claims import Claims, KeptJobs
 from .lanes import MAX_CONCURRENCY, Budget, Crew, InHand
 from .runner import Limits, Runner
@@ -131,6 +135,7 @@ class RunSummary:
     timed_out: int = 0  # errors that were timeouts
     version_waits: int = 0  # jobs put back, uncounted: their task's version is newer than ours
     snoozed: int = 0  # tries that raised batchq.Snooze: put back for later, uncounted as errors
+    held: int = 0  # jobs put back, not run, for their rate key's next slot (batchq.policy.flow)
     reconnects: int = 0
     # The most recent job ids, in the order run (bounded: a --wait worker may run for months).
     job_ids: deque[int] = field(default_factory=lambda: deque(maxlen=10_000))
@@ -336,6 +341,7 @@ class Worker:
             *self._own_middleware,
             NewerVersion(self._tasks),
             PayloadCheck(self._types.__getitem__),
+            KeyRates(self._start_keyed),
             *busy,
             Reporting(self.backend),
             FinishInTransaction(self.backend, self._tasks, self._finish_in_transaction),
@@ -347,6 +353,10 @@ class Worker:
 
     def _count_timeout(self) -> None:
         self.summary.timed_out += 1
+
+    def _start_keyed(self, job: Job, key: str, rate: Rate, soon: bool) -> KeyStart:
+        """KeyRates' check of a job's key rate (batchq.stores.flow), reconnecting."""
+        return self._finish(partial(self.backend.stores.flow.start_keyed, job, key, rate, soon))
 
     # -- finish and claim -------------------------------------------------------------
 
@@ -434,6 +444,16 @@ class Worker:
         if outcome.kind == NEWER_VERSION:
             self._budget.give_back(1)  # not run: it does not count
             self._wait_for_version(job, outcome.known_version)
+            return
+        if outcome.kind == HELD:  # already put back by KeyRates
+            self._budget.give_back(1)
+            if outcome.snooze_seconds < 0:
+                self._stale(1, [job])
+            else:
+                self.summary.held += 1
+                log.debug(
+                    "job %s (%s) held for %gs by its key's rate", job.id, job.task, outcome.snooze_seconds
+                )
             return
         if outcome.kind == SNOOZED:
             self.summary.job_ids.append(job.id)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.job import Job
 from ..core.stored import Row, stored_count, stored_seconds, stored_text, stored_time
@@ -91,6 +91,39 @@ class FlowClaim:
     wait: float | None = None
 
 
+# A job over its key's rate whose window lets a start in within this long waits for it in the
+# worker rather than going back for a slot: a slot's jobs arriving as the jobs before them leave
+# the window (a few milliseconds apart) would otherwise lose their place.
+SOON_SECONDS = 0.25
+# The key's latest slot and the window's next start, read a moment apart as seconds from now, may
+# differ by the clocks' rounding (SQLite's julianday) when they are the same instant.
+SLOT_ROUNDING_SECONDS = 0.05
+
+
+class KeyStart(NamedTuple):
+    """What a per-key rate's check did to a job (FlowStore.start_keyed): ``started`` it; or
+    ``held`` it back, put back for ``wait`` seconds; or neither: the window lets a start in
+    within ``wait`` seconds (SOON_SECONDS at most: check again then), or, with no wait, its
+    claim was lost (a sweep took the job back)."""
+
+    started: bool
+    wait: float | None = None
+    held: bool = False
+
+    @property
+    def lost(self) -> bool:
+        return not self.started and self.wait is None
+
+
+def stored_rate(limit: Any, period: Any) -> Rate | None:
+    """A job row's per-key rate; None when it has none. A value written by hand that is no
+    positive count or period reads as 1 job a second: a limit is never ignored."""
+    if limit is None:
+        return None
+    count, seconds = stored_count(limit), stored_seconds(period)
+    return Rate(count if count > 0 else 1, seconds if seconds and seconds > 0 else 1.0)
+
+
 def stored_limits(row: Row | None) -> QueueLimits:
     """A queue's limits as stored; a value written by hand that is no positive whole number
     reads as 0 (nothing starts: a limit is never ignored)."""
@@ -162,6 +195,52 @@ class FlowStore(Store):
         """Claim up to ``limit`` due jobs of ``queue``, inside the limited claim's transaction:
         the job store's own claim, which joins it."""
         return self.db.stores.jobs.claim(queue, worker, token, limit).jobs
+
+    def start_keyed(self, job: Job, key: str, rate: Rate, soon: bool = True) -> KeyStart:
+        """A claimed job of a rate key, as it is about to start: one transaction (retried on
+        deadlocks) that locks the key's row and forgets its starts older than the period. With
+        fewer than ``rate.limit`` left, the job starts now (its processing_at) and that start is
+        counted; else it goes back, uncounted, due at the key's next slot (next_slot). ``soon``:
+        a start the window lets in within
+        SOON_SECONDS is answered as such, nothing written, for the worker to wait for it."""
+        params = {"key": key, "period": rate.period, "id": job.id, "token": job.claim_token}
+        return self.db.retrying(lambda: self._start_keyed_once(params, rate, soon))
+
+    def _start_keyed_once(self, params: dict[str, Any], rate: Rate, soon: bool) -> KeyStart:
+        db = self.db
+        with db.transaction():
+            db.execute("key_rate_add", params)
+            slot = db.fetchone("key_rate_lock", params)
+            db.execute("key_rate_prune", params)
+            usage = db.fetchone("key_rate_usage", params)
+            started = 0 if usage is None else stored_count(usage["started"])
+            if started < rate.limit:
+                if db.execute("key_rate_start", params) == 0:
+                    return KeyStart(False)
+                db.execute("key_rate_record", params)
+                return KeyStart(True)
+            next_in = max((None if usage is None else stored_seconds(usage["next_in"])) or 0.0, 0.0)
+            if soon and next_in <= SOON_SECONDS:
+                return KeyStart(False, next_in)
+            wait, fill = next_slot(slot, next_in, rate)
+            db.execute("key_rate_next_slot", {**params, "after": wait, "fill": fill})
+            if db.execute("key_rate_hold", {**params, "wait": wait}) == 0:
+                return KeyStart(False)
+            return KeyStart(False, wait, held=True)
+
+
+def next_slot(slot: Row | None, next_in: float, rate: Rate) -> tuple[float, int]:
+    """The slot of a job held back (seconds from now) and how many jobs it then has: the key's
+    latest slot while it has room and is no sooner than the window lets a start in; the next,
+    a period later, once it holds rate.limit jobs; else a new one when the window lets a start
+    in. So held jobs come back at most rate.limit at a time, a period apart."""
+    slot_in = None if slot is None else stored_seconds(slot["slot_in"])
+    fill = 0 if slot is None else stored_count(slot["slot_fill"])
+    if slot_in is None or slot_in < next_in - SLOT_ROUNDING_SECONDS:
+        return next_in, 1
+    if fill >= rate.limit:
+        return slot_in + rate.period, 1
+    return slot_in, fill + 1
 
 
 class MySQLFlowStore(FlowStore, dialect="mysql"):

@@ -756,7 +756,7 @@ def _multi_row_insert(enqueue: str, rows: int) -> str:
 def _claim_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """The claim index's order (priority DESC, run_at, id) for a batch, whatever a row written by
     hand holds: SQLite sorts text priorities above every number."""
-    priority, run_at, job_id = row[5], row[11], row[0]
+    priority, run_at, job_id = row[5], row[-1], row[0]  # run_at: the last column returned
     if isinstance(priority, (int, float)):
         return (1, -priority, str(run_at), job_id)
     return (0, str(priority), str(run_at), job_id)

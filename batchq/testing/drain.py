@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from ..core.config import Duration, check_queue_name, parse_duration
 from ..core.job import Job
 from ..errors import ConfigError
-from ..jobs.calls import NEWER_VERSION, SNOOZED, Call, CallNext, CallOutcome
+from ..jobs.calls import HELD, NEWER_VERSION, SNOOZED, Call, CallNext, CallOutcome
 from ..queue import Queue
 from ..runtime.worker import RunOptions, Worker
 from .outcomes import Outcome, Outcomes
@@ -89,14 +89,14 @@ class _Noting:
     """Middleware (batchq.jobs.calls), outermost around each job's call: keeps each job's outcome, and
     what its task raised, read once the run is over (the worker may still change an outcome as it
     records it: a snooze past its task's max_snoozes fails the job instead). A job put back for a
-    newer version of its task is not run."""
+    newer version of its task, or held by its key's rate (a later drain runs it), is not run."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[Job, CallOutcome]] = []
 
     def __call__(self, call: Call, call_next: CallNext) -> CallOutcome:
         ended = call_next(call)
-        if ended.kind != NEWER_VERSION:
+        if ended.kind not in (NEWER_VERSION, HELD):
             self.calls.append((call.job, ended))
         return ended
 

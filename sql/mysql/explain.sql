@@ -24,6 +24,9 @@ SELECT j.id, j.queue, j.task, CAST(j.status AS CHAR) AS status, j.priority, j.er
        TIMESTAMPDIFF(MICROSECOND, j.progress_at, UTC_TIMESTAMP(6)) / 1e6 AS progress_age_seconds,
        j.progress_at >= j.processing_at AS progress_this_try,
        j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff, j.parents_left,
+       j.rate_key, j.rate_limit, j.rate_period,
+       (j.rate_held_at IS NOT NULL AND (j.last_error_at IS NULL OR j.rate_held_at >= j.last_error_at)
+        AND (j.snoozed_at IS NULL OR j.rate_held_at >= j.snoozed_at)) AS rate_held_last,
        j.snoozes, (j.snoozed_at IS NOT NULL AND (j.last_error_at IS NULL OR j.snoozed_at >= j.last_error_at)) AS snoozed_last,
        (SELECT COUNT(*) FROM batchq_job AS a
         WHERE a.concurrency_key = j.concurrency_key

@@ -72,3 +72,53 @@ FOR UPDATE;
 INSERT INTO batchq_queue_start (queue, started_at)
 SELECT queue, processing_at FROM batchq_job
 WHERE id IN %(ids)s AND claim_token = %(token)s;
+
+-- Per-key rates (migration 030): a job's rate_key, checked by the worker as the job starts
+-- (batchq.stores.flow.FlowStore.start_keyed), one transaction per check.
+
+-- name: key_rate_add
+-- The key's row, made on its first check.
+INSERT INTO batchq_rate_key (rate_key) VALUES (%(key)s) ON DUPLICATE KEY UPDATE rate_key = rate_key;
+
+-- name: key_rate_lock
+-- Lock the key's row (the checks of one key, from any host, take turns) and read the seconds
+-- until its latest slot (NULL: none held back yet; negative: past), and how many jobs it has.
+SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), next_slot_at) / 1e6 AS slot_in, slot_fill
+FROM batchq_rate_key WHERE rate_key = %(key)s FOR UPDATE;
+
+-- name: key_rate_prune
+-- Starts older than the period count no more: gone, so the table holds about one window a key
+-- (and one in the future, written by hand, would hold the key back until then).
+DELETE FROM batchq_rate_key_start
+WHERE rate_key = %(key)s
+  AND (started_at < UTC_TIMESTAMP(6) - INTERVAL ROUND(%(period)s * 1000000) MICROSECOND
+       OR started_at > UTC_TIMESTAMP(6));
+
+-- name: key_rate_usage
+-- The key's starts of the last period, and in how many seconds the oldest leaves the window.
+SELECT COUNT(*) AS started,
+       TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), MIN(started_at)) / 1e6 + %(period)s AS next_in
+FROM batchq_rate_key_start
+WHERE rate_key = %(key)s AND started_at >= UTC_TIMESTAMP(6) - INTERVAL ROUND(%(period)s * 1000000) MICROSECOND;
+
+-- name: key_rate_start
+-- The job starts now: its processing_at is its start, fenced by its claim's token.
+UPDATE batchq_job SET processing_at = UTC_TIMESTAMP(6) WHERE id = %(id)s AND claim_token = %(token)s;
+
+-- name: key_rate_record
+-- That start, counted for its key.
+INSERT INTO batchq_rate_key_start (rate_key, started_at)
+SELECT %(key)s, processing_at FROM batchq_job WHERE id = %(id)s AND claim_token = %(token)s;
+
+-- name: key_rate_next_slot
+-- The key's latest slot, %(after)s seconds from now, with %(fill)s jobs given it.
+UPDATE batchq_rate_key
+SET next_slot_at = UTC_TIMESTAMP(6) + INTERVAL ROUND(%(after)s * 1000000) MICROSECOND, slot_fill = %(fill)s
+WHERE rate_key = %(key)s;
+
+-- name: key_rate_hold
+-- A job over its key's rate goes back, uncounted and not run, due in %(wait)s seconds.
+UPDATE batchq_job
+SET status = 'scheduled', run_at = UTC_TIMESTAMP(6) + INTERVAL ROUND(%(wait)s * 1000000) MICROSECOND,
+    processing_at = NULL, locked_by = NULL, claim_token = NULL, rate_held_at = UTC_TIMESTAMP(6)
+WHERE id = %(id)s AND claim_token = %(token)s;

@@ -10,7 +10,8 @@
 -- Its expiry: %(expires)s seconds from now, or the instant %(expires_at)s (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff, keep_result, expires_at, trace_context)
+                        backoff, keep_result, expires_at, trace_context, rate_key,
+                        rate_limit, rate_period)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 OR TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND
@@ -20,7 +21,8 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
                           UTC_TIMESTAMP(6))), %(max_errors)s,
         UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s, %(keep_result)s,
         COALESCE(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(expires_at)s * 1000000) MICROSECOND,
-                 UTC_TIMESTAMP(6) + INTERVAL ROUND(%(expires)s * 1000000) MICROSECOND), %(trace_context)s);
+                 UTC_TIMESTAMP(6) + INTERVAL ROUND(%(expires)s * 1000000) MICROSECOND), %(trace_context)s,
+        %(rate_key)s, %(rate_limit)s, %(rate_period)s);
 
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (0 rows, no error) while a job of that key is waiting
@@ -28,7 +30,8 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
 -- its column through as a warning: every value is checked before it is sent (Queue.job_template).
 INSERT IGNORE INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors,
                                created_at, concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff, keep_result, expires_at, trace_context)
+                        task_version, backoff, keep_result, expires_at, trace_context, rate_key,
+                        rate_limit, rate_period)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s IS NOT NULL THEN 'blocked'
              WHEN %(delay)s > 0 OR TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(at)s * 1000000) MICROSECOND
@@ -39,7 +42,8 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         UTC_TIMESTAMP(6), %(concurrency_key)s, %(concurrency_limit)s, %(unique_key)s,
         FLOOR(RAND() * %(partitions)s), %(timeout)s, %(task_version)s, %(backoff)s, %(keep_result)s,
         COALESCE(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL ROUND(%(expires_at)s * 1000000) MICROSECOND,
-                 UTC_TIMESTAMP(6) + INTERVAL ROUND(%(expires)s * 1000000) MICROSECOND), %(trace_context)s);
+                 UTC_TIMESTAMP(6) + INTERVAL ROUND(%(expires)s * 1000000) MICROSECOND), %(trace_context)s,
+        %(rate_key)s, %(rate_limit)s, %(rate_period)s);
 
 -- name: job_unique_holder
 -- The job holding a unique key (waiting or running), if any. A locking read: it sees the latest
@@ -464,7 +468,7 @@ DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s
 -- part: claimed_columns
 -- What a claim returns of each job it takes.
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff, keep_result
+       task_version, backoff, keep_result, rate_key, rate_limit, rate_period
 
 -- part: claim_pick_rest
 -- The end of every claim's pick: never an expired job, the claim index's order, the limit (the

@@ -38,6 +38,9 @@ SELECT j.id, j.queue, j.task, j.status, j.priority, j.error_count, j.max_errors,
             THEN EXTRACT(EPOCH FROM statement_timestamp() - j.progress_at)::float8 END AS progress_age_seconds,
        j.progress_at >= j.processing_at AS progress_this_try,
        j.concurrency_key, j.concurrency_limit, j.unique_key, j.task_version, j.version_wait, j.backoff, j.parents_left,
+       j.rate_key, j.rate_limit, j.rate_period,
+       (j.rate_held_at IS NOT NULL AND (j.last_error_at IS NULL OR j.rate_held_at >= j.last_error_at)
+        AND (j.snoozed_at IS NULL OR j.rate_held_at >= j.snoozed_at)) AS rate_held_last,
        j.snoozes, (j.snoozed_at IS NOT NULL AND (j.last_error_at IS NULL OR j.snoozed_at >= j.last_error_at)) AS snoozed_last,
        (SELECT COUNT(*) FROM batchq_job AS a
         WHERE a.concurrency_key = j.concurrency_key

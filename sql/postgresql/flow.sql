@@ -62,3 +62,55 @@ SELECT (SELECT count(*) FROM batchq_queue_start
 INSERT INTO batchq_queue_start (queue, started_at)
 SELECT queue, processing_at FROM batchq_job
 WHERE id = ANY(%(ids)s::bigint[]) AND claim_token = %(token)s;
+
+-- Per-key rates (migration 030): a job's rate_key, checked by the worker as the job starts
+-- (batchq.stores.flow.FlowStore.start_keyed), one transaction per check.
+
+-- name: key_rate_add
+-- The key's row, made on its first check.
+INSERT INTO batchq_rate_key (rate_key) VALUES (%(key)s) ON CONFLICT (rate_key) DO NOTHING;
+
+-- name: key_rate_lock
+-- Lock the key's row (the checks of one key, from any host, take turns) and read the seconds
+-- until its latest slot (NULL: none held back yet, or no time; negative: past), and how many
+-- jobs it has.
+SELECT CASE WHEN isfinite(next_slot_at)
+            THEN EXTRACT(EPOCH FROM next_slot_at - statement_timestamp())::float8 END AS slot_in, slot_fill
+FROM batchq_rate_key WHERE rate_key = %(key)s FOR UPDATE;
+
+-- name: key_rate_prune
+-- Starts older than the period count no more: gone, so the table holds about one window a key
+-- (and one in the future, written by hand, as 'infinity', would hold the key back for good).
+DELETE FROM batchq_rate_key_start
+WHERE rate_key = %(key)s
+  AND (started_at < statement_timestamp() - %(period)s::float8 * interval '1 second'
+       OR started_at > statement_timestamp());
+
+-- name: key_rate_usage
+-- The key's starts of the last period, and in how many seconds the oldest leaves the window.
+SELECT count(*) AS started,
+       EXTRACT(EPOCH FROM min(started_at) - statement_timestamp())::float8 + %(period)s::float8 AS next_in
+FROM batchq_rate_key_start
+WHERE rate_key = %(key)s AND started_at >= statement_timestamp() - %(period)s::float8 * interval '1 second';
+
+-- name: key_rate_start
+-- The job starts now: its processing_at is its start, fenced by its claim's token.
+UPDATE batchq_job SET processing_at = statement_timestamp() WHERE id = %(id)s AND claim_token = %(token)s;
+
+-- name: key_rate_record
+-- That start, counted for its key.
+INSERT INTO batchq_rate_key_start (rate_key, started_at)
+SELECT %(key)s, processing_at FROM batchq_job WHERE id = %(id)s AND claim_token = %(token)s;
+
+-- name: key_rate_next_slot
+-- The key's latest slot, %(after)s seconds from now, with %(fill)s jobs given it.
+UPDATE batchq_rate_key
+SET next_slot_at = statement_timestamp() + %(after)s::float8 * interval '1 second', slot_fill = %(fill)s
+WHERE rate_key = %(key)s;
+
+-- name: key_rate_hold
+-- A job over its key's rate goes back, uncounted and not run, due in %(wait)s seconds.
+UPDATE batchq_job
+SET status = 'scheduled', run_at = statement_timestamp() + %(wait)s::float8 * interval '1 second',
+    processing_at = NULL, locked_by = NULL, claim_token = NULL, rate_held_at = statement_timestamp()
+WHERE id = %(id)s AND claim_token = %(token)s;

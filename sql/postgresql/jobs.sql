@@ -11,7 +11,8 @@
 -- Its expiry: %(expires)s seconds from now, or the instant %(expires_at)s (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff, keep_result, expires_at, trace_context)
+                        backoff, keep_result, expires_at, trace_context, rate_key,
+                        rate_limit, rate_period)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -22,14 +23,16 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8,
         %(keep_result)s::float8,
         COALESCE(to_timestamp(%(expires_at)s::float8),
-                 statement_timestamp() + %(expires)s::float8 * interval '1 second'), %(trace_context)s::text)
+                 statement_timestamp() + %(expires)s::float8 * interval '1 second'), %(trace_context)s::text,
+        %(rate_key)s::text, %(rate_limit)s::int, %(rate_period)s::float8)
 RETURNING id;
 
 -- name: enqueue_many
 -- Many jobs of one task, queue and delay in one statement, their payloads as one array, in order.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff, keep_result, expires_at, trace_context)
+                        backoff, keep_result, expires_at, trace_context, rate_key,
+                        rate_limit, rate_period)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -40,7 +43,7 @@ SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int, %(backoff)s::float8,
        %(keep_result)s::float8, COALESCE(to_timestamp(%(expires_at)s::float8),
                  statement_timestamp() + %(expires)s::float8 * interval '1 second'),
-       %(trace_context)s::text
+       %(trace_context)s::text, %(rate_key)s::text, %(rate_limit)s::int, %(rate_period)s::float8
 FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
 ORDER BY batch.n;
 
@@ -50,7 +53,8 @@ ORDER BY batch.n;
 -- waited for. Any other conflict (an id written by hand) still raises.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff, keep_result, expires_at, trace_context)
+                        task_version, backoff, keep_result, expires_at, trace_context, rate_key,
+                        rate_limit, rate_period)
 VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
              WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -61,7 +65,8 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         floor(random() * %(partitions)s::int)::int, %(timeout)s::float8, %(task_version)s::int,
         %(backoff)s::float8, %(keep_result)s::float8,
         COALESCE(to_timestamp(%(expires_at)s::float8),
-                 statement_timestamp() + %(expires)s::float8 * interval '1 second'), %(trace_context)s::text)
+                 statement_timestamp() + %(expires)s::float8 * interval '1 second'), %(trace_context)s::text,
+        %(rate_key)s::text, %(rate_limit)s::int, %(rate_period)s::float8)
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
 DO NOTHING
 RETURNING id;
@@ -71,7 +76,8 @@ RETURNING id;
 -- a key taken, or given twice in the batch (the first is written), writes nothing.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff, keep_result, expires_at, trace_context)
+                        task_version, backoff, keep_result, expires_at, trace_context, rate_key,
+                        rate_limit, rate_period)
 SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        CASE WHEN %(concurrency_key)s::text IS NOT NULL THEN 'blocked'
             WHEN %(delay)s::float8 > 0 OR to_timestamp(%(at)s::float8) > statement_timestamp()
@@ -83,7 +89,7 @@ SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        %(backoff)s::float8, %(keep_result)s::float8,
        COALESCE(to_timestamp(%(expires_at)s::float8),
                  statement_timestamp() + %(expires)s::float8 * interval '1 second'),
-       %(trace_context)s::text
+       %(trace_context)s::text, %(rate_key)s::text, %(rate_limit)s::int, %(rate_period)s::float8
 FROM unnest(%(payloads)s::bytea[], %(unique_keys)s::text[]) WITH ORDINALITY AS batch(payload, unique_key, n)
 ORDER BY batch.n
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
@@ -298,11 +304,12 @@ claimed AS (
     -- with picked may hash the whole table in a generic plan).
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-              task_version, backoff, keep_result, run_at
+              task_version, backoff, keep_result, rate_key, rate_limit, rate_period, run_at
 )
 SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
        claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
-       claimed.task_version, claimed.backoff, claimed.keep_result, (SELECT count(*) FROM done) AS deleted
+       claimed.task_version, claimed.backoff, claimed.keep_result, claimed.rate_key, claimed.rate_limit,
+       claimed.rate_period, (SELECT count(*) FROM done) AS deleted
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id
 

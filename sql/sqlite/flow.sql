@@ -59,3 +59,58 @@ SELECT (SELECT COUNT(*) FROM batchq_queue_start
 INSERT INTO batchq_queue_start (queue, started_at)
 SELECT queue, processing_at FROM batchq_job
 WHERE id IN (SELECT value FROM json_each(:ids)) AND claim_token = :token;
+
+-- Per-key rates (migration 030): a job's rate_key, checked by the worker as the job starts
+-- (batchq.stores.flow.FlowStore.start_keyed), one transaction per check (BEGIN IMMEDIATE: one
+-- writer at a time, so the checks take turns).
+
+-- name: key_rate_add
+-- The key's row, made on its first check.
+INSERT INTO batchq_rate_key (rate_key) VALUES (:key) ON CONFLICT (rate_key) DO NOTHING;
+
+-- name: key_rate_lock
+-- The seconds until the key's latest slot (NULL: none held back yet; negative: past), and how
+-- many jobs it has.
+SELECT (julianday(next_slot_at) - julianday('now')) * 86400.0 AS slot_in, slot_fill
+FROM batchq_rate_key WHERE rate_key = :key;
+
+-- name: key_rate_prune
+-- Starts older than the period count no more: gone, so the table holds about one window a key
+-- (and one in the future or no time at all, written by hand, would hold the key back for good:
+-- text sorts above every time).
+DELETE FROM batchq_rate_key_start
+WHERE rate_key = :key
+  AND (started_at < strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -:period))
+       OR started_at > strftime('%Y-%m-%d %H:%M:%f', 'now') OR julianday(started_at) IS NULL);
+
+-- name: key_rate_usage
+-- The key's starts of the last period, and in how many seconds the oldest leaves the window.
+SELECT COUNT(*) AS started,
+       (julianday(MIN(started_at)) - julianday('now')) * 86400.0 + :period AS next_in
+FROM batchq_rate_key_start
+WHERE rate_key = :key
+  AND started_at >= strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', -:period));
+
+-- name: key_rate_start
+-- The job starts now: its processing_at is its start, fenced by its claim's token.
+UPDATE batchq_job SET processing_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
+WHERE id = :id AND claim_token = :token;
+
+-- name: key_rate_record
+-- That start, counted for its key.
+INSERT INTO batchq_rate_key_start (rate_key, started_at)
+SELECT :key, processing_at FROM batchq_job WHERE id = :id AND claim_token = :token;
+
+-- name: key_rate_next_slot
+-- The key's latest slot, :after seconds from now, with :fill jobs given it.
+UPDATE batchq_rate_key
+SET next_slot_at = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :after)), slot_fill = :fill
+WHERE rate_key = :key;
+
+-- name: key_rate_hold
+-- A job over its key's rate goes back, uncounted and not run, due in :wait seconds.
+UPDATE batchq_job
+SET status = 'scheduled', run_at = strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :wait)),
+    processing_at = NULL, locked_by = NULL, claim_token = NULL,
+    rate_held_at = strftime('%Y-%m-%d %H:%M:%f', 'now')
+WHERE id = :id AND claim_token = :token;

@@ -13,7 +13,8 @@
 -- Its expiry: :expires seconds from now, or the instant :expires_at (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, claim_partition, timeout_seconds, task_version,
-                        backoff, keep_result, expires_at, trace_context)
+                        backoff, keep_result, expires_at, trace_context, rate_key,
+                        rate_limit, rate_period)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 OR strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch') > strftime('%Y-%m-%d %H:%M:%f', 'now')
@@ -25,14 +26,16 @@ VALUES (:queue, :task, :payload, :serializer, :priority,
         abs(random() % :partitions), :timeout, :task_version, :backoff, :keep_result,
         coalesce(strftime('%Y-%m-%d %H:%M:%f', :expires_at, 'unixepoch'),
                  CASE WHEN :expires IS NOT NULL
-                      THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :expires)) END), :trace_context);
+                      THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :expires)) END), :trace_context,
+        :rate_key, :rate_limit, :rate_period);
 
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (no change) while a job of that key is waiting or
 -- running (the partial unique index batchq_job_unique). Any other conflict still raises.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
                         concurrency_key, concurrency_limit, unique_key, claim_partition, timeout_seconds,
-                        task_version, backoff, keep_result, expires_at, trace_context)
+                        task_version, backoff, keep_result, expires_at, trace_context, rate_key,
+                        rate_limit, rate_period)
 VALUES (:queue, :task, :payload, :serializer, :priority,
         CASE WHEN :concurrency_key IS NOT NULL THEN 'blocked'
              WHEN :delay > 0 OR strftime('%Y-%m-%d %H:%M:%f', :at, 'unixepoch') > strftime('%Y-%m-%d %H:%M:%f', 'now')
@@ -44,7 +47,8 @@ VALUES (:queue, :task, :payload, :serializer, :priority,
         abs(random() % :partitions), :timeout, :task_version, :backoff, :keep_result,
         coalesce(strftime('%Y-%m-%d %H:%M:%f', :expires_at, 'unixepoch'),
                  CASE WHEN :expires IS NOT NULL
-                      THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :expires)) END), :trace_context)
+                      THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :expires)) END), :trace_context,
+        :rate_key, :rate_limit, :rate_period)
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND status IN ('ready', 'scheduled', 'blocked', 'processing')
 DO NOTHING;
 
@@ -399,7 +403,8 @@ LIMIT :limit
 -- storage class: a TEXT payload that is not UTF-8 (written by hand) would fail the whole claim
 -- when decoded. RETURNING gives no order: the backend sorts a batch by priority, run_at and id.
 RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
-          max_errors, timeout_seconds, task_version, backoff, keep_result, run_at;
+          max_errors, timeout_seconds, task_version, backoff, keep_result, rate_key, rate_limit,
+          rate_period, run_at;
 
 -- part: history_copy_failed
 -- Jobs failed for good, copied into the history as failed with their last try's measurements

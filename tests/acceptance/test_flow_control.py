@@ -17,13 +17,15 @@ WORKERS = 4
 TASK_MODULES = "jobs,flow_jobs,concurrency_jobs"
 RATE_LIMIT, RATE_PERIOD = 10, 2.0  # "10/2s"
 RATE_JOBS = 5 * RATE_LIMIT  # five windows' worth: the first at once, then one window after another
+KEY_LIMIT, KEY_PERIOD = 5, 1.0  # each key's rate: "5/1s"
+KEY_JOBS = 6 * KEY_LIMIT
 
 
-def run_workers(db_url: str, queue_name: str) -> set[int]:
+def run_workers(db_url: str, queue_name: str, *args: str) -> set[int]:
     """Run 4 worker processes of ``queue_name`` until it is drained; their pids."""
     workers = [
         start_batchq(
-            db_url, "run", "--queue", queue_name, "--wait", "3s", "--max-seconds", "120",
+            db_url, "run", "--queue", queue_name, "--wait", "3s", "--max-seconds", "120", *args,
             BATCHQ_TASK_MODULES=TASK_MODULES,
         )
         for _ in range(WORKERS)
@@ -65,6 +67,37 @@ def test_four_workers_never_start_more_jobs_in_a_window_than_the_rate(db_url: st
         f"window {most_in_a_window(starts, RATE_PERIOD)} (by the server's clock as each job's code "
         f"began: {most_in_a_window(recorded, RATE_PERIOD)}), throughput {rate * RATE_PERIOD / RATE_LIMIT:.1%}"
     )
+    queue.close()
+
+
+def test_four_workers_never_start_more_jobs_of_a_key_in_a_window_than_its_rate(db_url: str) -> None:
+    """Per-key rates (enqueue(rate_key=..., rate=...)): two keys of one queue, each at most
+    KEY_LIMIT starts in any KEY_PERIOD, beside jobs of no key that run at once."""
+    queue = Queue(db_url, task_modules=TASK_MODULES)
+    run_query(queue, "flow_ledger_create")
+    run_query(queue, "flow_ledger_clear")
+    rate = f"{KEY_LIMIT}/{KEY_PERIOD:g}s"
+    keyed = {
+        key: {queue.enqueue("flow_jobs:record_start", {"i": i}, queue="keyed", rate_key=key, rate=rate)
+              for i in range(KEY_JOBS)}
+        for key in ("customer:1", "customer:2")
+    }  # fmt: skip
+    free = {queue.enqueue("flow_jobs:record_start", {"i": i}, queue="keyed") for i in range(20)}
+    run_workers(db_url, "keyed", "--poll-interval", "0.1")
+    assert job_rows(queue) == []  # every job ran and succeeded: none held back counted as an error
+    ledger = run_query(queue, "flow_ledger_read")
+    assert sorted(row[0] for row in ledger) == sorted(keyed["customer:1"] | keyed["customer:2"] | free)
+    for key, ids in keyed.items():
+        starts = [float(row[1]) for row in ledger if row[0] in ids]  # processing_at: the key's start
+        assert most_in_a_window(starts, KEY_PERIOD) <= KEY_LIMIT, (key, starts)
+        rate_seen = (KEY_JOBS - KEY_LIMIT) / (starts[-1] - starts[KEY_LIMIT - 1])
+        assert rate_seen >= 0.9 * KEY_LIMIT / KEY_PERIOD, (key, rate_seen, starts)
+        print(
+            f"key {key}, rate {rate}, {KEY_JOBS} jobs, {WORKERS} workers: most starts in a window "
+            f"{most_in_a_window(starts, KEY_PERIOD)}, throughput {rate_seen * KEY_PERIOD / KEY_LIMIT:.1%}"
+        )
+    free_starts = [float(row[1]) for row in ledger if row[0] in free]
+    assert max(free_starts) - min(free_starts) < KEY_PERIOD  # no key: not held back
     queue.close()
 
 

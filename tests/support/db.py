@@ -60,6 +60,8 @@ TABLES = (
     "batchq_history",
     "batchq_dependency",
     "batchq_queue_start",
+    "batchq_rate_key",
+    "batchq_rate_key_start",
     "batchq_chart_minute",
 )
 

@@ -254,25 +254,10 @@ def test_partition_claims_random_sigkills_lose_nothing(queue: Queue, db_url: str
     try:
         queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
         pool = WorkerPool(without_skip_locked(db_url, backend_name), *PARTITION_ARGS)
-        held_at_kill, recovery = kill_at_random(queue, pool, workers, max_kills, 20261125, (0.05, 0.25))
-        row = account(
-            queue,
-            jobs,
-            Figures(
-                backend_name,
-                "chaos, --claim partition" + (" (skip_locked=off)" if backend_name == "mysql" else ""),
-                workers,
-                jobs,
-                kills=pool.kills,
-                bound=held_at_kill,
-                lock_retries=pool.lock_retries(),
-                max_recovery_s=recovery,
-            ),
-        )
-        assert row.lost == 0
-        assert row.duplicates <= held_at_kill
+        killed = kill_at_random(queue, pool, workers, max_kills, 20261125, (0.05, 0.25))
+        scenario = "chaos, --claim partition" + (" (skip_locked=off)" if backend_name == "mysql" else "")
+        account_chaos(queue, pool, backend_name, scenario, jobs, workers, killed)
         assert pool.kills >= 5
-        assert job_rows(queue) == []
     finally:
         queue.set_partitions(0)
 
@@ -309,29 +294,41 @@ def kill_at_random(
     return held_at_kill, recovery
 
 
+def account_chaos(
+    queue: Queue,
+    pool: WorkerPool,
+    backend_name: str,
+    scenario: str,
+    jobs: int,
+    workers: int,
+    killed: tuple[int, float],
+) -> None:
+    """The figures row of a chaos run (kill_at_random's jobs held at a kill, and longest recovery):
+    nothing lost, each duplicate a job a killed worker held, nothing left behind."""
+    held_at_kill, recovery = killed
+    figures = Figures(
+        backend_name,
+        scenario,
+        workers,
+        jobs,
+        kills=pool.kills,
+        bound=held_at_kill,
+        lock_retries=pool.lock_retries(),
+        max_recovery_s=recovery,
+    )
+    row = account(queue, jobs, figures)
+    assert row.lost == 0
+    assert row.duplicates <= held_at_kill  # each duplicate is a kill that landed while a job was held
+    assert job_rows(queue) == []
+
+
 def test_chaos_random_sigkills_while_10000_jobs_drain(queue: Queue, db_url: str, backend_name: str) -> None:
     jobs, workers, max_kills = 10_000, 4, 30
     queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
     pool = WorkerPool(db_url)
-    held_at_kill, recovery = kill_at_random(queue, pool, workers, max_kills, 20261122, (0.02, 0.15))
-    row = account(
-        queue,
-        jobs,
-        Figures(
-            backend_name,
-            "chaos (random SIGKILL)",
-            workers,
-            jobs,
-            kills=pool.kills,
-            bound=held_at_kill,
-            lock_retries=pool.lock_retries(),
-            max_recovery_s=recovery,
-        ),
-    )
-    assert row.lost == 0
-    assert row.duplicates <= held_at_kill  # each duplicate is a kill that landed while a job was held
+    killed = kill_at_random(queue, pool, workers, max_kills, 20261122, (0.02, 0.15))
+    account_chaos(queue, pool, backend_name, "chaos (random SIGKILL)", jobs, workers, killed)
     assert pool.kills >= 10
-    assert job_rows(queue) == []
 
 
 def test_chaos_random_sigkills_of_workers_with_lanes(queue: Queue, db_url: str, backend_name: str) -> None:
@@ -339,25 +336,9 @@ def test_chaos_random_sigkills_of_workers_with_lanes(queue: Queue, db_url: str, 
     jobs, workers, max_kills = 4000, 2, 12
     queue.enqueue_many("jobs:record", [{"n": n} for n in range(jobs)])
     pool = WorkerPool(db_url, "--concurrency", "4")
-    held_at_kill, recovery = kill_at_random(queue, pool, workers, max_kills, 20261128, (0.05, 0.25))
-    row = account(
-        queue,
-        jobs,
-        Figures(
-            backend_name,
-            "chaos (random SIGKILL), --concurrency 4",
-            workers,
-            jobs,
-            kills=pool.kills,
-            bound=held_at_kill,
-            lock_retries=pool.lock_retries(),
-            max_recovery_s=recovery,
-        ),
-    )
-    assert row.lost == 0
-    assert row.duplicates <= held_at_kill  # each duplicate is a job a killed process held
+    killed = kill_at_random(queue, pool, workers, max_kills, 20261128, (0.05, 0.25))
+    account_chaos(queue, pool, backend_name, "chaos (random SIGKILL), --concurrency 4", jobs, workers, killed)
     assert pool.kills >= 5
-    assert job_rows(queue) == []
 
 
 def test_poison_job_that_kills_its_worker_ends_failed(queue: Queue, db_url: str, backend_name: str) -> None:

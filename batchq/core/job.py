@@ -45,10 +45,9 @@ class Job:
     task_version: Any = None  # the task's version at enqueue; NULL (before schema 013) is 1
     backoff: Any = None  # seconds given to enqueue(backoff=...); NULL: the task's, else the run's
     keep_result: Any = None  # seconds its result is kept (batchq.jobs.results); NULL: as its queue says
-    # Its key's rate (batchq.policy.flow: enqueue(rate_key=..., rate=...)): None for most jobs.
+    # Its rate key (batchq.policy.flow: enqueue(rate_key=..., rate=...)): None for most jobs. The
+    # key's rate is read with the check, by id: a job without a key pays one NULL in its claim.
     rate_key: Any = None
-    rate_limit: Any = None
-    rate_period: Any = None
     # A scheduled job's schedule and slot (its time, in the schedule's time zone), as its task sees
     # them through current_job(); None for other jobs (set by calling(), from the payload).
     schedule: str | None = None
@@ -65,13 +64,12 @@ class Job:
     def from_row(cls, row: tuple[Any, ...], claim_token: str) -> Job:
         """A job from the first columns of a claim's result row, which every dialect's jobs_claim
         returns in this order: id, queue, task, payload, serializer, priority, error_count,
-        max_errors, timeout_seconds, task_version, backoff, keep_result, rate_key, rate_limit,
-        rate_period."""
+        max_errors, timeout_seconds, task_version, backoff, keep_result, rate_key."""
         job_id, queue, task, payload, serializer, priority, error_count, max_errors, timeout = row[:9]
         fields = (queue, task, payload, serializer, priority, error_count, max_errors, timeout)
         # The rest positionally: a claim builds a Job per row, and a frozen dataclass's __init__
         # called with keywords cost 2.6 us against 2.2 (timeit, 3.11).
-        return cls(job_id, *fields, claim_token, row[9], row[10], row[11], row[12], row[13], row[14])
+        return cls(job_id, *fields, claim_token, row[9], row[10], row[11], row[12])
 
 
 @dataclass(frozen=True, slots=True)

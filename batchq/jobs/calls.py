@@ -45,9 +45,8 @@ from ..core.failures import fingerprint, fingerprint_of, timeout_fingerprint
 from ..core.job import Job, Kept, calling, transaction_for_call
 from ..core.serializers import loads
 from ..errors import BackendError, BackendUnavailable, ClaimLost, ConfigError
-from ..policy.flow import Rate
 from ..policy.typed import QueueType
-from ..stores.flow import KeyStart, stored_rate
+from ..stores.flow import KeyStart
 from .control import Discard, Snooze, TaskControl, snooze_seconds, task_control
 from .heartbeat import Heartbeat
 from .history import Meter, Usage
@@ -72,6 +71,7 @@ NEWER_VERSION = "newer_version"  # put back, uncounted, for a worker that knows 
 SNOOZED = "snoozed"  # the task raised Snooze: put back for later, uncounted (batchq.jobs.control)
 HELD = "held"  # over its key's rate: put back, uncounted and not run, for its key's next slot
 SOON_TRIES = 8  # KeyRates: checks of a key whose window lets a start in within a moment
+SOON_MARGIN_SECONDS = 0.005  # and how far past that moment each looks again (SQLite's clock is in ms)
 
 # How a success finished in its job's transaction ended (CallOutcome.finish; FinishInTransaction).
 FINISHED = "finished"  # committed with the task's writes
@@ -340,21 +340,20 @@ class KeyRates:
     -1: its claim was lost to a sweep). A start the window lets in within a moment is waited
     for here. Jobs without a key pass at no cost."""
 
-    def __init__(self, start: Callable[[Job, str, Rate, bool], KeyStart]) -> None:
+    def __init__(self, start: Callable[[Job, str, bool], KeyStart]) -> None:
         self._start = start
 
     def __call__(self, call: Call, call_next: CallNext) -> CallOutcome:
         job = call.job
         if job.rate_key is None:
             return call_next(call)
-        rate = stored_rate(job.rate_limit, job.rate_period) or Rate(1, 1.0)  # a row written by hand
         key = stored_text(job.rate_key)
-        started = self._start(job, key, rate, True)
+        started = self._start(job, key, True)
         for tries_left in reversed(range(SOON_TRIES)):
             if started.started or started.held or started.wait is None:
                 break
-            time.sleep(started.wait)
-            started = self._start(job, key, rate, tries_left > 0)  # the last try holds it back
+            time.sleep(started.wait + SOON_MARGIN_SECONDS)  # past the window's edge, whatever the rounding
+            started = self._start(job, key, tries_left > 0)  # the last try holds it back
         if started.started:
             return call_next(call)
         held = CallOutcome(kind=HELD)

@@ -68,7 +68,6 @@ from ..jobs.timeouts import (
     timeout_text,
 )
 from ..ops.registry import Registration
-from ..policy.flow import Rate
 from ..policy.typed import QueueType
 from ..queue import Queue
 from ..stores.flow import KeyStart
@@ -354,9 +353,9 @@ class Worker:
     def _count_timeout(self) -> None:
         self.summary.timed_out += 1
 
-    def _start_keyed(self, job: Job, key: str, rate: Rate, soon: bool) -> KeyStart:
+    def _start_keyed(self, job: Job, key: str, soon: bool) -> KeyStart:
         """KeyRates' check of a job's key rate (batchq.stores.flow), reconnecting."""
-        return self._finish(partial(self.backend.stores.flow.start_keyed, job, key, rate, soon))
+        return self._finish(partial(self.backend.stores.flow.start_keyed, job, key, soon))
 
     # -- finish and claim -------------------------------------------------------------
 

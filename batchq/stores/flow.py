@@ -196,19 +196,26 @@ class FlowStore(Store):
         the job store's own claim, which joins it."""
         return self.db.stores.jobs.claim(queue, worker, token, limit).jobs
 
-    def start_keyed(self, job: Job, key: str, rate: Rate, soon: bool = True) -> KeyStart:
+    def start_keyed(self, job: Job, key: str, soon: bool = True) -> KeyStart:
         """A claimed job of a rate key, as it is about to start: one transaction (retried on
         deadlocks) that locks the key's row and forgets its starts older than the period. With
         fewer than ``rate.limit`` left, the job starts now (its processing_at) and that start is
-        counted; else it goes back, uncounted, due at the key's next slot (next_slot). ``soon``:
+        counted; else it goes back, uncounted, due at the key's next slot (next_slot). The rate
+        is the job's own, as enqueued (read by id). ``soon``:
         a start the window lets in within
         SOON_SECONDS is answered as such, nothing written, for the worker to wait for it."""
-        params = {"key": key, "period": rate.period, "id": job.id, "token": job.claim_token}
-        return self.db.retrying(lambda: self._start_keyed_once(params, rate, soon))
+        params = {"key": key, "id": job.id, "token": job.claim_token}
+        return self.db.retrying(lambda: self._start_keyed_once(params, soon))
 
-    def _start_keyed_once(self, params: dict[str, Any], rate: Rate, soon: bool) -> KeyStart:
+    def _start_keyed_once(self, params: dict[str, Any], soon: bool) -> KeyStart:
         db = self.db
         with db.transaction():
+            job = db.fetchone("key_rate_of_job", params)
+            if job is None:
+                return KeyStart(False)
+            # a rate written by hand that is no rate reads as 1 a second: never as no limit
+            rate = stored_rate(job["rate_limit"], job["rate_period"]) or Rate(1, 1.0)
+            params = {**params, "period": rate.period}
             db.execute("key_rate_add", params)
             slot = db.fetchone("key_rate_lock", params)
             db.execute("key_rate_prune", params)

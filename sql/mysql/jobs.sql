@@ -468,7 +468,7 @@ DELETE FROM batchq_job WHERE claim_token = %(done_token)s AND id IN %(done_ids)s
 -- part: claimed_columns
 -- What a claim returns of each job it takes.
 SELECT id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-       task_version, backoff, keep_result, rate_key, rate_limit, rate_period
+       task_version, backoff, keep_result, rate_key
 
 -- part: claim_pick_rest
 -- The end of every claim's pick: never an expired job, the claim index's order, the limit (the

@@ -66,6 +66,10 @@ WHERE id = ANY(%(ids)s::bigint[]) AND claim_token = %(token)s;
 -- Per-key rates (migration 030): a job's rate_key, checked by the worker as the job starts
 -- (batchq.stores.flow.FlowStore.start_keyed), one transaction per check.
 
+-- name: key_rate_of_job
+-- The claimed job's rate as enqueued, fenced by its claim's token (no row: a sweep took it back).
+SELECT rate_limit, rate_period FROM batchq_job WHERE id = %(id)s AND claim_token = %(token)s;
+
 -- name: key_rate_add
 -- The key's row, made on its first check.
 INSERT INTO batchq_rate_key (rate_key) VALUES (%(key)s) ON CONFLICT (rate_key) DO NOTHING;

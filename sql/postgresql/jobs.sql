@@ -304,12 +304,12 @@ claimed AS (
     -- with picked may hash the whole table in a generic plan).
     WHERE id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING id, queue, task, payload, serializer, priority, error_count, max_errors, timeout_seconds,
-              task_version, backoff, keep_result, rate_key, rate_limit, rate_period, run_at
+              task_version, backoff, keep_result, rate_key, run_at
 )
 SELECT claimed.id, claimed.queue, claimed.task, claimed.payload, claimed.serializer,
        claimed.priority, claimed.error_count, claimed.max_errors, claimed.timeout_seconds,
-       claimed.task_version, claimed.backoff, claimed.keep_result, claimed.rate_key, claimed.rate_limit,
-       claimed.rate_period, (SELECT count(*) FROM done) AS deleted
+       claimed.task_version, claimed.backoff, claimed.keep_result, claimed.rate_key,
+       (SELECT count(*) FROM done) AS deleted
 FROM (SELECT 1) AS one LEFT JOIN claimed ON true
 ORDER BY claimed.priority DESC, claimed.run_at, claimed.id
 

@@ -64,6 +64,10 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND claim_token = :token;
 -- (batchq.stores.flow.FlowStore.start_keyed), one transaction per check (BEGIN IMMEDIATE: one
 -- writer at a time, so the checks take turns).
 
+-- name: key_rate_of_job
+-- The claimed job's rate as enqueued, fenced by its claim's token (no row: a sweep took it back).
+SELECT rate_limit, rate_period FROM batchq_job WHERE id = :id AND claim_token = :token;
+
 -- name: key_rate_add
 -- The key's row, made on its first check.
 INSERT INTO batchq_rate_key (rate_key) VALUES (:key) ON CONFLICT (rate_key) DO NOTHING;

@@ -403,8 +403,7 @@ LIMIT :limit
 -- storage class: a TEXT payload that is not UTF-8 (written by hand) would fail the whole claim
 -- when decoded. RETURNING gives no order: the backend sorts a batch by priority, run_at and id.
 RETURNING id, queue, task, CAST(payload AS BLOB) AS payload, serializer, priority, error_count,
-          max_errors, timeout_seconds, task_version, backoff, keep_result, rate_key, rate_limit,
-          rate_period, run_at;
+          max_errors, timeout_seconds, task_version, backoff, keep_result, rate_key, run_at;
 
 -- part: history_copy_failed
 -- Jobs failed for good, copied into the history as failed with their last try's measurements

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from batchq import ConfigError, Queue
-from batchq.policy.flow import Rate
 from batchq.runtime.worker import RunOptions, Worker
 from batchq.testing import drain
 from tests.support.db import job_rows, sql
@@ -26,18 +25,19 @@ def key_starts(queue: Queue, key: str = "api") -> int:
     return int(sql(queue, f"SELECT COUNT(*) FROM batchq_rate_key_start WHERE rate_key = '{key}'")[0][0])
 
 
-def test_a_claimed_job_carries_its_key_and_rate(queue: Queue) -> None:
+def test_a_claimed_job_carries_its_key_and_its_row_its_rate(queue: Queue) -> None:
     queue.enqueue("jobs:noop", rate_key="api:stripe", rate="100/m")
     queue.enqueue("jobs:noop")
     keyed, plain = claim_all(queue)
-    assert (keyed.rate_key, keyed.rate_limit, float(keyed.rate_period)) == ("api:stripe", 100, 60.0)
-    assert (plain.rate_key, plain.rate_limit, plain.rate_period) == (None, None, None)
+    assert (keyed.rate_key, plain.rate_key) == ("api:stripe", None)
+    rates = sql(queue, "SELECT rate_limit, rate_period FROM batchq_job ORDER BY id")
+    assert [(r[0], None if r[1] is None else float(r[1])) for r in rates] == [(100, 60.0), (None, None)]
 
 
 def test_n_jobs_of_a_key_start_per_period_the_rest_go_back_in_slots(queue: Queue) -> None:
     queue.enqueue_many("jobs:noop", [{}] * 7, rate_key="api", rate="2/1h")
-    flow, rate = queue.backend.stores.flow, Rate(2, 3600.0)
-    results = [flow.start_keyed(job, "api", rate) for job in claim_all(queue)]
+    flow = queue.backend.stores.flow
+    results = [flow.start_keyed(job, "api") for job in claim_all(queue)]
     assert [r.started for r in results] == [True, True, False, False, False, False, False]
     assert key_starts(queue) == 2
     waits = [r.wait for r in results[2:]]
@@ -57,7 +57,7 @@ def test_keys_are_counted_apart(queue: Queue) -> None:
     queue.enqueue("jobs:noop", rate_key="a", rate="1/h")
     queue.enqueue("jobs:noop", rate_key="b", rate="1/h")
     flow = queue.backend.stores.flow
-    assert [flow.start_keyed(job, job.rate_key, Rate(1, 3600.0)).started for job in claim_all(queue)] == [
+    assert [flow.start_keyed(job, job.rate_key).started for job in claim_all(queue)] == [
         True,
         True,
     ]
@@ -66,12 +66,12 @@ def test_keys_are_counted_apart(queue: Queue) -> None:
 def test_starts_leave_the_window_after_the_period(queue: Queue) -> None:
     queue.enqueue_many("jobs:noop", [{}] * 2, rate_key="api", rate="1/0.2s")
     first, second = claim_all(queue)
-    flow, rate = queue.backend.stores.flow, Rate(1, 0.2)
-    assert flow.start_keyed(first, "api", rate).started
-    soon = flow.start_keyed(second, "api", rate)
+    flow = queue.backend.stores.flow
+    assert flow.start_keyed(first, "api").started
+    soon = flow.start_keyed(second, "api")
     assert not soon.started and not soon.held and 0 < soon.wait <= 0.2  # the worker waits for it
     assert [r["status"] for r in job_rows(queue)] == ["processing"] * 2  # nothing written for it
-    held = flow.start_keyed(second, "api", rate, soon=False)
+    held = flow.start_keyed(second, "api", soon=False)
     assert held.held and held.wait <= 0.2
 
 
@@ -79,7 +79,7 @@ def test_a_check_of_a_job_taken_back_does_nothing(queue: Queue) -> None:
     queue.enqueue("jobs:noop", rate_key="api", rate="1/h")
     [job] = claim_all(queue)
     sql(queue, "UPDATE batchq_job SET claim_token = NULL, status = 'ready'")  # as a sweep would
-    assert queue.backend.stores.flow.start_keyed(job, "api", Rate(1, 3600.0)).lost
+    assert queue.backend.stores.flow.start_keyed(job, "api").lost
     assert key_starts(queue) == 0
 
 
@@ -147,8 +147,8 @@ def test_a_slot_that_is_no_time_or_long_past_is_no_slot(queue: Queue) -> None:
     slot = {"postgresql": "infinity", "mysql": "1970-01-02 00:00:00", "sqlite": "zzz"}[queue.backend.dialect]
     sql(queue, f"INSERT INTO batchq_rate_key (rate_key, next_slot_at, slot_fill) VALUES ('api', '{slot}', 7)")
     queue.enqueue_many("jobs:noop", [{}] * 2, rate_key="api", rate="1/h")
-    flow, rate = queue.backend.stores.flow, Rate(1, 3600.0)
-    started, held = (flow.start_keyed(job, "api", rate) for job in claim_all(queue))
+    flow = queue.backend.stores.flow
+    started, held = (flow.start_keyed(job, "api") for job in claim_all(queue))
     assert started.started and held.held and held.wait == pytest.approx(3600, abs=5)
 
 

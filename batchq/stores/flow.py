@@ -201,8 +201,7 @@ class FlowStore(Store):
         deadlocks) that locks the key's row and forgets its starts older than the period. With
         fewer than ``rate.limit`` left, the job starts now (its processing_at) and that start is
         counted; else it goes back, uncounted, due at the key's next slot (next_slot). The rate
-        is the job's own, as enqueued (read by id). ``soon``:
-        a start the window lets in within
+        is the job's own, as enqueued (read by id). ``soon``: a start the window lets in within
         SOON_SECONDS is answered as such, nothing written, for the worker to wait for it."""
         params = {"key": key, "id": job.id, "token": job.claim_token}
         return self.db.retrying(lambda: self._start_keyed_once(params, soon))

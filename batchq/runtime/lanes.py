@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
@@ -42,6 +43,37 @@ class Lane(Protocol):
 
     def loop(self) -> None: ...
     def in_hand(self) -> InHand: ...
+
+
+class Sights(NamedTuple):
+    """What a worker's tick learns of its queues (batchq.runtime.worker.Worker._tick)."""
+
+    paused: set[str]  # the queues paused
+    keeping: set[str]  # the queues that keep their jobs' history
+    limited: dict[str, Any]  # the queues with flow limits, and the limits (batchq.policy.flow)
+
+
+class Ticks:
+    """The lanes' tick, one for the process: the lane whose turn it is runs the tick's
+    statements on its connection, at most once an ``interval``, and every lane takes what it
+    learned (N lanes would otherwise promote, expire and read the queues' settings N times)."""
+
+    def __init__(self, interval: float) -> None:
+        self._interval = interval
+        self._lock = threading.Lock()
+        self._next = 0.0
+        self._seen: Sights | None = None
+
+    def run(self, look: Callable[[], tuple[Sights, int]]) -> tuple[Sights, int]:
+        """(what the latest tick learned, how many jobs this call made ready: 0 when it only
+        took another lane's look)."""
+        with self._lock:  # the others wait for the look under way, then take it
+            now = time.monotonic()
+            if self._seen is not None and now < self._next:
+                return self._seen, 0
+            self._seen, ready = look()
+            self._next = now + self._interval
+            return self._seen, ready
 
 
 class Budget:

@@ -72,7 +72,7 @@ from ..policy.typed import QueueType
 from ..queue import Queue
 from ..stores.flow import KeyStart
 from .claims import Claims, KeptJobs
-from .lanes import MAX_CONCURRENCY, Budget, Crew, InHand
+from .lanes import MAX_CONCURRENCY, Budget, Crew, InHand, Sights, Ticks
 from .runner import Limits, Runner
 
 log = logging.getLogger("batchq.runtime.worker")
@@ -183,6 +183,7 @@ class Worker:
         self._grace = parse_timeout(self.options.timeout_grace, "timeout grace") or DEFAULT_GRACE_SECONDS
         self._crew: Crew | None = None  # the lanes, when this worker leads some
         self._watchdog: Watchdog | None = None  # the runner's, or a lane's own
+        self._ticks = Ticks(min(TICK_SECONDS, self.options.poll_interval))  # its lanes' shared tick
         self._runner: Runner
         self._budget: Budget
         if lead is not None:  # a lane: one runner, one --max-jobs for the whole process
@@ -399,25 +400,32 @@ class Worker:
     def _tick(self) -> int:
         """About once a second (and whenever a claim finds nothing): promote due scheduled jobs,
         admit jobs waiting for a concurrency slot, and learn which queues are paused. Returns how
-        many jobs became ready."""
-        store = self.backend.stores.jobs
-        self._paused = store.paused_names()
-        self._kept.queues = store.keeping_queues()
-        self._claims.limited = self.backend.stores.flow.limits()
+        many jobs became ready. A lane shares its process's tick (batchq.runtime.lanes.Ticks):
+        one lane looks for all, at most once a poll interval."""
         self._next_tick = time.monotonic() + TICK_SECONDS
-        if self._lead is None:  # the lead's own thread does these for its lanes (_tick_process)
+        if self._lead is not None:
+            sights, ready = self._lead._ticks.run(self._look)
+        else:
             self._runner.asked_to_stop(self.summary.succeeded, self.summary.errors)
             self.backend.vacuum_if_due()
             self.backend.liveness.renew_if_due()
+            sights, ready = self._look()
+        self._paused, self._kept.queues, self._claims.limited = sights
+        return ready
+
+    def _look(self) -> tuple[Sights, int]:
+        """The tick's statements: what it learns of the queues, and how many jobs became ready."""
+        store = self.backend.stores.jobs
+        sights = Sights(store.paused_names(), store.keeping_queues(), self.backend.stores.flow.limits())
         if self._claims.lease is not None:
-            self._claims.lease.tidy(self._active_queues())
+            self._claims.lease.tidy([name for name in self.options.queues if name not in sights.paused])
         # Expired waiting jobs are failed here, in the tick, not in the claim: the claim only
         # skips them (one more condition on the rows it reads), so a claim of jobs without an
         # expiry costs what it did, and the claim never hands out an expired job whenever the
         # tick comes. The tick's first look is one index read that finds nothing when no job has
         # an expiry (JobStore.expire_due).
         store.expire_due(self.options.keep)
-        return store.promote_due() + store.unblock_due()
+        return sights, store.promote_due() + store.unblock_due()
 
     def _active_queues(self) -> list[str]:
         return [name for name in self.options.queues if name not in self._paused]

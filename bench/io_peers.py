@@ -84,13 +84,14 @@ def __getattr__(name: str) -> Any:
 
 @asynccontextmanager
 async def pgqueuer_main() -> AsyncIterator[Any]:
-    """The factory of `pgq run io_peers:pgqueuer_main`: one autocommit AsyncConnection."""
-    import psycopg
+    """The factory of `pgq run io_peers:pgqueuer_main`: one asyncpg connection (AsyncpgDriver)."""
+    import asyncpg
     from pgqueuer import PgQueuer
-    from pgqueuer.db import PsycopgDriver
+    from pgqueuer.db import AsyncpgDriver
 
-    async with await psycopg.AsyncConnection.connect(peers.peer_url("pgqueuer"), autocommit=True) as conn:
-        pgq = PgQueuer(PsycopgDriver(conn))
+    conn = await asyncpg.connect(peers.peer_url("pgqueuer"))
+    try:
+        pgq = PgQueuer(AsyncpgDriver(conn))
 
         def register(name: str) -> None:
             body = getattr(io_tasks, name)
@@ -103,6 +104,8 @@ async def pgqueuer_main() -> AsyncIterator[Any]:
         for name in io_tasks.ASYNC:
             register(name)
         yield pgq
+    finally:
+        await conn.close()
 
 
 class Procrastinate(peers.Procrastinate):

@@ -363,7 +363,6 @@ def huey_drain(task: str, jobs: int, n: int, extra: dict[str, str]) -> Drain:
 def io_rows(
     backends: Sequence[str],
     jobs: int,
-    pgqueuer_jobs: int,
     n: int,
     systems: Sequence[str],
     extra: dict[str, str],
@@ -420,8 +419,8 @@ def io_rows(
                         f"pgqueuer: 1 `pgq run --max-concurrent-tasks {n} --batch-size {max(1, n // 2)}`",
                         kind,
                         1,
-                        pgqueuer_jobs,
-                        lambda k=kind, p=pgqueuer: peer_drain(p, k, pgqueuer_jobs, n, extra),
+                        jobs,
+                        lambda k=kind, p=pgqueuer: peer_drain(p, k, jobs, n, extra),
                     )
                 )
         if backend == "mysql" and "huey" in systems:
@@ -607,12 +606,6 @@ def main() -> None:
         default=8,
         help="jobs at once: lanes, processes, peer concurrency (default %(default)s)",
     )
-    ap.add_argument(
-        "--pgqueuer-jobs",
-        type=int,
-        default=100,
-        help="jobs per pgqueuer row: it takes about a second per dequeue round here (default %(default)s)",
-    )
     ap.add_argument("--repeat", type=int, default=2, help="rounds of the io part (default %(default)s)")
     ap.add_argument("--part", choices=("io", "noop", "all"), default="all")
     ap.add_argument("--backends", default="postgresql,mysql", help="default %(default)s")
@@ -631,7 +624,7 @@ def main() -> None:
     ap.add_argument(
         "--quick",
         action="store_true",
-        help="a smoke run: --jobs 200 --pgqueuer-jobs 40 --noop-jobs 500, one round each",
+        help="a smoke run: --jobs 200 --noop-jobs 500, one round each",
     )
     ap.add_argument("--child-load", nargs=3, metavar=("URL", "TASK", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -640,7 +633,7 @@ def main() -> None:
         _child_load(url, task, int(n))
         return
     if args.quick:
-        args.jobs, args.pgqueuer_jobs, args.noop_jobs, args.repeat, args.noop_repeat = 200, 40, 500, 1, 1
+        args.jobs, args.noop_jobs, args.repeat, args.noop_repeat = 200, 500, 1, 1
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     for backend in backends:
         if backend not in BACKEND_NAMES:
@@ -662,7 +655,7 @@ def main() -> None:
     if args.part in ("io", "all"):
         server, base_url = start_server()
         extra = {"BENCH_IO_URL": base_url, "BENCH_HUEY_MYSQL_DB": os.environ.get("BENCH_HUEY_MYSQL_DB", "")}
-        rows = io_rows(backends, args.jobs, args.pgqueuer_jobs, args.n, systems, extra)
+        rows = io_rows(backends, args.jobs, args.n, systems, extra)
         run_rounds(rows, args.repeat)
         server.shutdown()
         text = io_table(rows, args.n)

@@ -15,7 +15,9 @@ asyncio.open_connection: no async HTTP client is added for it, see io_tasks.py).
                    a time each), all four jobs; both on PostgreSQL and (sync jobs) on MariaDB;
   procrastinate  - one worker --one-shot --concurrency N, the async jobs (PostgreSQL);
   pgqueuer       - one `pgq run --mode drain --max-concurrent-tasks N --batch-size N/2`, the
-                   async jobs (PostgreSQL);
+                   async jobs (PostgreSQL), its worker on asyncpg (AsyncpgDriver): on psycopg's
+                   PsycopgDriver a pre-loaded drain waits about a second per dequeue round
+                   (io_peers.py says why);
   huey           - one `huey_consumer -w N -k thread` on SqlHuey, the sync jobs (MariaDB).
 --systems picks rows by these names: batchq-lanes, batchq-procs, procrastinate, pgqueuer, huey
 (default all of them; --no-peers keeps only the batchq ones).

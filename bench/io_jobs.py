@@ -2,7 +2,8 @@
 jobs/s and peak memory; and no-op jobs before and after --concurrency (issue 27).
 
     .venv/bin/python bench/io_jobs.py --jobs 4000 --n 8 --repeat 2 [--part io|noop|all] \
-        [--backends postgresql,mysql] [--before /path/to/checkout] [--noop-jobs 5000 --noop-repeat 3]
+        [--backends postgresql,mysql] [--systems batchq-lanes,pgqueuer] [--before /path/to/checkout] \
+        [--noop-jobs 5000 --noop-repeat 3]
 
 Part "io" (--jobs jobs per row). The jobs (bench/io_tasks.py): sleep_10ms (time.sleep(0.01)),
 http_get (a GET to an HTTP server this process starts on 127.0.0.1, a port picked by the system:
@@ -14,8 +15,12 @@ asyncio.open_connection: no async HTTP client is added for it, see io_tasks.py).
                    a time each), all four jobs; both on PostgreSQL and (sync jobs) on MariaDB;
   procrastinate  - one worker --one-shot --concurrency N, the async jobs (PostgreSQL);
   pgqueuer       - one `pgq run --mode drain --max-concurrent-tasks N --batch-size N/2`, the
-                   async jobs (PostgreSQL);
+                   async jobs (PostgreSQL), its worker on asyncpg (AsyncpgDriver): on psycopg's
+                   PsycopgDriver a pre-loaded drain waits about a second per dequeue round
+                   (io_peers.py says why);
   huey           - one `huey_consumer -w N -k thread` on SqlHuey, the sync jobs (MariaDB).
+--systems picks rows by these names: batchq-lanes, batchq-procs, procrastinate, pgqueuer, huey
+(default all of them; --no-peers keeps only the batchq ones).
 The peers are set up as bench/peers.py and bench/huey_app.py set them up (io_peers.py says how
 they run these jobs). Every queue is pre-loaded with --jobs jobs (batchq: enqueue_many of 1000
 by a child process, then VACUUM (ANALYZE) / ANALYZE TABLE; untimed), then the workers are
@@ -73,6 +78,9 @@ POLL = 0.02  # seconds between "is the queue empty yet" checks
 EXIT_TIMEOUT = 60.0  # seconds a worker may take to exit once its queue is empty
 BATCHQ_RUN = ["-m", "batchq", "run", "--max-procs-per-host", "64"]
 BACKEND_NAMES = {"postgresql": "PostgreSQL", "mysql": "MariaDB"}
+# --systems: the rows of the io part, by the names this option takes (the peers run on the
+# backend they have: procrastinate and pgqueuer on PostgreSQL, huey on MariaDB).
+SYSTEMS = ("batchq-lanes", "batchq-procs", "procrastinate", "pgqueuer", "huey")
 
 
 # -- the HTTP server the http jobs call ------------------------------------------------------
@@ -355,8 +363,13 @@ def huey_drain(task: str, jobs: int, n: int, extra: dict[str, str]) -> Drain:
 
 
 def io_rows(
-    backends: Sequence[str], jobs: int, pgqueuer_jobs: int, n: int, peers_on: bool, extra: dict[str, str]
+    backends: Sequence[str],
+    jobs: int,
+    n: int,
+    systems: Sequence[str],
+    extra: dict[str, str],
 ) -> list[Row]:
+    """The io part's rows: those of ``systems`` (names from SYSTEMS) on each of ``backends``."""
     import io_peers
 
     rows: list[Row] = []
@@ -364,30 +377,30 @@ def io_rows(
         kinds = io_tasks.SYNC + io_tasks.ASYNC if backend == "postgresql" else io_tasks.SYNC
         for kind in kinds:
             task = f"io_tasks:{kind}"
-            rows.append(
-                Row(
-                    backend,
-                    f"batchq: 1 process × `--concurrency {n}`",
-                    kind,
-                    1,
-                    jobs,
-                    lambda b=backend, t=task: batchq_drain(b, t, jobs, 1, n, extra=extra),
+            if "batchq-lanes" in systems:
+                rows.append(
+                    Row(
+                        backend,
+                        f"batchq: 1 process × `--concurrency {n}`",
+                        kind,
+                        1,
+                        jobs,
+                        lambda b=backend, t=task: batchq_drain(b, t, jobs, 1, n, extra=extra),
+                    )
                 )
-            )
-            rows.append(
-                Row(
-                    backend,
-                    f"batchq: {n} processes × `batchq run`",
-                    kind,
-                    n,
-                    jobs,
-                    lambda b=backend, t=task: batchq_drain(b, t, jobs, n, 1, extra=extra),
+            if "batchq-procs" in systems:
+                rows.append(
+                    Row(
+                        backend,
+                        f"batchq: {n} processes × `batchq run`",
+                        kind,
+                        n,
+                        jobs,
+                        lambda b=backend, t=task: batchq_drain(b, t, jobs, n, 1, extra=extra),
+                    )
                 )
-            )
-        if not peers_on:
-            continue
-        if backend == "postgresql":
-            procrastinate, pgqueuer = io_peers.Procrastinate(), io_peers.PgQueuer(batch_size=max(1, n // 2))
+        if backend == "postgresql" and "procrastinate" in systems:
+            procrastinate = io_peers.Procrastinate()
             for kind in io_tasks.ASYNC:
                 rows.append(
                     Row(
@@ -399,6 +412,8 @@ def io_rows(
                         lambda k=kind, p=procrastinate: peer_drain(p, k, jobs, n, extra),
                     )
                 )
+        if backend == "postgresql" and "pgqueuer" in systems:
+            pgqueuer = io_peers.PgQueuer(batch_size=max(1, n // 2))
             for kind in io_tasks.ASYNC:
                 rows.append(
                     Row(
@@ -406,11 +421,11 @@ def io_rows(
                         f"pgqueuer: 1 `pgq run --max-concurrent-tasks {n} --batch-size {max(1, n // 2)}`",
                         kind,
                         1,
-                        pgqueuer_jobs,
-                        lambda k=kind, p=pgqueuer: peer_drain(p, k, pgqueuer_jobs, n, extra),
+                        jobs,
+                        lambda k=kind, p=pgqueuer: peer_drain(p, k, jobs, n, extra),
                     )
                 )
-        if backend == "mysql":
+        if backend == "mysql" and "huey" in systems:
             for kind in io_tasks.SYNC:
                 rows.append(
                     Row(
@@ -593,16 +608,16 @@ def main() -> None:
         default=8,
         help="jobs at once: lanes, processes, peer concurrency (default %(default)s)",
     )
-    ap.add_argument(
-        "--pgqueuer-jobs",
-        type=int,
-        default=100,
-        help="jobs per pgqueuer row: it takes about a second per dequeue round here (default %(default)s)",
-    )
     ap.add_argument("--repeat", type=int, default=2, help="rounds of the io part (default %(default)s)")
     ap.add_argument("--part", choices=("io", "noop", "all"), default="all")
     ap.add_argument("--backends", default="postgresql,mysql", help="default %(default)s")
-    ap.add_argument("--no-peers", action="store_true", help="batchq rows only")
+    ap.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help="the io part's rows, a comma-separated subset of %(default)s (default: all); each peer "
+        "runs on its own database only (procrastinate, pgqueuer: postgresql; huey: mysql)",
+    )
+    ap.add_argument("--no-peers", action="store_true", help="batchq rows only (no peer of --systems)")
     ap.add_argument("--before", help="a checkout of batchq before --concurrency (ea656c5), for the noop part")
     ap.add_argument("--noop-jobs", type=int, default=5000, help="no-op jobs per row (default %(default)s)")
     ap.add_argument(
@@ -611,7 +626,7 @@ def main() -> None:
     ap.add_argument(
         "--quick",
         action="store_true",
-        help="a smoke run: --jobs 200 --pgqueuer-jobs 40 --noop-jobs 500, one round each",
+        help="a smoke run: --jobs 200 --noop-jobs 500, one round each",
     )
     ap.add_argument("--child-load", nargs=3, metavar=("URL", "TASK", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -620,12 +635,18 @@ def main() -> None:
         _child_load(url, task, int(n))
         return
     if args.quick:
-        args.jobs, args.pgqueuer_jobs, args.noop_jobs, args.repeat, args.noop_repeat = 200, 40, 500, 1, 1
+        args.jobs, args.noop_jobs, args.repeat, args.noop_repeat = 200, 500, 1, 1
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     for backend in backends:
         if backend not in BACKEND_NAMES:
             raise SystemExit(f"--backends: {backend!r} is not one of {', '.join(BACKEND_NAMES)}")
         url_for(backend)  # refuses test databases
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    for system in systems:
+        if system not in SYSTEMS:
+            raise SystemExit(f"--systems: {system!r} is not one of {', '.join(SYSTEMS)}")
+    if args.no_peers:
+        systems = [s for s in systems if s.startswith("batchq")]
     if "mysql" in backends:
         os.environ["BENCH_HUEY"] = "mysql-sql"
         os.environ["BENCH_HUEY_MYSQL_DB"] = urlsplit(url_for("mysql")).path.lstrip("/")
@@ -636,7 +657,7 @@ def main() -> None:
     if args.part in ("io", "all"):
         server, base_url = start_server()
         extra = {"BENCH_IO_URL": base_url, "BENCH_HUEY_MYSQL_DB": os.environ.get("BENCH_HUEY_MYSQL_DB", "")}
-        rows = io_rows(backends, args.jobs, args.pgqueuer_jobs, args.n, not args.no_peers, extra)
+        rows = io_rows(backends, args.jobs, args.n, systems, extra)
         run_rounds(rows, args.repeat)
         server.shutdown()
         text = io_table(rows, args.n)

@@ -11,14 +11,16 @@ procrastinate  `procrastinate --app io_peers.procrastinate_app --log-level warni
 pgqueuer       `pgq run --mode drain --max-concurrent-tasks N --batch-size N/2 --log-level
                WARNING io_peers:pgqueuer_main`: at most N picked jobs at once in one process;
                pgqueuer refuses a --max-concurrent-tasks below twice the batch size, so N/2 is
-               the largest batch it allows (its default is 10). On peers.py's PsycopgDriver
-               (one psycopg connection; asyncpg is not installed) a drain of jobs that take
-               time crawls: the driver's NOTIFY watcher holds the connection in
-               `notifies(timeout=1.0)` and, with no insert to wake it on a pre-loaded queue, the
-               next dequeue waits out that second (its DEBUG log: a batch dispatched and done in
-               10 ms, the next one a second later). With no limit at all it is the same (16
-               jobs a second with --batch-size 8), so the rows are pgqueuer as set up here, not
-               pgqueuer at its best; io_jobs.py gives it fewer jobs (--pgqueuer-jobs).
+               the largest batch it allows (its default is 10). The worker runs on asyncpg
+               (AsyncpgDriver on one asyncpg connection, the set-up of pgqueuer's own quick
+               start; asyncpg is pinned in requirements.txt), not on peers.py's PsycopgDriver:
+               that driver's NOTIFY watcher waits in psycopg's `notifies(timeout=1.0)`, which
+               holds the connection's lock for the whole wait, and every statement of the worker
+               (dequeue, the drain-mode "any work left" probes, the completion flush) takes that
+               lock too. On a pre-loaded queue of jobs that take time, no NOTIFY comes to end the
+               wait, so each dequeue round waited out the second: 3 to 4 jobs/s at N = 8.
+               asyncpg delivers NOTIFYs by callback, with no reader holding the connection.
+               The schema install and the pre-load stay on psycopg (peers.py).
 huey           `huey_consumer io_peers.huey -w N -k thread -q`: one process, N worker threads,
                SqlHuey on MariaDB (huey_app.py's mysql-sql, in $BENCH_HUEY_MYSQL_DB), the
                sync tasks io_tasks.sleep_10ms and http_get.
@@ -84,13 +86,14 @@ def __getattr__(name: str) -> Any:
 
 @asynccontextmanager
 async def pgqueuer_main() -> AsyncIterator[Any]:
-    """The factory of `pgq run io_peers:pgqueuer_main`: one autocommit AsyncConnection."""
-    import psycopg
+    """The factory of `pgq run io_peers:pgqueuer_main`: one asyncpg connection (AsyncpgDriver)."""
+    import asyncpg
     from pgqueuer import PgQueuer
-    from pgqueuer.db import PsycopgDriver
+    from pgqueuer.db import AsyncpgDriver
 
-    async with await psycopg.AsyncConnection.connect(peers.peer_url("pgqueuer"), autocommit=True) as conn:
-        pgq = PgQueuer(PsycopgDriver(conn))
+    conn = await asyncpg.connect(peers.peer_url("pgqueuer"))
+    try:
+        pgq = PgQueuer(AsyncpgDriver(conn))
 
         def register(name: str) -> None:
             body = getattr(io_tasks, name)
@@ -103,6 +106,8 @@ async def pgqueuer_main() -> AsyncIterator[Any]:
         for name in io_tasks.ASYNC:
             register(name)
         yield pgq
+    finally:
+        await conn.close()
 
 
 class Procrastinate(peers.Procrastinate):

@@ -3,8 +3,9 @@
 Databases: the server and user of BENCH_POSTGRESQL_URL, named after its database with a
 suffix (default batchq_bench_procrastinate and batchq_bench_pgqueuer), created if missing;
 each peer's schema is installed by the peer's own installer, with its defaults (tables
-logged: default durability). Both peers are asyncio workers on psycopg 3, as batchq is on
-psycopg 3 (same driver, same server). The job is `noop_jobs.noop(payload)` with the payload
+logged: default durability). Both peers are asyncio workers on psycopg 3 here, as batchq is
+on psycopg 3 (same driver, same server); bench/io_peers.py runs pgqueuer's worker on asyncpg
+instead (see the pgqueuer paragraph). The job is `noop_jobs.noop(payload)` with the payload
 {"i": n}, wrapped in an `async def` (each peer's cheapest job: no thread hop), and decoded
 from the stored form as batchq decodes it (procrastinate passes its JSON arguments as
 kwargs; pgqueuer hands over bytes, decoded with json.loads).
@@ -24,7 +25,15 @@ procrastinate (App + PsycopgConnector, a psycopg_pool pool, the pool's default c
     + NOTIFY) and `noop.batch_defer(*100 kwargs)` (the same function, one call for 100 jobs),
     with the sync API (app.open(): a psycopg_pool ConnectionPool).
 
-pgqueuer (PgQueuer on PsycopgDriver, one psycopg AsyncConnection per process, autocommit):
+pgqueuer (PgQueuer on PsycopgDriver, one psycopg AsyncConnection per process, autocommit;
+  the drains of process.py use this factory, peers:pgqueuer_main). That driver's NOTIFY watcher
+  waits in psycopg's `notifies(timeout=1.0)`, holding the connection's lock for the wait, and
+  the worker's statements queue behind it until a NOTIFY comes or the second is out. On the
+  no-op drains here the worker's own statements keep NOTIFYing (the queue table's trigger), so
+  the stall shows mainly at start-up: the first completion is flushed about 1 s later than on
+  asyncpg (inside the timed drain), and a worker exits about 4 s after the queue is empty
+  (untimed). On jobs that take time it stalls every dequeue round, so io_peers.py (I/O-bound
+  jobs) runs pgqueuer on asyncpg (AsyncpgDriver).
   worker: one `pgq run --mode drain --batch-size B --log-level WARNING peers:pgqueuer_main`
     process per "proc" (drain exits once the queue is empty); no --max-concurrent-tasks
     (its default). Its CLI needs typer < 0.29 (with 0.29 `pgq run` fails: --log-level comes

@@ -218,9 +218,11 @@ def drain(
     *,
     stop: Callable[[subprocess.Popen], None] | None = None,
     timeout: float = 600,
+    cwd: str = str(REPO_DIR),
 ) -> Drain:
-    """Start every command at once; time until ``pending()`` is 0; then let them exit (``stop``
-    them if they do not by themselves) and read each one's rusage as it is reaped."""
+    """Start every command at once (in ``cwd``: `python -m batchq` imports batchq from there
+    before PYTHONPATH); time until ``pending()`` is 0; then let them exit (``stop`` them if they
+    do not by themselves) and read each one's rusage as it is reaped."""
     usage: dict[int, Any] = {}
     hwm: dict[int, int] = {}
 
@@ -235,7 +237,7 @@ def drain(
                 p.returncode = os.waitstatus_to_exitcode(status)
 
     t0 = time.perf_counter()
-    procs = [subprocess.Popen(list(c), env=env, cwd=REPO_DIR, stdout=subprocess.DEVNULL) for c in cmds]
+    procs = [subprocess.Popen(list(c), env=env, cwd=cwd, stdout=subprocess.DEVNULL) for c in cmds]
     try:
         while pending() > 0:
             reap(procs, block=False)
@@ -327,7 +329,8 @@ def batchq_drain(
     cmd = [PYTHON, *BATCHQ_RUN, *flags]
     counter = Counter(url, "SELECT count(*) FROM batchq_job")
     try:
-        return drain([cmd] * procs, batchq_env(backend, tree, url, modules, extra or {}), counter)
+        env = batchq_env(backend, tree, url, modules, extra or {})
+        return drain([cmd] * procs, env, counter, cwd=tree)  # the tree's batchq, not this one
     finally:
         counter.close()
 

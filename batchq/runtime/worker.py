@@ -307,11 +307,16 @@ class Worker:
         return Worker(self.queue, self.options, self._own_middleware, lead=self)
 
     def _tick_process(self) -> None:
-        """About once a second while the lanes work: the registry row and `batchq stop`, the
-        liveness lease, SQLite's vacuum (what _tick does for a single worker)."""
+        """About once a second while the lanes work: what _tick does once per process, with the
+        lanes' counts."""
         assert self._crew is not None
         summaries = [lane.summary for lane in self._crew.lanes]
-        self._runner.asked_to_stop(sum(s.succeeded for s in summaries), sum(s.errors for s in summaries))
+        self._tend_process(sum(s.succeeded for s in summaries), sum(s.errors for s in summaries))
+
+    def _tend_process(self, succeeded: int, errors: int) -> None:
+        """The registry row with the counts (and `batchq stop`), the liveness lease, SQLite's
+        vacuum: once per process, whatever number of lanes run its jobs."""
+        self._runner.asked_to_stop(succeeded, errors)
         self.backend.vacuum_if_due()
         self.backend.liveness.renew_if_due()
 
@@ -406,9 +411,7 @@ class Worker:
         if self._lead is not None:
             sights, ready = self._lead._ticks.run(self._look)
         else:
-            self._runner.asked_to_stop(self.summary.succeeded, self.summary.errors)
-            self.backend.vacuum_if_due()
-            self.backend.liveness.renew_if_due()
+            self._tend_process(self.summary.succeeded, self.summary.errors)
             sights, ready = self._look()
         self._paused, self._kept.queues, self._claims.limited = sights
         return ready

@@ -63,6 +63,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -404,43 +405,34 @@ def io_rows(
                 )
         if backend == "postgresql" and "procrastinate" in systems:
             procrastinate = io_peers.Procrastinate()
-            for kind in io_tasks.ASYNC:
-                rows.append(
-                    Row(
-                        backend,
-                        f"procrastinate: 1 worker `--concurrency {n}`",
-                        kind,
-                        1,
-                        jobs,
-                        lambda k=kind, p=procrastinate: peer_drain(p, k, jobs, n, extra),
-                    )
-                )
+            label = f"procrastinate: 1 worker `--concurrency {n}`"
+            rows += one_process_rows(
+                backend, label, io_tasks.ASYNC, partial(peer_drain, procrastinate), jobs, n, extra
+            )
         if backend == "postgresql" and "pgqueuer" in systems:
-            pgqueuer = io_peers.PgQueuer(batch_size=max(1, n // 2))
-            for kind in io_tasks.ASYNC:
-                rows.append(
-                    Row(
-                        backend,
-                        f"pgqueuer: 1 `pgq run --max-concurrent-tasks {n} --batch-size {max(1, n // 2)}`",
-                        kind,
-                        1,
-                        jobs,
-                        lambda k=kind, p=pgqueuer: peer_drain(p, k, jobs, n, extra),
-                    )
-                )
+            batch = max(1, n // 2)
+            label = f"pgqueuer: 1 `pgq run --max-concurrent-tasks {n} --batch-size {batch}`"
+            pgqueuer = io_peers.PgQueuer(batch_size=batch)
+            rows += one_process_rows(
+                backend, label, io_tasks.ASYNC, partial(peer_drain, pgqueuer), jobs, n, extra
+            )
         if backend == "mysql" and "huey" in systems:
-            for kind in io_tasks.SYNC:
-                rows.append(
-                    Row(
-                        backend,
-                        f"huey: 1 consumer `-k thread -w {n}`",
-                        kind,
-                        1,
-                        jobs,
-                        lambda k=kind: huey_drain(k, jobs, n, extra),
-                    )
-                )
+            label = f"huey: 1 consumer `-k thread -w {n}`"
+            rows += one_process_rows(backend, label, io_tasks.SYNC, huey_drain, jobs, n, extra)
     return rows
+
+
+def one_process_rows(
+    backend: str,
+    label: str,
+    kinds: Sequence[str],
+    drain_kind: Callable[..., Drain],
+    jobs: int,
+    n: int,
+    extra: dict[str, str],
+) -> list[Row]:
+    """A peer's rows, one per job kind, each one process: ``drain_kind(kind, jobs, n, extra)``."""
+    return [Row(backend, label, kind, 1, jobs, partial(drain_kind, kind, jobs, n, extra)) for kind in kinds]
 
 
 def describe(tree: str) -> str:

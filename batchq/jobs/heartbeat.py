@@ -9,6 +9,7 @@ the server's limits on its session where it may; the heartbeat covers the rest, 
 
 from __future__ import annotations
 
+import signal
 import threading
 
 from ..backends import Backend
@@ -44,6 +45,9 @@ class Heartbeat:
             self._thread = None
 
     def _beat(self) -> None:
+        # SIGTERM and SIGINT are the main thread's to handle (batchq.runtime.lanes says why)
+        if hasattr(signal, "pthread_sigmask"):  # not on Windows
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
         while not self._stop.wait(self.interval):
             if self.in_job:
                 self.backend.liveness.ping()

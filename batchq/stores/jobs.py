@@ -70,7 +70,7 @@ class JobStore(Store):
 
     def insert_job(self, row: dict[str, Any], conn: Any = None) -> int:
         """enqueue: one job row (no unique key), the new job's id."""
-        return self.db.insert("enqueue", row, conn)
+        return self.db.insert(enqueue_statement("enqueue", row), row, conn)
 
     def insert_jobs(
         self, template: dict[str, Any], payloads: Sequence[bytes | None], conn: Any = None
@@ -78,10 +78,11 @@ class JobStore(Store):
         """enqueue_many: one job of ``template`` per payload, all or none, in as few statements
         as the dialect allows; on ``conn``, inside the caller's transaction."""
         rows = [{**template, "payload": payload} for payload in payloads]
+        statement = enqueue_statement("enqueue", template)
         if conn is not None:
-            return self.db.insert_many("enqueue", rows, conn)
+            return self.db.insert_many(statement, rows, conn)
         with self.db.transaction():
-            return self.db.insert_many("enqueue", rows)
+            return self.db.insert_many(statement, rows)
 
     def insert_unique(self, row: dict[str, Any], conn: Any = None) -> int | None:
         """enqueue_unique: the new job's id, or None (nothing written) if a job holds its key."""
@@ -458,7 +459,8 @@ class PostgreSQLJobStore(JobStore, dialect="postgresql"):
     ) -> int:
         """One statement for the whole batch: its payloads as one bytea array (enqueue_many)."""
         params = {**template, "payloads": payloads}
-        return self.db._query("enqueue_many", params, conn, lambda cur: len(payloads))
+        statement = enqueue_statement("enqueue_many", template)
+        return self.db._query(statement, params, conn, lambda cur: len(payloads))
 
     def _unique_inserted(self, cur: Any) -> int | None:
         row = cur.fetchone()  # enqueue_unique returns no row when the key is taken
@@ -534,16 +536,21 @@ class SQLiteJobStore(JobStore, dialect="sqlite"):
         enqueue statement's VALUES row once per payload, each with its own payload parameter, as
         many rows per statement as SQLite's limit on host parameters allows. One statement is
         atomic by itself; more run in one transaction (on ``conn``: the caller's)."""
-        per_insert = self._rows_per_insert(conn)
+        enqueue = self.db.sql(enqueue_statement("enqueue", template))
+        per_insert = self._rows_per_insert(enqueue, conn)
         if conn is None and len(payloads) > per_insert:
             with self.db.transaction():
-                return self._insertchunks(template, payloads, per_insert, None)
-        return self._insertchunks(template, payloads, per_insert, conn)
+                return self._insertchunks(enqueue, template, payloads, per_insert, None)
+        return self._insertchunks(enqueue, template, payloads, per_insert, conn)
 
     def _insertchunks(
-        self, template: dict[str, Any], payloads: Sequence[bytes | None], per_insert: int, conn: Any
+        self,
+        enqueue: str,
+        template: dict[str, Any],
+        payloads: Sequence[bytes | None],
+        per_insert: int,
+        conn: Any,
     ) -> int:
-        enqueue = self.db.sql("enqueue")
         with self.db.errors(), self.db._cursor(conn) as cur:
             for start in range(0, len(payloads), per_insert):
                 chunk = payloads[start : start + per_insert]
@@ -551,13 +558,13 @@ class SQLiteJobStore(JobStore, dialect="sqlite"):
                 cur.execute(_multi_row_insert(enqueue, len(chunk)), params)
         return len(payloads)
 
-    def _rows_per_insert(self, conn: Any) -> int:
+    def _rows_per_insert(self, enqueue: str, conn: Any) -> int:
         """Rows per INSERT within the connection's limit on host parameters (the template's
         parameters count once each, whatever the number of rows)."""
         connection = conn if conn is not None else self.db.conn
         which = getattr(sqlite3, "SQLITE_LIMIT_VARIABLE_NUMBER", None)  # Python 3.11+
         limit = DEFAULT_MAX_VARIABLES if which is None else connection.getlimit(which)
-        shared = len(set(_NAMED.findall(self.db.sql("enqueue"))) - {"payload"})
+        shared = len(set(_NAMED.findall(enqueue)) - {"payload"})
         return max(1, min(ROWS_PER_INSERT, limit - shared))
 
 
@@ -582,7 +589,7 @@ class MySQLJobStore(JobStore, dialect="mysql"):
         driver = driver_of(connection)
         pieces = self._enqueue_pieces(cur, row, driver)
         if pieces is None:  # mysqlclient; else cannot happen with batchq's own statement
-            statement = self.db._fitting(cur, self.db.sql("enqueue"), row)
+            statement = self.db._fitting(cur, self.db.sql(enqueue_statement("enqueue", row)), row)
         else:
             before, after = pieces
             statement = before + driver.literal(connection, row["payload"]) + after
@@ -604,7 +611,8 @@ class MySQLJobStore(JobStore, dialect="mysql"):
         known = self._enqueue_pieces_known.get(connection)
         if known is not None and known[0] == key:
             return known[1]  # type: ignore[no-any-return]
-        marked = driver.statement(cur, self.db.sql("enqueue"), {**row, "payload": _PAYLOAD_MARK})
+        statement = self.db.sql(enqueue_statement("enqueue", row))
+        marked = driver.statement(cur, statement, {**row, "payload": _PAYLOAD_MARK})
         before, mark, after = marked.partition(driver.literal(connection, _PAYLOAD_MARK))
         pieces = (before, after) if mark else None
         self._enqueue_pieces_known[connection] = (key, pieces)
@@ -623,7 +631,7 @@ class MySQLJobStore(JobStore, dialect="mysql"):
         each payload spliced in, every row measured before anything is sent. One statement (in
         autocommit, atomic by itself) when the batch fits; else chunks in one transaction."""
         db = self.db
-        head, row_sql = VALUES.split(db.sql("enqueue"), maxsplit=1)
+        head, row_sql = VALUES.split(db.sql(enqueue_statement("enqueue", template)), maxsplit=1)
         with db.errors(), db._cursor(conn) as cur:
             connection = cur.connection
             driver = driver_of(connection)
@@ -743,6 +751,23 @@ class MySQLJobStore(JobStore, dialect="mysql"):
     @property
     def expiring_query(self) -> str:
         return "jobs_expiring" if self.db.skip_locked else "jobs_expiring_waiting"
+
+
+def enqueue_statement(name: str, template: dict[str, Any]) -> str:
+    """``name`` (enqueue, enqueue_many), or its ``_now`` form for a job due now with no
+    concurrency key, expiry, per-key rate or partitions: most jobs, and a statement the server
+    evaluates no CASE or date arithmetic in (a row of its options spelt out costs as much again
+    as the row's insert on MariaDB: bench/insert_cost.py)."""
+    plain = (
+        not template["delay"]
+        and template["at"] is None
+        and template["concurrency_key"] is None
+        and template["expires"] is None
+        and template["expires_at"] is None
+        and template["rate_key"] is None
+        and template["partitions"] == 1
+    )
+    return f"{name}_now" if plain else name
 
 
 @lru_cache(maxsize=32)  # one per batch size in use; sqlite3 caches each compiled

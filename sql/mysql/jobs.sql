@@ -24,6 +24,17 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
                  UTC_TIMESTAMP(6) + INTERVAL ROUND(%(expires)s * 1000000) MICROSECOND), %(trace_context)s,
         %(rate_key)s, %(rate_limit)s, %(rate_period)s);
 
+-- name: enqueue_now
+-- enqueue for the job most producers send: due now, with no concurrency key, expiry, per-key rate
+-- or partitions (batchq.stores.jobs.enqueue_statement picks it). The row enqueue would write for
+-- it, without enqueue's per-row CASE and date arithmetic on NULL options: on MariaDB those cost
+-- as much as the row's insert itself (bench/insert_cost.py).
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
+                        timeout_seconds, task_version, backoff, keep_result, trace_context)
+VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s, 'ready', UTC_TIMESTAMP(6),
+        %(max_errors)s, UTC_TIMESTAMP(6), %(timeout)s, %(task_version)s, %(backoff)s, %(keep_result)s,
+        %(trace_context)s);
+
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (0 rows, no error) while a job of that key is waiting
 -- or running (the UNIQUE index batchq_job_unique). IGNORE would also let a value too long for

@@ -27,6 +27,18 @@ VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s,
         %(rate_key)s::text, %(rate_limit)s::int, %(rate_period)s::float8)
 RETURNING id;
 
+-- name: enqueue_now
+-- enqueue for the job most producers send: due now, with no concurrency key, expiry, per-key rate
+-- or partitions (batchq.stores.jobs.enqueue_statement picks it). The row enqueue would write for
+-- it, without enqueue's per-row CASE and date arithmetic on NULL options: on MariaDB those cost
+-- as much as the row's insert itself (bench/insert_cost.py).
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
+                        timeout_seconds, task_version, backoff, keep_result, trace_context)
+VALUES (%(queue)s, %(task)s, %(payload)s, %(serializer)s, %(priority)s, 'ready', statement_timestamp(),
+        %(max_errors)s, statement_timestamp(), %(timeout)s::float8, %(task_version)s::int,
+        %(backoff)s::float8, %(keep_result)s::float8, %(trace_context)s::text)
+RETURNING id;
+
 -- name: enqueue_many
 -- Many jobs of one task, queue and delay in one statement, their payloads as one array, in order.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
@@ -44,6 +56,17 @@ SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s,
        %(keep_result)s::float8, COALESCE(to_timestamp(%(expires_at)s::float8),
                  statement_timestamp() + %(expires)s::float8 * interval '1 second'),
        %(trace_context)s::text, %(rate_key)s::text, %(rate_limit)s::int, %(rate_period)s::float8
+FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
+ORDER BY batch.n;
+
+-- name: enqueue_many_now
+-- enqueue_many of enqueue_now's jobs (due now, no keys, expiry or partitions): their payloads as
+-- one array, in order.
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
+                        timeout_seconds, task_version, backoff, keep_result, trace_context)
+SELECT %(queue)s, %(task)s, batch.payload, %(serializer)s, %(priority)s, 'ready', statement_timestamp(),
+       %(max_errors)s, statement_timestamp(), %(timeout)s::float8, %(task_version)s::int,
+       %(backoff)s::float8, %(keep_result)s::float8, %(trace_context)s::text
 FROM unnest(%(payloads)s::bytea[]) WITH ORDINALITY AS batch(payload, n)
 ORDER BY batch.n;
 

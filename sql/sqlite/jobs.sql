@@ -29,6 +29,17 @@ VALUES (:queue, :task, :payload, :serializer, :priority,
                       THEN strftime('%Y-%m-%d %H:%M:%f', 'now', printf('%+.6f seconds', :expires)) END), :trace_context,
         :rate_key, :rate_limit, :rate_period);
 
+-- name: enqueue_now
+-- enqueue for the job most producers send: due now, with no concurrency key, expiry, per-key rate
+-- or partitions (batchq.stores.jobs.enqueue_statement picks it). The row enqueue would write for
+-- it, without enqueue's per-row CASE and date arithmetic on NULL options: on MariaDB those cost
+-- as much as the row's insert itself (bench/insert_cost.py).
+INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,
+                        timeout_seconds, task_version, backoff, keep_result, trace_context)
+VALUES (:queue, :task, :payload, :serializer, :priority, 'ready', strftime('%Y-%m-%d %H:%M:%f', 'now'),
+        :max_errors, strftime('%Y-%m-%d %H:%M:%f', 'now'), :timeout, :task_version, :backoff, :keep_result,
+        :trace_context);
+
 -- name: enqueue_unique
 -- enqueue with a unique_key: writes nothing (no change) while a job of that key is waiting or
 -- running (the partial unique index batchq_job_unique). Any other conflict still raises.

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from batchq import PayloadError, Queue
+from batchq.stores.jobs import enqueue_statement
 from tests.support.db import job_rows, run_query, run_query_on, sql
 from tests.support.processes import run_batchq
 
@@ -107,7 +108,7 @@ def enqueue_size_fits(queue: Queue, size: int) -> bool:
     template = queue.builder.template(queue.builder.spec("jobs:noop", max_errors=10))
     try:
         row = queue.builder.row(template, json_string_of(size))
-        queue.backend.check_statement_sizes("enqueue", [row])
+        queue.backend.check_statement_sizes(enqueue_statement("enqueue", row), [row])
     except PayloadError:
         return False
     return True

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from batchq import Queue
+from batchq.stores.jobs import enqueue_statement
 from tests.support.db import app_connection, job_rows, run_query, sql
 from tests.support.rows import app_write, enqueue_size_fits, json_string_of
 
@@ -39,7 +40,7 @@ def test_mysql_size_check_is_exactly_what_the_server_accepts(queue: Queue, db_ur
     row = queue.builder.row(template, json_string_of(largest + 1))
     throwaway = app_connection(db_url)
     with pytest.raises(pymysql.err.OperationalError) as refused, throwaway.cursor() as cur:
-        cur.execute(queue.backend.sql("enqueue"), row)
+        cur.execute(queue.backend.sql(enqueue_statement("enqueue", row)), row)
     assert refused.value.args[0] in (1153, 2006, 2013)
     throwaway.close()
 

@@ -12,9 +12,11 @@ runs, each on freshly emptied tables.
   `enqueue_now`          batchq's statement for a job due now with none of them (what enqueue()
                          sends for such a job since issue 29), on the same connection
   Queue.enqueue          the whole call (options checked, payload encoded, enqueue_now sent)
-  keyless copy (MySQL)   `enqueue_now` into a copy of batchq_job without the three indexes that
-                         only jobs with a key need (unique key, concurrency key, expiry): what
-                         moving those keys off the job row would buy where no index is partial
+  what-if copy           `enqueue_now` into a copy of batchq_job that lacks one cost, to price it:
+                         MySQL: without the three indexes that only jobs with a key need (unique
+                         key, concurrency key, expiry), what moving those keys off the job row
+                         would buy where no index is partial; PostgreSQL: without the NOTIFY
+                         trigger (a row-level trigger: one call per row)
 
 The statement rows are sent with their parameters built before the clock starts (on MySQL a
 100-row statement is built whole beforehand, as batchq splices its rows), so between them
@@ -36,7 +38,7 @@ from batchq import Queue
 from batchq.backends.mysql_statements import VALUES
 from batchq.stores.jobs import _multi_row_insert
 
-from loads import count_jobs, reset
+from loads import reset
 from machine import server_info
 from options import parse, parser
 from plain_cycle import PlainCycle
@@ -46,8 +48,22 @@ from stats import med_range
 
 PER_INSERT = 100
 PAYLOAD = b'{"i": 1}'
-KEYLESS = "batchq_job_keyless"  # MySQL's what-if table
+COPY = "batchq_job_what_if"
 KEY_INDEXES = ("batchq_job_unique", "batchq_job_concurrency", "batchq_job_expiry")
+WHAT_IF = {  # backend: (the row's name, the copy's DDL after its DROP)
+    "mysql": (
+        "`enqueue_now`, no key indexes",
+        [
+            f"CREATE TABLE {COPY} LIKE batchq_job",
+            f"ALTER TABLE {COPY} " + ", ".join(f"DROP INDEX {index}" for index in KEY_INDEXES),
+        ],
+    ),
+    # LIKE ... INCLUDING ALL copies columns, defaults, constraints and indexes, never triggers.
+    "postgresql": (
+        "`enqueue_now`, no NOTIFY trigger",
+        [f"CREATE TABLE {COPY} (LIKE batchq_job INCLUDING ALL)"],
+    ),
+}
 
 
 def measure(jobs: int, send: Callable[[], None]) -> tuple[float, float]:
@@ -73,10 +89,10 @@ class Statements:
     def empty(self) -> None:
         self.cycle.recreate()
         reset(self.backend)
-        if self.backend == "mysql":
-            self._execute(f"DROP TABLE IF EXISTS {KEYLESS}")
-            self._execute(f"CREATE TABLE {KEYLESS} LIKE batchq_job")
-            self._execute(f"ALTER TABLE {KEYLESS} " + ", ".join(f"DROP INDEX {i}" for i in KEY_INDEXES))
+        if self.backend in WHAT_IF:
+            self._execute(f"DROP TABLE IF EXISTS {COPY}")
+            for statement in WHAT_IF[self.backend][1]:
+                self._execute(statement)
 
     def plain(self, per_call: int) -> Callable[[int], None]:
         cur, head, row = self.cycle.cur, self.cycle.insert_head, self.cycle.row_sql
@@ -88,12 +104,12 @@ class Statements:
         """batchq's statement ``name`` (enqueue or enqueue_now) as batchq sends it for
         ``per_call`` jobs, on the plain cycle's connection, into ``table``."""
         cur = self.cycle.cur
-        sql = self.queue.backend.sql(name).replace("INSERT INTO batchq_job ", f"INSERT INTO {table} ")
+        sql = self._statement(name, table)
         row = {**self.template, "payload": PAYLOAD}
         if per_call == 1:
             return lambda calls: _repeat(calls, lambda: cur.execute(sql, row))
         if self.backend == "postgresql":
-            many = self.queue.backend.sql(name.replace("enqueue", "enqueue_many"))
+            many = self._statement(name.replace("enqueue", "enqueue_many"), table)
             batch = {**self.template, "payloads": [PAYLOAD] * per_call}
             return lambda calls: _repeat(calls, lambda: cur.execute(many, batch))
         if self.backend == "sqlite":
@@ -104,6 +120,9 @@ class Statements:
         whole = f"{head} VALUES " + ",".join([cur.mogrify(row_sql, row)] * per_call)
         return lambda calls: _repeat(calls, lambda: cur.execute(whole))
 
+    def _statement(self, name: str, table: str) -> str:
+        return self.queue.backend.sql(name).replace("INSERT INTO batchq_job ", f"INSERT INTO {table} ")
+
     def queue_calls(self, per_call: int) -> Callable[[int], None]:
         if per_call == 1:
             return lambda calls: _repeat(calls, lambda: self.queue.enqueue(TASK, {"i": 1}))
@@ -111,32 +130,34 @@ class Statements:
         return lambda calls: _repeat(calls, lambda: self.queue.enqueue_many(TASK, payloads))
 
     def index_entries(self, table: str = "batchq_job") -> float:
-        """Index entries per job of the jobs in ``table`` now (all written by one kind of row)."""
-        backend, jobs = self.backend, count_jobs(self.backend)
-        if backend == "mysql":
-            rows = self._fetch(
+        """Index entries per job of the jobs in ``table`` now (all written by one kind of row):
+        the rows its primary key and each index hold, from the index's predicate."""
+        if self.backend == "mysql":  # no partial index: every index holds every row
+            [(indexes,)] = self._fetch(
                 "SELECT COUNT(DISTINCT index_name) FROM information_schema.statistics"
                 f" WHERE table_schema = DATABASE() AND table_name = '{table}'"
             )
-            return float(rows[0][0])
-        if backend == "postgresql":
+            return float(indexes)
+        if self.backend == "postgresql":
             predicates = [
                 pred
                 for (pred,) in self._fetch(
                     "SELECT pg_get_expr(indpred, indrelid) FROM pg_index"
-                    " WHERE indrelid = 'batchq_job'::regclass"
+                    f" WHERE indrelid = '{table}'::regclass"
                 )
             ]
         else:  # SQLite: the table is its rowid b-tree; an index's predicate follows its WHERE
             predicates = [None] + [
                 sql.split(" WHERE ", 1)[1] if sql and " WHERE " in sql else None
                 for (sql,) in self._fetch(
-                    "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'batchq_job'"
+                    f"SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = '{table}'"
                 )
             ]
-        where = [pred or "TRUE" for pred in predicates]
-        counts = [count_jobs(backend, pred) for pred in where]
-        return sum(counts) / jobs
+        [(jobs,)] = self._fetch(f"SELECT COUNT(*) FROM {table}")
+        entries = [
+            self._fetch(f"SELECT COUNT(*) FROM {table} WHERE {pred or 'TRUE'}")[0][0] for pred in predicates
+        ]
+        return sum(entries) / jobs
 
     def _execute(self, sql: str) -> None:
         self.cycle.cur.execute(sql)
@@ -146,8 +167,8 @@ class Statements:
         return self.cycle.cur.fetchall()  # type: ignore[no-any-return]
 
     def close(self) -> None:
-        if self.backend == "mysql":
-            self._execute(f"DROP TABLE IF EXISTS {KEYLESS}")
+        if self.backend in WHAT_IF:
+            self._execute(f"DROP TABLE IF EXISTS {COPY}")
         self.cycle.close()
         self.queue.close()
 
@@ -172,10 +193,9 @@ def main() -> None:
             ("`enqueue_now` statement", s.batchq_statement("enqueue_now", per_call)),
             ("Queue.enqueue" if per_call == 1 else "Queue.enqueue_many", s.queue_calls(per_call)),
         ]
-        if args.backend == "mysql":
-            cases.append(
-                ("`enqueue_now`, keyless copy", s.batchq_statement("enqueue_now", per_call, KEYLESS))
-            )
+        what_if = WHAT_IF.get(args.backend)
+        if what_if is not None:
+            cases.append((what_if[0], s.batchq_statement("enqueue_now", per_call, COPY)))
         figures: dict[str, tuple[list[float], list[float], float]] = {}
         for _ in range(args.repeat):
             for name, send in cases:
@@ -188,7 +208,7 @@ def main() -> None:
                 entries = (
                     2.0  # plain_job: its id and its claim index
                     if name == "plain INSERT"
-                    else s.index_entries(KEYLESS if "keyless" in name else "batchq_job")
+                    else s.index_entries(COPY if what_if and name == what_if[0] else "batchq_job")
                 )
                 figures[name] = (walls, cpus, entries)
         label = "1 row per INSERT" if per_call == 1 else f"{per_call} rows per INSERT"

@@ -23,8 +23,10 @@ repetition), on batchq's schema (Queue(url).init_db(), batchq_job emptied before
 Both drivers get batchq's session (SESSION_QUERIES: autocommit, UTC, strict, READ COMMITTED,
 FOUND_ROWS, MULTI_STATEMENTS, utf8mb4) and the same parameters, escaped by the driver itself
 (the claim statements come out byte-identical on both: checked before timing). Figures: client
-CPU µs per job (time.process_time: this process, user + system) and wall jobs/s. The rows the
-enqueue rows were built from are made before the timed part.
+CPU µs per job (time.process_time: this process, user + system), the server's CPU µs per job on
+the connection's own mysqld thread (found as bench/history_inprocess.py finds it; /proc counts
+10 ms ticks, and background threads such as purge and the log writer are not in it), and wall
+jobs/s. The enqueued rows are built before the timed part.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from batchq.backends.sqlfiles import queries
 from batchq.core.config import parse_url
 
 from floors import Floor, multi_row_insert, payload_bytes
+from history_inprocess import _mysql_thread, _ticks
 from loads import bulk_load, count_jobs, reset
 from options import parse, parser
 from report import command_line, emit, table
@@ -145,35 +148,40 @@ def enqueue_multi(conn: Any, rows: Sequence[dict[str, Any]]) -> int:
     return len(rows)
 
 
-def timed(work: Callable[[], int]) -> tuple[int, float, float]:
-    """(jobs, client CPU seconds, wall seconds) of one call."""
-    c0, t0 = time.process_time(), time.perf_counter()
+Figures = tuple[float, float, float]  # client CPU µs/job, server thread CPU µs/job, jobs/s
+
+
+def timed(work: Callable[[], int], server: str) -> tuple[int, float, float, float]:
+    """(jobs, client CPU seconds, server thread CPU seconds, wall seconds) of one call."""
+    s0, c0, t0 = _ticks(server), time.process_time(), time.perf_counter()
     jobs = work()
-    return jobs, time.process_time() - c0, time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return jobs, cpu, _ticks(server) - s0, wall
 
 
-def one_run(driver: str, url: str, figure: str, jobs: int, enqueue: int) -> tuple[float, float]:
-    """(client CPU µs/job, jobs/s) of one figure on one driver; the table set up untimed."""
+def one_run(driver: str, url: str, figure: str, jobs: int, enqueue: int) -> Figures:
+    """The figures of one figure on one driver; the table set up untimed."""
     reset("mysql")
     if figure == "drain":
         bulk_load("mysql", jobs)
     conn = connect(driver, url)
+    server = _mysql_thread(conn)  # the connection's mysqld thread (BENCHMARK(), untimed)
     try:
         if figure == "drain":
-            done, cpu, wall = timed(lambda: drain(conn))
+            done, cpu, served, wall = timed(lambda: drain(conn), server)
             expected, left = jobs, count_jobs("mysql")
         else:
             template = enqueue_template(url)
             n = enqueue if figure == "one" else jobs
             rows = [{**template, "payload": payload_bytes(i)} for i in range(n)]
             send = enqueue_one if figure == "one" else enqueue_multi
-            done, cpu, wall = timed(lambda: send(conn, rows))
+            done, cpu, served, wall = timed(lambda: send(conn, rows), server)
             expected, left = len(rows), len(rows) - count_jobs("mysql")
     finally:
         conn.close()
     if done != expected or left:
         raise SystemExit(f"{driver} {figure}: {done} of {expected} jobs, {left} left over")
-    return cpu / done * 1e6, done / wall
+    return cpu / done * 1e6, served / done * 1e6, done / wall
 
 
 def check_same_statements(url: str) -> None:
@@ -205,21 +213,23 @@ FIGURES = {
 }
 
 
-def summary(results: dict[tuple[str, str], list[tuple[float, float]]]) -> str:
+MEASURES = (
+    ("client CPU µs/job", "{:.1f}"),
+    ("server thread CPU µs/job", "{:.0f}"),
+    ("jobs/s (wall)", "{:,.0f}"),
+)
+
+
+def summary(results: dict[tuple[str, str], list[Figures]]) -> str:
     rows = []
     for figure, label in FIGURES.items():
         base = results[("PyMySQL", figure)]
         for driver in DRIVERS:
             runs = results[(driver, figure)]
-            cpu, rate = [r[0] for r in runs], [r[1] for r in runs]
-            vs = ("", "")
-            if driver != "PyMySQL":
-                vs = (
-                    ratio(median(cpu), median([r[0] for r in base])),
-                    ratio(median(rate), median([r[1] for r in base])),
-                )
-            rows.append([driver, f"{label}: client CPU µs/job", med_range(cpu, "{:.1f}"), vs[0]])
-            rows.append([driver, f"{label}: jobs/s (wall)", med_range(rate), vs[1]])
+            for i, (measure, fmt) in enumerate(MEASURES):
+                values = [r[i] for r in runs]
+                vs = "" if driver == "PyMySQL" else ratio(median(values), median([r[i] for r in base]))
+                rows.append([driver, f"{label}: {measure}", med_range(values, fmt), vs])
     return table(["driver", "figure", "median (min–max)", "vs PyMySQL"], rows)
 
 
@@ -234,7 +244,7 @@ def main() -> None:
         raise SystemExit("mysql_drivers.py compares MySQL drivers: --backend mysql")
     url = url_for("mysql")
     check_same_statements(url)
-    results: dict[tuple[str, str], list[tuple[float, float]]] = {
+    results: dict[tuple[str, str], list[Figures]] = {
         (driver, figure): [] for driver in DRIVERS for figure in FIGURES
     }
     for rep in range(args.repeat):

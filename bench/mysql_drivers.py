@@ -27,6 +27,12 @@ CPU µs per job (time.process_time: this process, user + system), the server's C
 the connection's own mysqld thread (found as bench/history_inprocess.py finds it; /proc counts
 10 ms ticks, and background threads such as purge and the log writer are not in it), and wall
 jobs/s. The enqueued rows are built before the timed part.
+
+In context (skip with --no-context), in the same repetitions and with the same figures: the
+plain cycle's batched drain (bench/plain_cycle.py's `--batch 100`, in-process: vs_plain.py's
+`run --batch 100` row) and batchq's own `Worker.run()` with batch_size 100 on PyMySQL (as
+bench/cpu_per_job.py --batch 100 runs it); then what mysqlclient's client CPU saving per job
+would be worth against the worker's wall time per job and its gap to the plain cycle.
 """
 
 from __future__ import annotations
@@ -44,14 +50,17 @@ from batchq.backends.mysql import SESSION_QUERIES, _statement_results
 from batchq.backends.mysql_drivers import MySQLdb, PyMySQL
 from batchq.backends.sqlfiles import queries
 from batchq.core.config import parse_url
+from batchq.runtime.worker import RunOptions, Worker
 
 from floors import Floor, multi_row_insert, payload_bytes
 from history_inprocess import _mysql_thread, _ticks
 from loads import bulk_load, count_jobs, reset
 from options import parse, parser
+from plain_cycle import PlainCycle
 from report import command_line, emit, table
 from settings import TASK, url_for
 from stats import med_range, median, ratio
+from vs_plain import batchq_url, plain_load
 
 DRIVERS = ("PyMySQL", "mysqlclient")
 BATCH = 100
@@ -184,6 +193,45 @@ def one_run(driver: str, url: str, figure: str, jobs: int, enqueue: int) -> Figu
     return cpu / done * 1e6, served / done * 1e6, done / wall
 
 
+CONTEXT = {
+    "plain": "plain cycle, batch of 100 (bench/plain_cycle.py: PyMySQL, its own table)",
+    "worker": "batchq `Worker.run()`, batch of 100 (PyMySQL)",
+}
+
+
+def context_run(which: str, url: str, jobs: int) -> Figures:
+    """A whole drain of ``jobs`` beside the drivers' claim loops, with the same figures: the plain
+    cycle's (vs_plain.py's `run --batch 100` in-process) or batchq's own worker's."""
+    if which == "plain":
+        plain_load("mysql", jobs)
+        cycle = PlainCycle("mysql")
+        conn, work, close = cycle.conn, lambda: cycle.drain(BATCH), cycle.close
+    else:
+        reset("mysql")
+        bulk_load("mysql", jobs)
+        queue = Queue(batchq_url("mysql"), task_modules="noop_jobs")
+        worker = Worker(queue, RunOptions(batch_size=BATCH))
+        conn, close = queue.backend.conn, queue.close
+        work = lambda: worker.run().succeeded  # noqa: E731
+    server = _mysql_thread(conn)
+    try:
+        done, cpu, served, wall = timed(work, server)
+    finally:
+        close()
+    left = plain_left() if which == "plain" else count_jobs("mysql")
+    if done != jobs or left:
+        raise SystemExit(f"{which}: {done} of {jobs} jobs, {left} left over")
+    return cpu / done * 1e6, served / done * 1e6, done / wall
+
+
+def plain_left() -> int:
+    cycle = PlainCycle("mysql")
+    try:
+        return cycle.count()
+    finally:
+        cycle.close()
+
+
 def check_same_statements(url: str) -> None:
     """The claim's statements as each driver would send them: the same bytes, or no comparison."""
     conns = {driver: connect(driver, url) for driver in DRIVERS}
@@ -233,11 +281,43 @@ def summary(results: dict[tuple[str, str], list[Figures]]) -> str:
     return table(["driver", "figure", "median (min–max)", "vs PyMySQL"], rows)
 
 
+def context_table(results: dict[tuple[str, str], list[Figures]]) -> str:
+    """The drain's figures beside the plain cycle and batchq's worker, per job; then what
+    mysqlclient's client CPU saving is worth against the worker's wall time and the gap."""
+    systems = {
+        ("plain", "drain"): CONTEXT["plain"],
+        ("PyMySQL", "drain"): "batchq's claim statements on PyMySQL",
+        ("mysqlclient", "drain"): "batchq's claim statements on mysqlclient",
+        ("worker", "drain"): CONTEXT["worker"],
+    }
+    rows = []
+    for key, label in systems.items():
+        runs = results[key]
+        figures = [[r[0] for r in runs], [r[1] for r in runs], [1e6 / r[2] for r in runs]]
+        rows.append([label, *(med_range(f, "{:.1f}") for f in figures), med_range([r[2] for r in runs])])
+    header = ["drain of no-op jobs", "client CPU µs/job", "server thread CPU µs/job", "wall µs/job", "jobs/s"]
+    saved = median([r[0] for r in results[("PyMySQL", "drain")]]) - median(
+        [r[0] for r in results[("mysqlclient", "drain")]]
+    )
+    worker_wall = median([1e6 / r[2] for r in results[("worker", "drain")]])
+    plain_wall = median([1e6 / r[2] for r in results[("plain", "drain")]])
+    return table(header, rows) + (
+        f"\n\nmysqlclient saves {saved:.1f} µs of client CPU per job in the claim loop: "
+        f"{saved / worker_wall:.0%} of the worker's {worker_wall:.0f} µs/job wall, "
+        f"{saved / (worker_wall - plain_wall):.0%} of its gap to the plain cycle's {plain_wall:.0f} "
+        f"µs/job (worker at {plain_wall / worker_wall:.2f}× the plain cycle; "
+        f"{plain_wall / (worker_wall - saved):.2f}× were the saving all wall time)."
+    )
+
+
 def main() -> None:
     quick = {"jobs": 2000, "enqueue": 300, "repeat": 1}
     ap = parser(__doc__, jobs=20000, jobs_help="jobs per drain and per 100-row enqueue run", quick=quick)
     ap.add_argument(
         "--enqueue", type=int, default=3000, help="single-row INSERTs per run (default %(default)s)"
+    )
+    ap.add_argument(
+        "--no-context", action="store_true", help="skip the plain cycle's and Worker.run()'s drains"
     )
     args = parse(ap)
     if args.backend != "mysql":
@@ -247,11 +327,15 @@ def main() -> None:
     results: dict[tuple[str, str], list[Figures]] = {
         (driver, figure): [] for driver in DRIVERS for figure in FIGURES
     }
+    contexts = () if args.no_context else tuple(CONTEXT)
+    results.update({(which, "drain"): [] for which in contexts})
     for rep in range(args.repeat):
         order = DRIVERS if rep % 2 == 0 else DRIVERS[::-1]
         for figure in FIGURES:
             for driver in order:
                 results[(driver, figure)].append(one_run(driver, url, figure, args.jobs, args.enqueue))
+        for which in contexts if rep % 2 == 0 else contexts[::-1]:
+            results[(which, "drain")].append(context_run(which, url, args.jobs))
     import MySQLdb as mysqldb
 
     text = summary(results)
@@ -265,6 +349,9 @@ def main() -> None:
         "cores). The claim statements were byte-identical on both drivers."
         f"\nCommand: {command_line()}"
     )
+    if contexts:
+        text += "\n\nThe drain in context, per job (the same runs' drains, and the plain cycle's and the "
+        text += "worker's, run in the same repetitions):\n\n" + context_table(results)
     emit("MySQL drivers: PyMySQL against mysqlclient, batchq's statements", text, "mysql-drivers")
 
 

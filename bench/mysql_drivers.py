@@ -324,6 +324,7 @@ def main() -> None:
         raise SystemExit("mysql_drivers.py compares MySQL drivers: --backend mysql")
     url = url_for("mysql")
     check_same_statements(url)
+    load_before = os.getloadavg()[0]
     results: dict[tuple[str, str], list[Figures]] = {
         (driver, figure): [] for driver in DRIVERS for figure in FIGURES
     }
@@ -345,8 +346,9 @@ def main() -> None:
         f"{args.enqueue:,} single-row INSERTs, {args.jobs:,} rows in 100-row INSERTs; "
         f"{args.repeat} repetitions, the drivers' order alternating. Client CPU per job "
         "(time.process_time of this process) is the robust figure: wall time also holds the "
-        "server's work and whatever else the machine runs (another benchmark shared these 2 "
-        "cores). The claim statements were byte-identical on both drivers."
+        "server's work and whatever else the machine runs (load average "
+        f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs). "
+        "The claim statements were byte-identical on both drivers."
         f"\nCommand: {command_line()}"
     )
     if contexts:

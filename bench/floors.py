@@ -26,6 +26,13 @@ try:
 except ImportError:  # an older checkout a bench runs beside this one (--checkout), before the parts
     from batchq.config import parse_url  # type: ignore[no-redef]
     from batchq.sqlfiles import queries  # type: ignore[no-redef]
+try:
+    from batchq.stores.jobs import enqueue_statement
+except ImportError:  # before enqueue_now (issue 29): every job took enqueue
+
+    def enqueue_statement(name: str, template: dict[str, Any]) -> str:
+        return name
+
 
 from settings import TASK, url_for
 
@@ -62,7 +69,7 @@ class Floor:
         self.url = parse_url(url)
         self.q = queries(self.dialect)
         self.conn = self.connect()
-        self._multi: dict[int, str] = {}
+        self._multi: dict[tuple[str, int], str] = {}
 
     def connect(self) -> Any:
         raise NotImplementedError
@@ -88,13 +95,22 @@ class Floor:
             "expires": None,
             "expires_at": None,
             "trace_context": None,
+            "rate_key": None,
+            "rate_limit": None,
+            "rate_period": None,
             "partitions": 1,
         }
 
-    def multi_sql(self, n: int) -> str:
-        if n not in self._multi:
-            self._multi[n] = multi_row_insert(self.q["enqueue"], n, self.style)
-        return self._multi[n]
+    def enqueue_sql(self, row: dict[str, Any]) -> str:
+        """The statement batchq sends for ``row``: enqueue_now for a job due now, else enqueue."""
+        return self.q[enqueue_statement("enqueue", row)]  # type: ignore[no-any-return]
+
+    def multi_sql(self, rows: Sequence[dict[str, Any]]) -> str:
+        """The enqueue statement for ``rows`` (alike but for their payloads), its row repeated."""
+        key = (enqueue_statement("enqueue", rows[0]), len(rows))
+        if key not in self._multi:
+            self._multi[key] = multi_row_insert(self.q[key[0]], len(rows), self.style)
+        return self._multi[key]
 
     @staticmethod
     def multi_params(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -168,11 +184,11 @@ class MySQLFloor(Floor):
         return conn
 
     def enqueue(self, row: dict[str, Any]) -> None:
-        self.cur.execute(self.q["enqueue"], row)
+        self.cur.execute(self.enqueue_sql(row), row)
 
     def enqueue_multi(self, rows: Sequence[dict[str, Any]]) -> None:
         # One statement is one transaction in autocommit.
-        self.cur.execute(self.multi_sql(len(rows)), self.multi_params(rows))
+        self.cur.execute(self.multi_sql(rows), self.multi_params(rows))
 
     def claim(
         self, worker: str, token: str, limit: int = 1, done: Sequence[tuple] = ()
@@ -227,11 +243,11 @@ class SQLiteFloor(Floor):
         return conn
 
     def enqueue(self, row: dict[str, Any]) -> None:
-        self.conn.execute(self.q["enqueue"], row)
+        self.conn.execute(self.enqueue_sql(row), row)
 
     def enqueue_multi(self, rows: Sequence[dict[str, Any]]) -> None:
         # Autocommit: the one statement is its own transaction.
-        self.conn.execute(self.multi_sql(len(rows)), self.multi_params(rows))
+        self.conn.execute(self.multi_sql(rows), self.multi_params(rows))
 
     def claim(
         self, worker: str, token: str, limit: int = 1, done: Sequence[tuple] = ()
@@ -288,20 +304,20 @@ class PostgreSQLFloor(Floor):
         return conn
 
     def enqueue(self, row: dict[str, Any]) -> None:
-        self.cur.execute(self.q["enqueue"], row)
+        self.cur.execute(self.enqueue_sql(row), row)
         self.cur.fetchone()  # RETURNING id (already received with the result)
 
     def enqueue_multi(self, rows: Sequence[dict[str, Any]]) -> None:
         # batchq's PostgreSQL enqueue_many: BEGIN; executemany(enqueue) (psycopg sends the
         # rows as one pipeline: one round trip, one INSERT statement per row); COMMIT.
         self.cur.execute("BEGIN")
-        self.cur.executemany(self.q["enqueue"], rows)
+        self.cur.executemany(self.enqueue_sql(rows[0]), rows)
         self.conn.commit()
 
     def enqueue_multi_row(self, rows: Sequence[dict[str, Any]]) -> None:
         """A reference, not batchq's path on PostgreSQL: ONE multi-row INSERT in autocommit
         (the enqueue VALUES row repeated, as batchq's MySQL enqueue_many sends)."""
-        self.cur.execute(self.multi_sql(len(rows)), self.multi_params(rows))
+        self.cur.execute(self.multi_sql(rows), self.multi_params(rows))
 
     def claim(
         self, worker: str, token: str, limit: int = 1, done: Sequence[tuple] = ()

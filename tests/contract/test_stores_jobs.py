@@ -16,7 +16,7 @@ import pytest
 from batchq import Queue
 from batchq.backends import DuplicateKey
 from batchq.core.job import Job, Kept
-from batchq.stores.jobs import JobStore, MySQLJobStore, PostgreSQLJobStore, SQLiteJobStore
+from batchq.stores.jobs import JobStore, MySQLJobStore, PostgreSQLJobStore, SQLiteJobStore, enqueue_statement
 from tests.support.db import app_connection, job_rows, run_query, sql
 
 WORKER, OTHER = "host:1:aaaa", "host:2:bbbb"
@@ -97,6 +97,51 @@ def test_insert_jobs_writes_one_job_per_payload_in_order(queue: Queue) -> None:
     jobs = claimed(queue, limit=300)
     assert [job.payload for job in jobs] == payloads  # same priority: claimed in id order
     assert len({job.id for job in jobs}) == 250
+
+
+# Every column a job's insert sets, but its id and its times (now, on the server's clock).
+WRITTEN = (
+    "queue, task, payload, serializer, priority, status, max_errors, concurrency_key, "
+    "concurrency_limit, claim_partition, timeout_seconds, task_version, backoff, keep_result, "
+    "expires_at, trace_context, rate_key, rate_limit, rate_period, error_count, unique_key"
+)
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["one", "many"])
+def test_enqueue_now_writes_the_row_enqueue_writes_for_a_job_due_now(queue: Queue, many: bool) -> None:
+    """enqueue_now (enqueue_statement's pick for a job due now with no key, expiry, rate or
+    partitions) leaves out enqueue's arithmetic, never a column's value."""
+    template = row(queue, {"a": 1}, priority=3, max_errors=4, timeout=9, backoff=2, keep_result=60)
+    assert enqueue_statement("enqueue", template) == "enqueue_now"
+    if many:
+        store(queue).insert_jobs(template, [template["payload"]])
+    else:
+        store(queue).insert_job(template)
+    statement = "enqueue_many" if many and queue.backend.dialect == "postgresql" else "enqueue"
+    with_options = {**template, "payloads": [template["payload"]]}
+    sql(queue, queue.backend.sql(statement), with_options)  # the statement that spells them out
+    now, spelt_out = sql(queue, f"SELECT {WRITTEN} FROM batchq_job ORDER BY id")
+    assert now == spelt_out
+    [(same_times,)] = sql(
+        queue,
+        "SELECT COUNT(*) FROM batchq_job WHERE run_at = created_at AND processing_at IS NULL",
+    )
+    assert same_times == 2  # due as it is written, as enqueue makes a job due now
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"delay": 5},
+        {"concurrency_key": "k"},
+        {"expires": 3600},
+        {"rate_key": "k", "rate": "1/s"},
+    ],
+    ids=["delay", "concurrency_key", "expires", "rate_key"],
+)
+def test_a_job_with_an_option_enqueue_now_leaves_out_takes_enqueue(queue: Queue, options: dict) -> None:
+    assert enqueue_statement("enqueue", row(queue, None, **options)) == "enqueue"
+    assert enqueue_statement("enqueue", {**row(queue), "partitions": 4}) == "enqueue"
 
 
 def test_insert_jobs_of_none_payloads(queue: Queue) -> None:

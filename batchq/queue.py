@@ -219,23 +219,22 @@ class Queue(OnDatabase):
         parents = None if after is None else check_after(after)
         if parents is not None:
             _check_waiting_options(delay, run_at, unique_key)
-        spec = JobSpec.of(  # not builder.spec: its **options would cost a second repacking
-            self.builder.resolver,
+        spec = self.builder.kept_spec(  # in OPTIONS' order; not builder.spec: no **options repacking
             task,
-            queue=queue,
-            delay=delay,
-            priority=priority,
-            max_errors=max_errors,
-            serializer=serializer,
-            concurrency_key=concurrency_key,
-            concurrency_limit=concurrency_limit,
-            timeout=timeout,
-            backoff=backoff,
-            keep_result=keep_result,
-            run_at=run_at,
-            expires=expires,
-            rate_key=rate_key,
-            rate=rate,
+            queue,
+            delay,
+            priority,
+            max_errors,
+            serializer,
+            concurrency_key,
+            concurrency_limit,
+            timeout,
+            backoff,
+            keep_result,
+            run_at,
+            expires,
+            rate_key,
+            rate,
         )
         if ENQUEUE_LAYERS or self.enqueue_middleware:  # batchq.jobs.hooks
             write = partial(
@@ -427,23 +426,22 @@ class Queue(OnDatabase):
             _check_waiting_options(delay, run_at, None)
             if unique_keys is not None:
                 raise ConfigError("after= and unique_keys= together are not supported")
-        spec = JobSpec.of(  # not builder.spec: its **options would cost a second repacking
-            self.builder.resolver,
+        spec = self.builder.kept_spec(  # in OPTIONS' order; not builder.spec: no **options repacking
             task,
-            queue=queue,
-            delay=delay,
-            priority=priority,
-            max_errors=max_errors,
-            serializer=serializer,
-            concurrency_key=concurrency_key,
-            concurrency_limit=concurrency_limit,
-            timeout=timeout,
-            backoff=backoff,
-            keep_result=keep_result,
-            run_at=run_at,
-            expires=expires,
-            rate_key=rate_key,
-            rate=rate,
+            queue,
+            delay,
+            priority,
+            max_errors,
+            serializer,
+            concurrency_key,
+            concurrency_limit,
+            timeout,
+            backoff,
+            keep_result,
+            run_at,
+            expires,
+            rate_key,
+            rate,
         )
         write = partial(
             self._enqueue_many_spec, payloads=payloads, unique_keys=unique_keys, parents=parents, conn=conn

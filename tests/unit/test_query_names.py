@@ -70,6 +70,7 @@ PRODUCT_EXTRAS: Mapping[str, set[str]] = {
     "postgresql": SERVER_ONLY
     | {
         "enqueue_many",  # the payloads as one array: unnest()
+        "enqueue_many_now",  # the same for jobs due now with no keys (enqueue_now's)
         "enqueue_many_unique",  # the same, with a unique key per payload
         "listen",  # LISTEN for jobs becoming due
         "session_backend",  # pg_backend_pid(): a pooler between answers with another pid

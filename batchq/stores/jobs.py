@@ -19,11 +19,11 @@ import functools
 import re
 import sqlite3
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..backends.errors import TransientError
+from ..backends.errors import NotUTF8, TransientError
 from ..backends.mysql_drivers import Driver, driver_of
 from ..backends.mysql_statements import (
     MULTI_ROW_STATEMENT_BYTES,
@@ -41,6 +41,7 @@ from .base import Store
 if TYPE_CHECKING:
     from ..backends.mysql import MySQLBackend
     from ..backends.postgresql import PostgreSQLBackend
+    from ..backends.sqlite import SQLiteBackend
 
 # Stands for the payload while the rest of an enqueue_many row is escaped once: no queue or task
 # name can hold a space or '<', so its quoted form occurs nowhere else in the row.
@@ -501,6 +502,8 @@ class PostgreSQLJobStore(JobStore, dialect="postgresql"):
 
 
 class SQLiteJobStore(JobStore, dialect="sqlite"):
+    db: SQLiteBackend
+
     def claim(
         self,
         queue: str,
@@ -512,11 +515,36 @@ class SQLiteJobStore(JobStore, dialect="sqlite"):
         kept: Sequence[Kept] | None = None,
     ) -> Claim:
         """BEGIN IMMEDIATE; jobs_keep (what is done and kept); jobs_delete (what is done);
-        jobs_claim (UPDATE ... RETURNING); COMMIT."""
+        jobs_claim (UPDATE ... RETURNING); COMMIT.
+
+        The driver decodes the claimed rows' text itself (strict_rows): a Python call per value
+        otherwise. A row written by hand with text that is not UTF-8 makes that fail, and the
+        claim rolls back whole and runs again decoding leniently. Inside a caller's transaction
+        (the limited claim, batchq.stores.flow), which cannot roll back alone: leniently at once.
+        """
+        args = (queue, worker, token, limit, done, partition, kept)
+        if self.db._in_transaction:
+            return self._claim(*args, self.db.rows)
+        try:
+            return self._claim(*args, self.db.strict_rows)
+        except NotUTF8:
+            return self._claim(*args, self.db.rows)
+
+    def _claim(
+        self,
+        queue: str,
+        worker: str,
+        token: str,
+        limit: int,
+        done: Sequence[Job],
+        partition: int | None,
+        kept: Sequence[Kept] | None,
+        read: Callable[[str, dict[str, Any]], list[tuple[Any, ...]]],
+    ) -> Claim:
         params = {"queue": queue, "limit": limit, "worker": worker, "token": token, "partition": partition}
         with self.db.transaction():
             deleted = self.delete_jobs(done, kept) if done else 0
-            rows = self.db.rows("jobs_claim" if partition is None else "jobs_claim_partition", params)
+            rows = read("jobs_claim" if partition is None else "jobs_claim_partition", params)
         if len(rows) > 1:
             rows.sort(key=_claim_order)  # RETURNING gives no order
         return Claim(deleted, [Job.from_row(row, token) for row in rows])

@@ -190,3 +190,16 @@ def test_sqlite_claim_inside_a_transaction_decodes_leniently_at_once(queue: Queu
     with queue.backend.transaction():
         [job] = queue.backend.stores.jobs.claim("default", "w:1", TOKEN, 10).jobs
     assert job.id == hostile and job.task == "jo\ufffd"
+
+
+@pytest.mark.backends("sqlite")
+def test_sqlite_batch_of_priorities_of_any_type_in_sqlite_order(queue: Queue) -> None:
+    """Text, numbers and blobs in one batch: Python cannot compare them, SQLite's ORDER BY can
+    (blobs, then text, then numbers, from the top); the batch comes back in that order."""
+    ids = [write_row(queue) for _ in range(6)]
+    for job_id, priority in zip(ids, ["'high'", "7", "1.5", "'low'", "X'01'", "-2"]):
+        set_raw(queue, job_id, "priority", priority)
+    expected = ready_in_claim_order(queue)
+    claim = queue.backend.stores.jobs.claim("default", "w:1", TOKEN, 10)
+    assert [job.id for job in claim.jobs] == expected
+    assert [job.priority for job in claim.jobs] == [b"\x01", "low", "high", 7, 1.5, -2]

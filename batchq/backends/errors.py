@@ -12,3 +12,8 @@ class TransientError(BackendError):
 
 class DuplicateKey(BackendError):
     """A write would give a job a unique key another waiting or running job holds."""
+
+
+class NotUTF8(BackendError):
+    """SQLite: a text value that is not UTF-8 (a row written by hand), met by a read that let the
+    driver decode strictly (SQLiteBackend.strict_rows): read it again leniently."""

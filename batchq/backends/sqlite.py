@@ -14,12 +14,14 @@ from ..errors import (
     SchemaMissing,
 )
 from .base import Backend
-from .errors import DuplicateKey, TransientError
+from .errors import DuplicateKey, NotUTF8, TransientError
 from .liveness import Liveness, ProcessLiveness
 
 MIN_VERSION = (3, 35, 0)  # UPDATE ... RETURNING
 # Run once on every new connection, in this order (bench/'s raw-driver floors run them too).
 SESSION_QUERIES = ("session_setup", "session_foreign_keys")
+# How sqlite3 says that text it was to decode (text_factory str) is not UTF-8.
+_NOT_UTF8 = "Could not decode to UTF-8"
 
 
 def _make_parent(path: str, url: object) -> None:
@@ -54,7 +56,8 @@ class SQLiteBackend(Backend):
         conn = self._open(path, timeout=30, isolation_level=None, check_same_thread=False)
         # SQLite stores any bytes in a TEXT column: a row written by hand that is not UTF-8 must
         # read as text with U+FFFD (its job then fails with the reason), never fail the claim or
-        # the sweep that reads it. Payloads are read as BLOBs (CAST in the claim).
+        # the sweep that reads it. Payloads are read as BLOBs (CAST in the claim). The claim
+        # decodes strictly, in C, and only falls back to this (strict_rows).
         conn.text_factory = _lenient_text
         for name in SESSION_QUERIES:  # WAL, foreign keys
             conn.execute(self.sql(name))
@@ -63,6 +66,18 @@ class SQLiteBackend(Backend):
     def _open(self, path: str, **arguments: Any) -> Any:
         """The driver's connect (batchq.aio opens an asyncio driver's connection instead)."""
         return sqlite3.connect(path, **arguments)
+
+    def strict_rows(self, name: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """rows(), text decoded by the driver itself rather than by _lenient_text, a Python call
+        per value; NotUTF8 if a value is not UTF-8. Only where the caller can roll back and read
+        again leniently: the job claim, whose batches are most of what a worker reads."""
+        with self.session_lock:  # no other thread reads on the connection meanwhile
+            conn = self.conn
+            conn.text_factory = str  # the driver's own decoding
+            try:
+                return self.rows(name, params)
+            finally:
+                conn.text_factory = _lenient_text
 
     def _new_cursor(self, conn: Any = None) -> Any:
         cur = (conn if conn is not None else self.conn).cursor()
@@ -75,6 +90,8 @@ class SQLiteBackend(Backend):
         if not isinstance(exc, sqlite3.Error):
             return None
         message = str(exc)
+        if message.startswith(_NOT_UTF8):
+            return NotUTF8(f"SQLite: {message}")
         if "no such table" in message:
             return self._schema_error(
                 SchemaMissing(f"batchq tables are missing in {self.url}: run `batchq init-db`")

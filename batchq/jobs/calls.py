@@ -175,7 +175,7 @@ def invoke(call: Call) -> CallOutcome:
             result = call_task(call.task.func, call.args)
     except BaseException as exc:  # sys.exit() or KeyboardInterrupt in a task too: the job's failure
         return CallOutcome(exception=exc)
-    return CallOutcome(result=result)
+    return CallOutcome(CALLED, result)  # kind, result: positionally, a third cheaper per job
 
 
 # -- tasks and their versions -----------------------------------------------------

@@ -33,6 +33,7 @@ _MODULE_ENTRY = re.compile(r"^(?!.*(^|\.)__)[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(\.\*)?
 F = TypeVar("F", bound=Callable[..., Any])
 Upgrade = Callable[[Any], Any]  # a version-n payload in, the version-(n+1) payload out
 VERSION_RANGE = (1, 65535)  # the task_version column (SMALLINT UNSIGNED on MySQL)
+_LOWEST_VERSION, _HIGHEST_VERSION = VERSION_RANGE
 DEFAULT_KEEP_RESULT_SECONDS = 86400.0  # keep_result=True: a job's result is kept for a day
 
 # name -> function, for names given with @task(name=...).
@@ -644,6 +645,8 @@ def stored_version(value: Any) -> int:
     Anything but a whole number from 1 to 65535 (a row written by hand: SQLite's column takes
     any number) raises PayloadError: the job fails with that reason, rather than wait forever
     for a worker that knows a version no task can declare."""
+    if type(value) is int and _LOWEST_VERSION <= value <= _HIGHEST_VERSION:  # every job batchq wrote
+        return value
     if value is None:
         return 1
     if isinstance(value, float) and value.is_integer():

@@ -525,14 +525,16 @@ class Worker:
         call_job = self._call_job
         assert call_job is not None, "jobs are called by run()"
         debug = log.isEnabledFor(logging.DEBUG)  # once per claim, not per job
+        # Once per claim too: the bound methods the loop calls for every job.
+        should_stop, read_context, record = self._runner.should_stop, self._read_trace_context, self._record
         for index, job in enumerate(jobs):
-            if index and self._should_stop():
+            if index and should_stop():
                 release = partial(self.backend.stores.jobs.release_jobs, jobs[index:])
                 self._with_reconnect(release, between_jobs=False)
                 self._budget.give_back(len(jobs) - index)
                 break
             self._in_hand = (jobs, index + 1, done)
-            self._record(job, call_job(Call(job, self._read_trace_context)), done, debug)
+            record(job, call_job(Call(job, read_context)), done, debug)
         return done
 
     def _read_trace_context(self, job_id: int) -> str | None:

@@ -16,14 +16,15 @@ stores: batchq.stores.Stores imports it on first use, once a backend exists.
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import sqlite3
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..backends.errors import TransientError
+from ..backends.errors import NotUTF8, TransientError
 from ..backends.mysql_drivers import Driver, driver_of
 from ..backends.mysql_statements import (
     MULTI_ROW_STATEMENT_BYTES,
@@ -41,6 +42,7 @@ from .base import Store
 if TYPE_CHECKING:
     from ..backends.mysql import MySQLBackend
     from ..backends.postgresql import PostgreSQLBackend
+    from ..backends.sqlite import SQLiteBackend
 
 # Stands for the payload while the rest of an enqueue_many row is escaped once: no queue or task
 # name can hold a space or '<', so its quoted form occurs nowhere else in the row.
@@ -503,6 +505,8 @@ class PostgreSQLJobStore(JobStore, dialect="postgresql"):
 
 
 class SQLiteJobStore(JobStore, dialect="sqlite"):
+    db: SQLiteBackend
+
     def claim(
         self,
         queue: str,
@@ -514,13 +518,38 @@ class SQLiteJobStore(JobStore, dialect="sqlite"):
         kept: Sequence[Kept] | None = None,
     ) -> Claim:
         """BEGIN IMMEDIATE; jobs_keep (what is done and kept); jobs_delete (what is done);
-        jobs_claim (UPDATE ... RETURNING); COMMIT."""
+        jobs_claim (UPDATE ... RETURNING); COMMIT.
+
+        The driver decodes the claimed rows' text itself (strict_rows): a Python call per value
+        otherwise. A row written by hand with text that is not UTF-8 makes that fail, and the
+        claim rolls back whole and runs again decoding leniently. Inside a caller's transaction
+        (the limited claim, batchq.stores.flow), which cannot roll back alone: leniently at once.
+        """
+        args = (queue, worker, token, limit, done, partition, kept)
+        if self.db._in_transaction:
+            return self._claim(*args, self.db.rows)
+        try:
+            return self._claim(*args, self.db.strict_rows)
+        except NotUTF8:
+            return self._claim(*args, self.db.rows)
+
+    def _claim(
+        self,
+        queue: str,
+        worker: str,
+        token: str,
+        limit: int,
+        done: Sequence[Job],
+        partition: int | None,
+        kept: Sequence[Kept] | None,
+        read: Callable[[str, dict[str, Any]], list[tuple[Any, ...]]],
+    ) -> Claim:
         params = {"queue": queue, "limit": limit, "worker": worker, "token": token, "partition": partition}
         with self.db.transaction():
             deleted = self.delete_jobs(done, kept) if done else 0
-            rows = self.db.rows("jobs_claim" if partition is None else "jobs_claim_partition", params)
+            rows = read("jobs_claim" if partition is None else "jobs_claim_partition", params)
         if len(rows) > 1:
-            rows.sort(key=_claim_order)  # RETURNING gives no order
+            _sort_claimed(rows)  # RETURNING gives no order
         return Claim(deleted, [Job.from_row(row, token) for row in rows])
 
     def _delete_keeping(self, jobs: Sequence[Job], kept: Sequence[Kept]) -> int:
@@ -778,10 +807,34 @@ def _multi_row_insert(enqueue: str, rows: int) -> str:
     return f"{head} VALUES {values}"
 
 
-def _claim_order(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The claim index's order (priority DESC, run_at, id) for a batch, whatever a row written by
-    hand holds: SQLite sorts text priorities above every number."""
-    priority, run_at, job_id = row[5], row[-1], row[0]  # run_at: the last column returned
-    if isinstance(priority, (int, float)):
-        return (1, -priority, str(run_at), job_id)
-    return (0, str(priority), str(run_at), job_id)
+# A claimed row's columns the claim orders by: priority (DESC), then run_at (the last column
+# returned) and id. C key functions: no Python call per row.
+_PRIORITY = operator.itemgetter(5)
+_RUN_AT_ID = operator.itemgetter(-1, 0)
+# SQLite's order of storage classes: NULL, numbers, text, blobs.
+_STORAGE_CLASS = {type(None): 0, int: 1, float: 1, str: 2, bytes: 3}
+
+
+def _sort_claimed(rows: list[tuple[Any, ...]]) -> None:
+    """A batch in the claim index's order (priority DESC, run_at, id), as SQLite sorts: by run_at
+    and id, then stably by priority, descending. A row written by hand may hold values Python
+    cannot compare (text and a number): those sort by SQLite's storage class first."""
+    try:
+        rows.sort(key=_RUN_AT_ID)
+        rows.sort(key=_PRIORITY, reverse=True)
+    except TypeError:
+        rows.sort(key=_stored_run_at_id)
+        rows.sort(key=_stored_priority, reverse=True)
+
+
+def _stored(value: Any) -> tuple[int, Any]:
+    """A value's place in SQLite's order: its storage class, then the value within it."""
+    return (_STORAGE_CLASS[type(value)], 0 if value is None else value)
+
+
+def _stored_run_at_id(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (_stored(row[-1]), row[0])
+
+
+def _stored_priority(row: tuple[Any, ...]) -> tuple[int, Any]:
+    return _stored(row[5])

@@ -81,9 +81,11 @@ def row(queue: Queue, job_id: int) -> dict[str, Any]:
     return found
 
 
-def run_then_sweep(db_url: str) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
-    """`batchq run`, then `batchq gc-processing`, as cron would."""
-    return run_batchq(db_url, "run"), run_batchq(db_url, "gc-processing")
+def run_then_sweep(
+    db_url: str, *run_args: str
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """`batchq run` (with ``run_args``), then `batchq gc-processing`, as cron would."""
+    return run_batchq(db_url, "run", *run_args), run_batchq(db_url, "gc-processing")
 
 
 def no_traceback(result: subprocess.CompletedProcess[str]) -> None:

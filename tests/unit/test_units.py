@@ -111,6 +111,29 @@ def test_json_and_signed_pickle() -> None:
         dumps(object(), "json", None)
 
 
+@pytest.mark.parametrize(
+    "stored, value",
+    [
+        (b'{"i":1}', {"i": 1}),
+        (b' {"i": 1}\n', {"i": 1}),
+        (b"[]", []),
+        (b"null", None),
+        (b'"\xc3\xa9"', "\u00e9"),
+    ],
+)
+def test_json_payloads_read_as_json_loads_reads_them(stored: bytes, value: object) -> None:
+    """Stored by batchq (nothing around the document) or by hand (whitespace around it)."""
+    assert loads(stored, "json", None) == value
+
+
+@pytest.mark.parametrize(
+    "stored", [b"", b"{", b'{"i":1}x', b'{"i":1} 2', b"\xef\xbb\xbf{}", b"[1,]", b"NaNx"]
+)
+def test_json_payloads_that_are_not_one_document_are_refused(stored: bytes) -> None:
+    with pytest.raises(PayloadError, match="not valid JSON"):
+        loads(stored, "json", None)
+
+
 def test_refused_modules_are_never_imported() -> None:
     resolver = Resolver(["jobs"])
     for name in ("antigravity:x", "this:x", "os:system"):

@@ -5,10 +5,6 @@
 -- One job, due after `delay` seconds, or at `at` (Unix seconds, from an aware datetime; the later
 -- of it and now): 'ready' when due now, else 'scheduled' until a worker
 -- promotes it (jobs_promote).
--- Its claim partition is a random one of :partitions (batchq.coordination.partitions; 1 when none are set up).-- name: enqueue
--- One job, due after `delay` seconds, or at `at` (Unix seconds, from an aware datetime; the later
--- of it and now): 'ready' when due now, else 'scheduled' until a worker
--- promotes it (jobs_promote).
 -- Its claim partition is a random one of :partitions (batchq.coordination.partitions; 1 when none are set up).
 -- Its expiry: :expires seconds from now, or the instant :expires_at (Unix seconds), or NULL.
 INSERT INTO batchq_job (queue, task, payload, serializer, priority, status, run_at, max_errors, created_at,

@@ -9,7 +9,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from ..backends import Backend, DuplicateKey, Row, stored_count
+from ..backends import Backend, DuplicateKey, Row, TransientError, stored_count
 from ..core.config import format_duration
 from ..core.failures import FailedJob, FailureGroup, fingerprint_of, group_failures
 from ..errors import BackendError, BackendUnavailable, ConfigError
@@ -169,7 +169,10 @@ def _owner_alive(backend: Backend, owner: str, ghost_after: float | None) -> tup
     if not owner:
         return False, gone
     liveness = backend.liveness
-    alive = liveness.is_alive(owner)
+    try:
+        alive = liveness.is_alive(owner)
+    except TransientError:  # a lock wait or deadlock, e.g. on a Galera node donating its state
+        return None, gone  # cannot be told now: its jobs stay as they are until the next sweep
     if not alive or ghost_after is None:
         return alive, gone
     idle_after = _ghost_idle_after(backend, owner, ghost_after)

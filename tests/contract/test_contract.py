@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from batchq import ConfigError, PayloadError, Queue, SchemaMissing, TaskError, TaskNotAllowed
+from batchq.backends import TransientError
 from batchq.runtime.sweeps import gc_error, gc_processing
 from batchq.runtime.worker import RunOptions, Worker
 from tests.support.cli import invoke_batchq
@@ -435,6 +436,27 @@ def test_gc_processing_requeues_a_dead_owner_and_reports_a_live_one(queue: Queue
     # Below the threshold a live worker's job is not even reported.
     assert gc_processing(queue, older_than=3600).long_running == []
     live.close()
+
+
+def test_gc_processing_leaves_a_job_whose_owner_it_cannot_tell_for_the_next_sweep(
+    queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A liveness read that waits too long or deadlocks (a Galera node donating its state to a
+    rejoining one holds reads back) tells nothing: the sweep goes on, and a later one decides."""
+    job_id = queue.enqueue("jobs:noop")
+    queue.backend.stores.jobs.claim("default", f"{socket.gethostname()}:{_dead_pid()}", "d" * 32)
+
+    def lock_wait(worker: str) -> bool:
+        raise TransientError("MySQL error 1205: Lock wait timeout exceeded; try restarting transaction")
+
+    monkeypatch.setattr(queue.backend.liveness, "is_alive", lock_wait)
+    report = gc_processing(queue, older_than=0)
+    assert report.requeued == [] and [job.id for job in report.long_running] == [job_id]
+    assert report.long_running[0].worker_alive is None
+    [row] = job_rows(queue)
+    assert row["status"] == "processing"
+    monkeypatch.undo()
+    assert [job.id for job in gc_processing(queue).requeued] == [job_id]
 
 
 def _url_with_password(queue: Queue) -> str:

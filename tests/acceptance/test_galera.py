@@ -70,10 +70,23 @@ def _run(url: str, statement: str) -> None:
         queue.close()
 
 
+_STARTED: list[WorkerPool] = []  # this test's pools, stopped when it ends however it ends
+
+
+@pytest.fixture(autouse=True)
+def _no_worker_outlives_its_test() -> Iterator[None]:
+    """A test that fails mid-drain leaves its workers running: stopped here, or the next test's
+    set-up meets their writes (on Galera, as deadlocks)."""
+    yield
+    while _STARTED:
+        _STARTED.pop().stop()
+
+
 def _pools(galera: GaleraCluster, per_node: int, *args: str, lease: str = "") -> list[WorkerPool]:
     """``per_node`` workers on each node, each pool connected to its node (with ?lease=)."""
     query = f"?lease={lease}" if lease else ""
     pools = [WorkerPool(url + query, "--backoff", "0.1s", *args) for url in galera.urls(DATABASE)]
+    _STARTED.extend(pools)
     for pool in pools:
         pool.start(per_node)
     return pools

@@ -392,15 +392,12 @@ def test_a_count_of_one_reads_as_one(queue: Queue, db_url: str) -> None:
     queue.enqueue("jobs:fail", 1, max_errors=1)
     run_all(queue)
     queue.set_partitions(1)
-    try:
-        with dashboard(db_url) as board:
-            board.sign_in()
-            assert "Delete the 1 failed job of this group in queue default?" in html.unescape(
-                board.get("/failures").body
-            )
-            assert "1 partition," in board.get("/").body
-    finally:
-        queue.set_partitions(0)
+    with dashboard(db_url) as board:
+        board.sign_in()
+        assert "Delete the 1 failed job of this group in queue default?" in html.unescape(
+            board.get("/failures").body
+        )
+        assert "1 partition," in board.get("/").body
 
 
 def test_a_cancel_that_cannot_be_done_says_why(queue: Queue, db_url: str) -> None:

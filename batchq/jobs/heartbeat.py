@@ -14,6 +14,19 @@ import threading
 
 from ..backends import Backend
 
+# What stops a worker: the main thread's to handle (batchq.runtime.runner.stop_on_signals).
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})
+
+
+def leave_stop_signals_to_main_thread() -> None:
+    """A helper thread's first call (the heartbeat, a lane): SIGTERM and SIGINT then go to the
+    main thread, whose wait they cut short, so that Python runs their handler at once; left to
+    the kernel's choice of thread, the handler would wait for the main thread's next tick. Not on
+    Windows, which has no per-thread signal mask."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+
 DEFAULT_HEARTBEAT_SECONDS = 30.0
 
 
@@ -45,9 +58,7 @@ class Heartbeat:
             self._thread = None
 
     def _beat(self) -> None:
-        # SIGTERM and SIGINT are the main thread's to handle (batchq.runtime.lanes says why)
-        if hasattr(signal, "pthread_sigmask"):  # not on Windows
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+        leave_stop_signals_to_main_thread()
         while not self._stop.wait(self.interval):
             if self.in_job:
                 self.backend.liveness.ping()

@@ -17,18 +17,17 @@ compute: for those, run more processes.
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 from ..core.job import Job, Kept
+from ..jobs.heartbeat import leave_stop_signals_to_main_thread
 
 log = logging.getLogger("batchq.runtime.worker")
 
 MAX_CONCURRENCY = 256  # lanes per process: each holds a thread and a connection
-STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 class InHand(NamedTuple):
@@ -141,11 +140,7 @@ class Crew:
             raise self._errors[0]
 
     def _serve(self, lane: Lane) -> None:
-        # SIGTERM and SIGINT go to the main thread, whose join they then cut short: Python runs
-        # their handler at once, and the lanes claim nothing more. Left to the kernel's choice of
-        # a lane, the handler would wait for the main thread's next tick, a second later.
-        if hasattr(signal, "pthread_sigmask"):  # not on Windows
-            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        leave_stop_signals_to_main_thread()  # its join cut short, no lane claims after SIGTERM
         try:
             lane.loop()
         except BaseException as exc:

@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 from ..backends import Backend
 from ..core.config import format_duration
 from ..errors import BackendError, BackendUnavailable
-from ..jobs.heartbeat import Heartbeat
+from ..jobs.heartbeat import STOP_SIGNALS, Heartbeat
 from ..jobs.timeouts import Watch, Watchdog
 from ..ops.registry import Registration
 
@@ -194,7 +194,7 @@ def stop_on_signals(handler: Callable[..., Any]) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     try:
         yield
     finally:

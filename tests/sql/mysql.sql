@@ -277,3 +277,9 @@ FROM batchq_job WHERE id = %(id)s;
 -- name: flow_ledger_read
 -- The recorded starts, earliest first.
 SELECT job, started, recorded, pid FROM test_flow_ledger ORDER BY started;
+
+-- name: session_client_ports
+-- The client TCP ports of the server's sessions (HOST is host:port for a TCP client): a session
+-- whose client is gone lingers until its statement in flight has ended.
+SELECT CAST(SUBSTRING_INDEX(HOST, ':', -1) AS UNSIGNED) FROM information_schema.PROCESSLIST
+WHERE HOST LIKE '%%:%%';

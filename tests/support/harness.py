@@ -141,7 +141,35 @@ def sweep_after_crash(queue: Queue, worker: str) -> ProcessingReport:
         wait_for(
             lambda name=name: queue.backend.liveness.is_alive(name) is not True, timeout=10, interval=0.002
         )
+    if queue.backend.dialect != "sqlite":
+        wait_for(lambda: not _orphaned_sessions(queue), timeout=10, interval=0.002)
     return gc_processing(queue)
+
+
+def _orphaned_sessions(queue: Queue) -> set[int]:
+    """The client ports of server sessions whose client socket on this host is no longer open.
+
+    A killed worker's lanes each have a session of their own besides the one holding its lock;
+    a lane's claim in flight at the kill still commits once that lock is free, after a sweep
+    that came too soon (the next sweep takes it back: not the one sweep this harness checks).
+    The server ends such a session only once its statement is done.
+    """
+    sessions = {int(port) for (port,) in run_query(queue, "session_client_ports")}
+    return sessions - _established_local_ports()
+
+
+def _established_local_ports() -> set[int]:
+    """The local ports of this host's established TCP connections (/proc/net; the servers and
+    their clients all run on this host)."""
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as lines:
+            next(lines)  # the header
+            for line in lines:
+                local, _, state = line.split()[1:4]
+                if state == "01":
+                    ports.add(int(local.rsplit(":", 1)[1], 16))
+    return ports
 
 
 def worker_name(pid: int) -> str:

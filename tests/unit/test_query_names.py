@@ -100,6 +100,7 @@ TEST_SERVER_ONLY = {
     "sessions_running",
     "sessions_waiting_for_table_lock",
     "sessions_idle",
+    "session_client_ports",
     "session_end",
     "jobs_table_lock",
     "jobs_table_unlock",

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import pymysql
 import pytest
@@ -173,9 +174,21 @@ def test_node_sigkilled_mid_drain_and_rejoins(galera: GaleraCluster, galera_queu
     for pool in pools:
         for _code, log in pool.logs():
             assert "Traceback" not in log
-    assert row.lost == 0 and row.duplicates <= row.bound
+    assert row.lost == 0 and row.duplicates <= row.bound, _duplicates_and_logs(queue, pools)
     assert job_rows(queue) == []
     assert victim.state() == "Synced"
+
+
+def _duplicates_and_logs(queue: Queue, pools: list[WorkerPool]) -> str:
+    """What a failed drain shows: the jobs run twice, by which worker pids, and the workers' logs."""
+    twice = sql(queue, "SELECT n, GROUP_CONCAT(pid) FROM test_ledger GROUP BY n HAVING COUNT(*) > 1")
+    logs = [f"pid {proc.pid}:\n{_tail(log)}" for pool in pools for proc, log in pool.finished]
+    return f"run twice (n, pids): {twice}\n" + "\n".join(logs)
+
+
+def _tail(log: IO[str]) -> str:
+    log.seek(0)
+    return log.read()[-2000:]
 
 
 def test_a_lagging_node_sees_a_lease_renewed_on_another(galera: GaleraCluster, galera_queue: Queue) -> None:

@@ -23,6 +23,7 @@ EXAMPLES = ROOT / "examples"
 def example_env(**extra: str) -> dict[str, str]:
     """This environment without batchq's own settings (the example brings its own)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BATCHQ_")}
+    env["PYTHONFAULTHANDLER"] = "1"  # a process that hangs shows where, on SIGABRT (stop)
     env.update(extra)
     return env
 
@@ -58,7 +59,13 @@ def running(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> Iterat
 def stop(proc: subprocess.Popen[bytes], log: Path) -> None:
     """SIGTERM ``proc`` and check it exited 0 (a worker finishes its job at hand first)."""
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 0, log.read_text()
+    try:
+        code = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)  # faulthandler writes every thread's stack to the log
+        proc.wait()
+        raise AssertionError(f"no exit 30 s after SIGTERM:\n{log.read_text()}") from None
+    assert code == 0, log.read_text()
 
 
 def wait_until_serving(base_url: str, proc: subprocess.Popen[bytes], log: Path) -> None:

@@ -279,7 +279,7 @@ FROM batchq_job WHERE id = %(id)s;
 SELECT job, started, recorded, pid FROM test_flow_ledger ORDER BY started;
 
 -- name: session_client_ports
--- The client TCP ports of the server's sessions (HOST is host:port for a TCP client): a session
--- whose client is gone lingers until its statement in flight has ended.
+-- The client TCP ports of the sessions in this database (HOST is host:port for a TCP client): a
+-- session whose client is gone lingers until its statement in flight has ended.
 SELECT CAST(SUBSTRING_INDEX(HOST, ':', -1) AS UNSIGNED) FROM information_schema.PROCESSLIST
-WHERE HOST LIKE '%%:%%';
+WHERE HOST LIKE '%%:%%' AND DB = DATABASE();

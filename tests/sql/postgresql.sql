@@ -295,6 +295,6 @@ FROM batchq_job WHERE id = %(id)s;
 SELECT job, started, recorded, pid FROM test_flow_ledger ORDER BY started;
 
 -- name: session_client_ports
--- The client TCP ports of the server's sessions (all databases): a session whose client is gone
--- lingers until its statement in flight has ended.
-SELECT client_port FROM pg_stat_activity WHERE client_port > 0;
+-- The client TCP ports of the sessions in this database: a session whose client is gone lingers
+-- until its statement in flight has ended.
+SELECT client_port FROM pg_stat_activity WHERE client_port > 0 AND datname = current_database();

@@ -147,11 +147,12 @@ def sweep_after_crash(queue: Queue, worker: str) -> ProcessingReport:
 
 
 def _orphaned_sessions(queue: Queue) -> set[int]:
-    """The client ports of server sessions whose client socket on this host is no longer open.
+    """The client ports of the sessions in the queue's database whose client socket on this host
+    is no longer open.
 
     A killed worker's lanes each have a session of their own besides the one holding its lock;
-    a lane's claim in flight at the kill still commits once that lock is free, after a sweep
-    that came too soon (the next sweep takes it back: not the one sweep this harness checks).
+    a lane's claim in flight at the kill can commit after the lock's session has ended, and so
+    after a sweep (the next sweep takes it back: not the one sweep this harness checks).
     The server ends such a session only once its statement is done.
     """
     sessions = {int(port) for (port,) in run_query(queue, "session_client_ports")}

@@ -12,6 +12,7 @@ from flask import Blueprint, redirect, request
 from ..core.config import check_queue_name, counted, parse_utc_time
 from ..core.job import JOB_ID_RANGE
 from ..errors import ConfigError
+from ..jobs.dependencies import repair as repair_dependants
 from ..ops.explain import why_not_cancelled
 from ..ops.registry import request_stop
 from ..runtime.sweeps import FailedJob, gc_error, requeue_failed
@@ -132,8 +133,11 @@ def retry() -> str:
 
 @action("/actions/delete")
 def delete() -> str:
-    """Delete one failed job (a waiting one is cancelled with /actions/cancel)."""
+    """Delete one failed job (a waiting one is cancelled with /actions/cancel). Its dependants'
+    edges go with it, as gc-error's delete drops them: a retried dependant runs without it."""
     job_id = _job_id(request.form.get("id", ""))
-    if current().backend.stores.jobs.delete_failed(job_id) == 1:
+    backend = current().backend
+    if backend.stores.jobs.delete_failed(job_id) == 1:
+        repair_dependants(backend)
         return f"deleted failed job {job_id}"
     return f"job {job_id} was not deleted: it is no longer failed"

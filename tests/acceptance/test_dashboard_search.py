@@ -174,6 +174,26 @@ def test_a_failed_job_is_retried_or_deleted_from_its_page(queue: Queue, db_url: 
         assert board.get(f"/actions/retry?id={one}&state=failed").status == 405
 
 
+def test_a_deleted_parent_lets_its_failed_dependant_be_retried(queue: Queue, db_url: str) -> None:
+    """A dependant fails with its parent; once the dashboard deletes the parent, a retry of the
+    dependant runs it without that parent, as after `batchq gc-error --delete`."""
+    parent = queue.enqueue("jobs:fail", max_errors=1)
+    child = queue.enqueue("jobs:noop", after=parent)
+    run_all(queue)
+    assert {row["id"]: row["status"] for row in job_rows(queue)} == {parent: "failed", child: "failed"}
+    with dashboard(db_url) as board:
+        csrf = board.sign_in()
+        assert (
+            "deleted+failed+job"
+            in board.post("/actions/delete", {"id": str(parent), "csrf": csrf}).headers["Location"]
+        )
+        reply = board.post("/actions/retry", {"id": str(child), "state": "failed", "csrf": csrf})
+        assert "retried+job" in reply.headers["Location"]
+    assert {row["id"]: row["status"] for row in job_rows(queue)} == {child: "ready"}
+    run_all(queue)
+    assert job_rows(queue) == []  # it ran, and succeeded
+
+
 def test_a_retry_keeps_the_unique_key_and_the_bound(queue: Queue, db_url: str) -> None:
     """A failed job is requeued as gc-error requeues it: not while another job holds its unique
     key, nor into a full bounded queue (reject)."""

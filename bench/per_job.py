@@ -24,7 +24,7 @@ job, medians of --repeat repetitions, the sides interleaved:
 PostgreSQL runs on a private cluster (bench/private_postgresql.py, autovacuum off, with
 pg_stat_statements preloaded; the shared server cannot load it without a restart); MySQL on
 BENCH_MYSQL_URL's server, whose global counters take in any other session's work: run it on a
-quiet server. The counters count; the timings are those of one process and one repetition.
+quiet server. The counters count; the timings are one process's, on this machine.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from insert_cost import Statements
@@ -124,29 +125,25 @@ def measured(
     jobs: int, counters: ServerCounters, conn: Any, close: Callable[[], None], out: list[list[float | None]]
 ) -> Iterator[None]:
     """Time the block, then ``close()`` its connections (a PostgreSQL backend reports its
-    counters on exit); append its figures per job to ``out``. ``conn`` is the block's SQLite
-    connection, traced (None on the servers)."""
-    trace = SQLiteTrace(conn) if conn is not None else None
+    counters on exit); append its figures per job to ``out``. ``conn`` is the block's
+    connection: on SQLite, traced for its counts."""
+    trace = SQLiteTrace(conn) if counters.backend == "sqlite" else None
     before = trace.read() if trace else counters.read()
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     yield
     wall, r1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF)
-    traced = trace.read() if trace else None
+    traced = trace.read() if trace else None  # before close(): the trace is the connection's
     close()
-    after = traced or counters.read()
+    after = traced if traced else counters.read()
     cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
     deltas = [None if a is None or b is None else (a - b) / jobs for a, b in zip(after, before, strict=True)]
     out.append([wall / jobs * 1e6, cpu / jobs * 1e6, *deltas])
 
 
-def _sqlite(backend: str, conn: Any) -> Any:
-    return conn if backend == "sqlite" else None
-
-
 def plain_run(backend: str, jobs: int, batch: int, counters: ServerCounters, out: list) -> None:
     plain_load(backend, jobs)
     cycle = PlainCycle(backend)
-    with measured(jobs, counters, _sqlite(backend, cycle.conn), cycle.close, out):
+    with measured(jobs, counters, cycle.conn, cycle.close, out):
         assert cycle.drain(batch) == jobs
 
 
@@ -155,31 +152,34 @@ def batchq_run(backend: str, jobs: int, batch: int, counters: ServerCounters, ou
     bulk_load(backend, jobs)
     queue = Queue(url_for(backend), task_modules="noop_jobs")
     worker = Worker(queue, RunOptions(batch_size=batch))
-    with measured(jobs, counters, _sqlite(backend, queue.backend.conn), queue.close, out):
+    with measured(jobs, counters, queue.backend.conn, queue.close, out):
         assert worker.run().succeeded == jobs
 
 
 def plain_enqueue(backend: str, jobs: int, per_call: int, counters: ServerCounters, out: list) -> None:
     cycle = PlainCycle(backend)
     cycle.recreate()
-    with measured(jobs, counters, _sqlite(backend, cycle.conn), cycle.close, out):
-        for start in range(0, jobs, per_call):
-            if per_call == 1:
-                cycle.enqueue({"i": start})
-            else:
-                cycle.enqueue_many([{"i": start + k} for k in range(per_call)])
+    with measured(jobs, counters, cycle.conn, cycle.close, out):
+        send_all(cycle.enqueue, cycle.enqueue_many, jobs, per_call)
 
 
 def batchq_enqueue(backend: str, jobs: int, per_call: int, counters: ServerCounters, out: list) -> None:
     reset(backend)
     queue = Queue(url_for(backend), task_modules="noop_jobs")
     queue.enqueue(TASK, {"i": -1})  # connected, the task imported and its template kept
-    with measured(jobs, counters, _sqlite(backend, queue.backend.conn), queue.close, out):
-        for start in range(0, jobs, per_call):
-            if per_call == 1:
-                queue.enqueue(TASK, {"i": start})
-            else:
-                queue.enqueue_many(TASK, [{"i": start + k} for k in range(per_call)])
+    with measured(jobs, counters, queue.backend.conn, queue.close, out):
+        send_all(partial(queue.enqueue, TASK), partial(queue.enqueue_many, TASK), jobs, per_call)
+
+
+def send_all(
+    one: Callable[[Any], object], many: Callable[[list[Any]], object], jobs: int, per_call: int
+) -> None:
+    """``jobs`` payloads, one per ``one`` call, or ``per_call`` per ``many`` call."""
+    for start in range(0, jobs, per_call):
+        if per_call == 1:
+            one({"i": start})
+        else:
+            many([{"i": start + k} for k in range(per_call)])
 
 
 def cell(values: list[float | None], column: int) -> str:
@@ -229,10 +229,8 @@ def report(backend: str, jobs: int, enqueues: int, repeat: int) -> None:
                     f"# rep {rep + 1} {name}, {side}: {figures[name, side][-1][0]:.1f} µs/job",
                     file=sys.stderr,
                 )
-    entries = {
-        "plain cycle": "2",
-        "batchq": f"{statements.index_entries():g}",
-    }  # the last enqueue_many's jobs
+    # batchq's: those of the jobs the last enqueue_many left in its table
+    entries = {"plain cycle": "2", "batchq": f"{statements.index_entries():g}"}
     counters.close()
     statements.close()
     rows = [

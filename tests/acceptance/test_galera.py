@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 import pymysql
 import pytest
@@ -182,13 +181,12 @@ def test_node_sigkilled_mid_drain_and_rejoins(galera: GaleraCluster, galera_queu
 def _duplicates_and_logs(queue: Queue, pools: list[WorkerPool]) -> str:
     """What a failed drain shows: the jobs run twice, by which worker pids, and the workers' logs."""
     twice = sql(queue, "SELECT n, GROUP_CONCAT(pid) FROM test_ledger GROUP BY n HAVING COUNT(*) > 1")
-    logs = [f"pid {proc.pid}:\n{_tail(log)}" for pool in pools for proc, log in pool.finished]
+    logs = [
+        f"pid {proc.pid}:\n{text[-2000:]}"
+        for pool in pools
+        for (proc, _), (_, text) in zip(pool.finished, pool.logs(), strict=True)
+    ]
     return f"run twice (n, pids): {twice}\n" + "\n".join(logs)
-
-
-def _tail(log: IO[str]) -> str:
-    log.seek(0)
-    return log.read()[-2000:]
 
 
 def test_a_lagging_node_sees_a_lease_renewed_on_another(galera: GaleraCluster, galera_queue: Queue) -> None:
